@@ -1,0 +1,133 @@
+"""Types that cross the IX wrapper's boundary (paper Section 3.4 'IX Wrapper', Appendix E).
+
+The wrapper turns the PA's selected setting, reply material and proposed tool calls into what the
+user sees (:class:`DeliveredTurn`) and a scoring record (:class:`ScoringTrace`). What it withholds
+lives only in the scoring trace; memory and simulator never receive it (Table 9).
+
+IX tool payloads (the arguments of ``IX_<attribute>`` besides ``setting``):
+
+==========================  ===================================================================
+attribute                   payload fields
+==========================  ===================================================================
+reasoning_visibility        ``rationale: str`` - paragraph naming evidence and deciding factor
+uncertainty_expression      ``confidence_notes: list[{claim: str, level: high|medium|low}]``
+process_visibility          ``opening: str``, ``call_notes: list[str]``, ``closing: str``
+proactive_outreach          ``message: str`` - what to tell the user about the event
+topic_management            ``topics: list[{label: str, content: str}]``
+information_elicitation     ``questions: list[str]``
+all others                  none (pass-through or pure execution control)
+==========================  ===================================================================
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+__all__ = [
+    "CallStatus",
+    "DeliveredTurn",
+    "ExecutedCall",
+    "HeldItem",
+    "IXCall",
+    "ScoringTrace",
+]
+
+
+class CallStatus(str, Enum):
+    """What happened to a world-tool call the PA proposed."""
+
+    EXECUTED = "executed"  # ran on the working copy (its result may still be a tool error)
+    HELD = "held"  # held by the wrapper for the user's consent; has not run
+    BLOCKED = "blocked"  # refused by the wrapper under the selected setting; will not run
+    REJECTED = "rejected"  # malformed: unknown tool, bad arguments JSON; did not run
+
+
+class ExecutedCall(BaseModel):
+    """One world-tool call and its outcome, as the PA saw it.
+
+    Attributes:
+        call_id: the model's (or generated) call id.
+        tool: tool name without the ``mcp_state_`` prefix.
+        arguments: the arguments object.
+        status: see :class:`CallStatus`.
+        result: the tool result text returned to the PA (JSON or an error message).
+        error: True when the tool rejected the arguments or failed (nothing was written).
+        write: True for write tools.
+        tag: the write tag (``draft``, ``routine``, ``key``, ``outward``) or None for reads.
+        held_id: for held calls, the held item's id.
+    """
+
+    call_id: str
+    tool: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    status: CallStatus
+    result: str = ""
+    error: bool = False
+    write: bool = False
+    tag: str | None = None
+    held_id: str | None = None
+
+
+class HeldItem(BaseModel):
+    """Something the wrapper holds for a later turn (Appendix E.3).
+
+    Attributes:
+        id: stable id shown to the user, e.g. ``held_0003``; the user's consent names it.
+        kind: ``action`` (a proposed tool call), ``question`` (a later elicitation question) or
+            ``topic`` (a deferred topic under One-at-a-time).
+        attribute: the attribute whose setting caused the hold.
+        tool / arguments: for actions, the call that runs if the user consents.
+        text: what the user is shown about the item (for questions and topics, the content that
+            is released later).
+        status: ``pending`` until released (``approved``) or ``denied``.
+    """
+
+    id: str
+    kind: Literal["action", "question", "topic"]
+    attribute: str
+    tool: str | None = None
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    text: str = ""
+    status: Literal["pending", "approved", "denied"] = "pending"
+
+
+class IXCall(BaseModel):
+    """The PA's call to an interaction tool, as memory may see it (setting and public parts only).
+
+    ``payload`` keeps only the fields that were rendered to the user; withheld fields are removed
+    (they go to :class:`ScoringTrace`).
+    """
+
+    attribute: str
+    setting: str
+    payload: dict[str, Any] = Field(default_factory=dict)
+
+
+class DeliveredTurn(BaseModel):
+    """What the user receives for one PA turn.
+
+    Attributes:
+        reply: the public reply text after rendering.
+        executed: world-tool calls that actually ran this turn (including released items).
+        held: items held this turn, awaiting consent, with their ids.
+    """
+
+    reply: str
+    executed: list[ExecutedCall] = Field(default_factory=list)
+    held: list[HeldItem] = Field(default_factory=list)
+
+
+class ScoringTrace(BaseModel):
+    """What the wrapper kept out of the public interaction, for scoring only (Appendix E.4).
+
+    Never written to memory, never shown to the simulator or the BRS judge.
+    """
+
+    selections: dict[str, str] = Field(default_factory=dict, description="attribute -> setting")
+    withheld: dict[str, Any] = Field(default_factory=dict, description="payload field -> content")
+    blocked: list[ExecutedCall] = Field(default_factory=list)
+    rendering_notes: list[str] = Field(default_factory=list)
+    raw_reply: str = Field(default="", description="The PA's reply text before rendering.")

@@ -1,0 +1,131 @@
+"""Provider-neutral chat types shared by every component that talks to a model.
+
+Only :mod:`mempa_tui.llm.client` imports litellm; everything else speaks these types.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = [
+    "ChatMessage",
+    "Completion",
+    "LLMCallRecord",
+    "Role",
+    "ToolCall",
+    "ToolSpec",
+    "Usage",
+]
+
+
+class Role(str, Enum):
+    """The model roles a profile fills (SPEC section 4.10)."""
+
+    PA = "pa"
+    SIMULATOR = "simulator"
+    CHECKER = "checker"
+    JUDGE = "judge"
+    MEMORY = "memory"
+    EMBEDDER = "embedder"
+
+
+class ToolSpec(BaseModel):
+    """A function tool offered to the model, in OpenAI function-schema shape.
+
+    Attributes:
+        name: the name the model calls, e.g. ``mcp_state_email_message_send`` or ``IX_verbosity``.
+        description: what the tool does and the formats of its arguments.
+        parameters: JSON schema of the arguments object (``{"type": "object", ...}``).
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+
+class ToolCall(BaseModel):
+    """A tool call made by the model, normalised.
+
+    Attributes:
+        id: the call id; generated (``call_<n>``) when the model gave none or an empty one.
+        name: the tool name as the model wrote it (may be unknown or empty; the agent checks).
+        arguments: parsed arguments object; ``{}`` when none or unparsable.
+        arguments_error: why the arguments could not be parsed (invalid JSON, not an object),
+            else None. The agent returns this to the model as the tool result.
+        recovered_from_text: True when the call was written as JSON in the reply text rather than
+            as a structured tool call.
+    """
+
+    id: str
+    name: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    arguments_error: str | None = None
+    recovered_from_text: bool = False
+
+
+class ChatMessage(BaseModel):
+    """One message of a conversation sent to a model.
+
+    ``tool_calls`` is set only on assistant messages; ``tool_call_id`` and ``name`` only on tool
+    results. Arguments stay parsed objects here; the client converts them to what each wire format
+    wants (objects for Ollama's native API, JSON strings for OpenAI-compatible endpoints).
+    """
+
+    role: Literal["system", "user", "assistant", "tool"]
+    content: str = ""
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    tool_call_id: str | None = None
+    name: str | None = None
+
+
+class Usage(BaseModel):
+    """Token counts of one call.
+
+    Attributes:
+        prompt_tokens: tokens in the prompt as the provider counted them (or our estimate).
+        completion_tokens: tokens generated.
+        reused_prefix_tokens: leading prompt tokens identical to the previous call of the same role
+            (what a KV cache can reuse), as counted by the client.
+    """
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    reused_prefix_tokens: int = 0
+
+
+class Completion(BaseModel):
+    """A normalised model reply.
+
+    Attributes:
+        text: reply text with every ``<think>...</think>`` block removed and whitespace trimmed;
+            text from which tool calls were recovered has those calls removed.
+        thinking: the removed reasoning, kept for the scoring record only; never shown to the user,
+            the judge or the memory.
+        tool_calls: structured calls plus calls recovered from text, in order.
+        finish_reason: as the provider reported it.
+        usage: token counts.
+    """
+
+    text: str = ""
+    thinking: str = ""
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    finish_reason: str | None = None
+    usage: Usage = Field(default_factory=Usage)
+
+
+class LLMCallRecord(BaseModel):
+    """One model call as logged for token accounting and deterministic replay (SPEC section 7)."""
+
+    role: Role
+    model: str
+    prompt_tokens: int
+    completion_tokens: int
+    reused_prefix_tokens: int
+    latency_s: float
+    ok: bool
+    error: str | None = None

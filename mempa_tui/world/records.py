@@ -1,0 +1,181 @@
+"""Record types of the fixture tree, one pydantic model per collection.
+
+A user's fixture tree (``worlds/users/<label>/fixtures/``) holds one YAML file per collection,
+``<collection>.yaml``, each a list of records. Every record has an ``id`` unique in its collection
+and an ``entered_at`` story time: the tools hide a record whose ``entered_at`` is after the step's
+time (paper Appendix C.2, 'Visibility rules'). A document's sections carry their own
+``entered_at`` and are hidden the same way.
+
+Collections for the domains of Table 7 arrive with the tool domains; a collection a user's
+storyline does not use may be absent from the fixture tree and reads as empty.
+
+All times are naive story-time datetimes, written ``YYYY-MM-DDTHH:MM`` in YAML.
+"""
+
+from __future__ import annotations
+
+from datetime import date, datetime
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = [
+    "COLLECTIONS",
+    "CalendarEvent",
+    "Contact",
+    "CopierEntitlement",
+    "CorporateReport",
+    "Document",
+    "DocumentSection",
+    "EmailDraft",
+    "EmailMessage",
+    "Record",
+    "SentEmail",
+    "TextMessage",
+]
+
+
+class Record(BaseModel):
+    """Base of every world record.
+
+    Attributes:
+        id: unique within its collection, e.g. ``em_0012``.
+        entered_at: when the record enters the world; hidden from steps before this time.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
+    entered_at: datetime
+
+
+# ---- Email (Table 7: Email) -----------------------------------------------------------------
+
+
+class EmailMessage(Record):
+    """A message in the user's inbox (collection ``email/inbox``)."""
+
+    sender_name: str
+    sender_address: str
+    to: list[str] = Field(min_length=1, description="Recipient addresses.")
+    cc: list[str] = Field(default_factory=list)
+    subject: str
+    body: str
+    thread_id: str | None = None
+
+
+class EmailDraft(Record):
+    """An unsent draft (collection ``email/drafts``)."""
+
+    to: list[str] = Field(default_factory=list)
+    cc: list[str] = Field(default_factory=list)
+    subject: str
+    body: str
+    in_reply_to: str | None = Field(default=None, description="Inbox message id replied to.")
+
+
+class SentEmail(Record):
+    """A sent email (collection ``email/sent``); ``entered_at`` is when it was sent."""
+
+    to: list[str] = Field(min_length=1)
+    cc: list[str] = Field(default_factory=list)
+    subject: str
+    body: str
+    in_reply_to: str | None = None
+
+
+# ---- Messages (Table 7: Messages) ------------------------------------------------------------
+
+
+class TextMessage(Record):
+    """A chat/SMS message with one contact (collection ``messages/messages``).
+
+    ``direction`` is ``in`` for a message the user received and ``out`` for one the user (or the
+    PA on the user's behalf) sent; ``contact`` is the other party's name as in contacts.
+    """
+
+    contact: str
+    direction: Literal["in", "out"]
+    text: str
+
+
+# ---- Calendar ---------------------------------------------------------------------------------
+
+
+class CalendarEvent(Record):
+    """An event in the user's calendar (collection ``calendar/events``)."""
+
+    title: str
+    start: datetime
+    end: datetime
+    location: str = ""
+    attendees: list[str] = Field(default_factory=list, description="Names of other attendees.")
+    notes: str = ""
+
+
+# ---- Documents --------------------------------------------------------------------------------
+
+
+class DocumentSection(BaseModel):
+    """A dated section of a document; hidden before its ``entered_at``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    heading: str
+    body: str
+    entered_at: datetime
+
+
+class Document(Record):
+    """A document in the user's files (collection ``documents/documents``)."""
+
+    title: str
+    folder: str = Field(default="", description="Folder path for display, e.g. 'work/reports'.")
+    sections: list[DocumentSection] = Field(default_factory=list)
+
+
+class CopierEntitlement(Record):
+    """A print/copy quota held by the user (collection ``documents/copier_entitlements``)."""
+
+    holder: str
+    department: str
+    pages_per_month: int = Field(ge=0)
+    pages_used: int = Field(ge=0)
+    color_allowed: bool
+    valid_until: date
+
+
+class CorporateReport(Record):
+    """A report submitted to the employer's reporting system (``documents/corporate_reports``)."""
+
+    report_type: str
+    period: str = Field(description="Reporting period, e.g. '2026-03' or '2026-Q1'.")
+    content: str
+
+
+# ---- Contacts ---------------------------------------------------------------------------------
+
+
+class Contact(Record):
+    """A person in the user's address book (collection ``contacts/contacts``)."""
+
+    name: str
+    email: str = ""
+    phone: str = Field(default="", description="Phone number, digits and + - ( ) only.")
+    organization: str = ""
+    relation: str = ""
+    notes: str = ""
+
+
+#: Collection path -> record model, for the domains built so far.
+COLLECTIONS: dict[str, type[Record]] = {
+    "email/inbox": EmailMessage,
+    "email/drafts": EmailDraft,
+    "email/sent": SentEmail,
+    "messages/messages": TextMessage,
+    "calendar/events": CalendarEvent,
+    "documents/documents": Document,
+    "documents/copier_entitlements": CopierEntitlement,
+    "documents/corporate_reports": CorporateReport,
+    "contacts/contacts": Contact,
+}
