@@ -29,6 +29,7 @@ __all__ = [
     "DocumentSection",
     "EmailDraft",
     "EmailMessage",
+    "ID_PREFIXES",
     "Record",
     "SentEmail",
     "TextMessage",
@@ -178,4 +179,18 @@ COLLECTIONS: dict[str, type[Record]] = {
     "documents/copier_entitlements": CopierEntitlement,
     "documents/corporate_reports": CorporateReport,
     "contacts/contacts": Contact,
+}
+
+#: Collection path -> prefix of the ids the tools give new records (``<prefix><4 digits>``,
+#: e.g. ``em_0013``). Every collection of :data:`COLLECTIONS` has one.
+ID_PREFIXES: dict[str, str] = {
+    "email/inbox": "em_",
+    "email/drafts": "dr_",
+    "email/sent": "sent_",
+    "messages/messages": "msg_",
+    "calendar/events": "ev_",
+    "documents/documents": "doc_",
+    "documents/copier_entitlements": "ce_",
+    "documents/corporate_reports": "rep_",
+    "contacts/contacts": "ct_",
 }
