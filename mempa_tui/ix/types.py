@@ -30,9 +30,13 @@ __all__ = [
     "CallStatus",
     "DeliveredTurn",
     "ExecutedCall",
+    "GateDecision",
+    "GateResult",
     "HeldItem",
     "IXCall",
+    "ReleaseOutcome",
     "ScoringTrace",
+    "SelectResult",
 ]
 
 
@@ -82,6 +86,7 @@ class HeldItem(BaseModel):
         tool / arguments: for actions, the call that runs if the user consents.
         text: what the user is shown about the item (for questions and topics, the content that
             is released later).
+        label: for topics, the topic's label (named as deferred until released); else empty.
         status: ``pending`` until released (``approved``) or ``denied``.
     """
 
@@ -91,6 +96,7 @@ class HeldItem(BaseModel):
     tool: str | None = None
     arguments: dict[str, Any] = Field(default_factory=dict)
     text: str = ""
+    label: str = ""
     status: Literal["pending", "approved", "denied"] = "pending"
 
 
@@ -112,7 +118,8 @@ class DeliveredTurn(BaseModel):
     Attributes:
         reply: the public reply text after rendering.
         executed: world-tool calls that actually ran this turn (including released items).
-        held: items held this turn, awaiting consent, with their ids.
+        held: items awaiting the user's consent after this turn (held this turn or still
+            pending from an earlier one), with their ids: actions and deferred topics.
     """
 
     reply: str
@@ -131,3 +138,59 @@ class ScoringTrace(BaseModel):
     blocked: list[ExecutedCall] = Field(default_factory=list)
     rendering_notes: list[str] = Field(default_factory=list)
     raw_reply: str = Field(default="", description="The PA's reply text before rendering.")
+
+
+class GateDecision(str, Enum):
+    """The wrapper's decision on one proposed world-tool call (Appendix E.3, execution control)."""
+
+    EXECUTE = "execute"
+    HOLD = "hold"
+    BLOCK = "block"
+
+
+class GateResult(BaseModel):
+    """Outcome of :meth:`mempa_tui.ix.IXWrapper.gate` for one proposed call.
+
+    Attributes:
+        decision: execute, hold or block.
+        attribute: key of the attribute whose setting caused a hold or block; None to execute.
+        reason: a one-line reason for a hold or block (shown to the PA, kept in the trace).
+    """
+
+    decision: GateDecision
+    attribute: str | None = None
+    reason: str = ""
+
+
+class SelectResult(BaseModel):
+    """Outcome of one ``IX_<attribute>`` call handed to the wrapper.
+
+    Attributes:
+        ok: the call was accepted (a selection, a repeat of it, or a payload-only call).
+        attribute: the attribute key.
+        setting: the session's setting for the attribute after the call (None if still unset).
+        newly_selected: True when this call made the session's selection.
+        message: the tool result text returned to the PA (acceptance note or refusal reason).
+    """
+
+    ok: bool
+    attribute: str
+    setting: str | None = None
+    newly_selected: bool = False
+    message: str
+
+
+class ReleaseOutcome(BaseModel):
+    """What :meth:`mempa_tui.ix.IXWrapper.release` did with the user's consent decisions.
+
+    Attributes:
+        executed: approved actions that ran on the working copy, in id order.
+        approved: every item approved by this consent (actions and topics).
+        denied: items the user refused; they will never run.
+        unknown: ids in the consent that name no pending item (ignored).
+    """
+
+    executed: list[ExecutedCall] = Field(default_factory=list)
+    approved: list[HeldItem] = Field(default_factory=list)
+    denied: list[HeldItem] = Field(default_factory=list)
+    unknown: list[str] = Field(default_factory=list)
