@@ -109,6 +109,7 @@ class Completion(BaseModel):
         tool_calls: structured calls plus calls recovered from text, in order.
         finish_reason: as the provider reported it.
         usage: token counts.
+        trimmed_messages: old messages the client dropped to fit the context window (0: none).
     """
 
     text: str = ""
@@ -116,6 +117,7 @@ class Completion(BaseModel):
     tool_calls: list[ToolCall] = Field(default_factory=list)
     finish_reason: str | None = None
     usage: Usage = Field(default_factory=Usage)
+    trimmed_messages: int = 0
 
 
 class LLMCallRecord(BaseModel):
@@ -129,3 +131,5 @@ class LLMCallRecord(BaseModel):
     latency_s: float
     ok: bool
     error: str | None = None
+    trimmed_messages: int = 0
+    """Old messages dropped to fit the context window before this call (0: none)."""

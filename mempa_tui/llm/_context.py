@@ -1,0 +1,137 @@
+"""Context-window budgeting and prompt-prefix accounting.
+
+Token counts come from litellm's offline counter (tiktoken ``cl100k_base`` for models it does not
+know). Local models use other tokenizers, so the budget check inflates the count: the estimate is
+``ceil(1.15 * counted) + 32``. Qwen2.5 splits digits one per token, hence the margin; the
+benchmark script ``benchmarks/embedded_model.py`` prints the measured ratio.
+
+Trim rule (one rule, applied only when prompt estimate + ``max_tokens`` exceeds the window):
+drop the oldest droppable unit first, and repeat until it fits. Units are single messages, except
+that an assistant message with tool calls and the tool results that follow it form one unit.
+System messages, the last user message and everything after it are never dropped. If nothing
+droppable is left and it still does not fit, the caller raises ``ContextWindowError``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["ESTIMATE_FACTOR", "ESTIMATE_MARGIN", "TrimResult", "estimate", "reused_prefix", "trim_to_fit"]
+
+ESTIMATE_FACTOR = 1.15
+"""Multiplier on the counted tokens in the budget check (tokenizer mismatch allowance)."""
+ESTIMATE_MARGIN = 32
+"""Tokens added in the budget check for chat-template framing."""
+
+
+def estimate(counted: int) -> int:
+    """Conservative prompt size for the budget check: ``ceil(1.15 * counted) + 32``."""
+    return math.ceil(ESTIMATE_FACTOR * counted) + ESTIMATE_MARGIN
+
+
+@dataclass(frozen=True)
+class TrimResult:
+    """Which messages to send.
+
+    Attributes:
+        keep: indices of the messages kept, in order.
+        dropped: how many messages were dropped.
+        counted: counted prompt tokens of what is kept (tools included, before inflation).
+        fits: whether the kept prompt fits.
+    """
+
+    keep: list[int]
+    dropped: int
+    counted: int
+    fits: bool
+
+
+def _units(messages: Sequence[dict[str, Any]], stop: int) -> list[list[int]]:
+    """Droppable units among ``messages[:stop]`` (system messages excluded), oldest first."""
+    units: list[list[int]] = []
+    index = 0
+    while index < stop:
+        role = messages[index]["role"]
+        if role == "system":
+            index += 1
+            continue
+        unit = [index]
+        index += 1
+        if role == "assistant" and messages[unit[0]].get("tool_calls"):
+            while index < stop and messages[index]["role"] == "tool":
+                unit.append(index)
+                index += 1
+        units.append(unit)
+    return units
+
+
+def trim_to_fit(
+    messages: Sequence[dict[str, Any]],
+    counts: Sequence[int],
+    tools_tokens: int,
+    max_tokens: int,
+    context_window: int,
+) -> TrimResult:
+    """Apply the trim rule (module docstring) to fit ``context_window``.
+
+    Args:
+        messages: wire messages (``role`` and ``tool_calls`` are read).
+        counts: counted tokens per message.
+        tools_tokens: counted tokens of the tool schemas.
+        max_tokens: tokens reserved for the reply.
+        context_window: the window in tokens.
+
+    Returns:
+        The kept indices; ``fits`` is False when even the fully trimmed prompt is too long.
+    """
+    total = sum(counts) + tools_tokens
+    keep = set(range(len(messages)))
+    if estimate(total) + max_tokens <= context_window:
+        return TrimResult(sorted(keep), 0, total, True)
+    last_user = max((i for i, m in enumerate(messages) if m["role"] == "user"), default=len(messages) - 1)
+    dropped = 0
+    for unit in _units(messages, last_user):
+        for i in unit:
+            keep.discard(i)
+            total -= counts[i]
+        dropped += len(unit)
+        if estimate(total) + max_tokens <= context_window:
+            return TrimResult(sorted(keep), dropped, total, True)
+    return TrimResult(sorted(keep), dropped, total, False)
+
+
+def reused_prefix(
+    previous: Sequence[str] | None,
+    previous_tools: str | None,
+    current: Sequence[str],
+    current_tools: str | None,
+    counts: Sequence[int],
+    tools_tokens: int,
+) -> int:
+    """Counted tokens of the leading part of a prompt identical to the previous call's.
+
+    Tools are rendered before the messages by chat templates, so differing tools reuse nothing.
+    Messages are compared whole (by their serialised form), first to last, until one differs.
+
+    Args:
+        previous: serialised messages of the previous call of the same role (None: no call yet).
+        previous_tools: serialised tools of that call.
+        current: serialised messages of this call.
+        current_tools: serialised tools of this call.
+        counts: counted tokens per current message.
+        tools_tokens: counted tokens of the current tools.
+
+    Returns:
+        The reusable prefix in counted tokens (0 when there is no previous call).
+    """
+    if previous is None or previous_tools != current_tools:
+        return 0
+    reused = tools_tokens
+    for old, new, count in zip(previous, current, counts, strict=False):
+        if old != new:
+            break
+        reused += count
+    return reused

@@ -1,0 +1,352 @@
+"""The one module that talks to litellm (SPEC section 4.10; prompt reuse: section 7).
+
+:class:`LLMClient` turns provider-neutral messages into a litellm call for the role's model spec,
+keeps the prompt inside the context window, retries transient failures, limits concurrency per
+endpoint, and normalises whatever the model wrote into a :class:`Completion`.
+
+Retries are done here, not by litellm's ``num_retries``: measured on litellm 1.110.2, its retry
+wrapper needs ``tenacity`` (not a litellm dependency; without it ``ollama_chat/`` calls are tried
+once while the error claims "Retried: 2 times"), retries non-transient errors such as HTTP 400 as
+well, and waits between tries only for rate limits. So litellm gets ``num_retries=0`` and
+``max_retries=0`` and this module retries timeouts, connection errors and HTTP 408/429/5xx with
+exponential backoff (``retry_backoff_s`` doubling, capped at 30 s).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import anyio
+
+from mempa_tui.llm._context import estimate, reused_prefix, trim_to_fit
+from mempa_tui.llm._parse import CallIds, RawToolCall, normalise_tool_calls, recover_tool_calls, split_thinking
+from mempa_tui.llm._wire import WireName, response_format_for, tool_choice_for, tools_for, wire_messages
+from mempa_tui.llm.errors import (
+    ContextWindowError,
+    LLMConfigError,
+    LLMConnectionError,
+    LLMError,
+    LLMProviderError,
+    LLMRequestError,
+    LLMTimeoutError,
+)
+from mempa_tui.llm.profile import ModelProfile, ModelSpec
+from mempa_tui.llm.types import ChatMessage, Completion, LLMCallRecord, Role, ToolSpec, Usage
+
+__all__ = ["LLMClient"]
+
+_TRANSIENT_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
+_MAX_BACKOFF_S = 30.0
+_LOCAL_KEY = "sk-local-no-key"
+
+
+def _litellm() -> Any:
+    """Import litellm on first use (its import takes seconds) with offline settings."""
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    os.environ.setdefault("LITELLM_TELEMETRY", "False")
+    import litellm
+
+    litellm.suppress_debug_info = True
+    litellm.telemetry = False
+    return litellm
+
+
+def _cause(exc: BaseException) -> str:
+    """One line describing ``exc`` without a stack trace."""
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    for prefix in ("litellm.", "LiteLLM "):
+        text = text.removeprefix(prefix)
+    return text[:400]
+
+
+class LLMClient:
+    """Calls the models of a profile.
+
+    Attributes:
+        profile: the profile in use.
+        calls: one :class:`LLMCallRecord` per call, successful or not, in completion order.
+    """
+
+    def __init__(self, profile: ModelProfile) -> None:
+        """Prepare limiters and counters; nothing is contacted and litellm is not imported yet.
+
+        Args:
+            profile: the model profile (its ``api_base`` values must be final, e.g. filled in by
+                :class:`~mempa_tui.llm.embedded.EmbeddedServer`).
+        """
+        self.profile = profile
+        self.calls: list[LLMCallRecord] = []
+        self._limiters: dict[str, anyio.CapacityLimiter] = {}
+        self._last_prompt: dict[Role, tuple[list[str], str | None]] = {}
+        self._token_cache: dict[str, int] = {}
+        self._ids = CallIds()
+        sizes: dict[str, int] = {}
+        for spec in profile.all_specs():
+            key = self._endpoint(spec)
+            sizes[key] = min(sizes.get(key, spec.max_concurrency), spec.max_concurrency)
+        self._limiter_sizes = sizes
+
+    # -- public ------------------------------------------------------------------------------
+    async def complete(
+        self,
+        role: Role,
+        messages: Sequence[ChatMessage],
+        *,
+        tools: Sequence[ToolSpec] | None = None,
+        tool_choice: str | None = None,
+        json_schema: dict[str, Any] | None = None,
+    ) -> Completion:
+        """Run one model call for ``role``.
+
+        Args:
+            role: which spec of the profile serves the call.
+            messages: the conversation, system prompt first.
+            tools: tools offered to the model.
+            tool_choice: None or ``auto`` (model decides), ``required`` (some call), ``none``,
+                or a tool name (that call is forced; on Ollama only that tool is offered).
+            json_schema: ask for a JSON object matching this schema (read it with
+                :func:`~mempa_tui.llm.parse_json_reply`); tool calls are not recovered from the
+                text of such replies.
+
+        Returns:
+            The normalised completion: think blocks stripped into ``thinking``, tool-call
+            arguments parsed, missing ids filled, calls written as JSON text recovered (only when
+            tools were offered), ``trimmed_messages`` set when old messages were dropped.
+
+        Raises:
+            ValueError: ``tool_choice`` names no offered tool.
+            ContextWindowError: the prompt does not fit even after trimming.
+            LLMConfigError: missing ``api_base`` or API-key variable.
+            LLMTimeoutError, LLMConnectionError, LLMProviderError, LLMRequestError: the call failed
+                (transient ones after ``num_retries`` retries).
+        """
+        spec = self.profile.spec_for(role)
+        wire: WireName = spec.resolved_wire(self.profile.runtime)
+        sent_tools = tools_for(list(tools) if tools else None, tool_choice, wire)
+        history = wire_messages(list(messages))
+        serialised = [json.dumps(m, sort_keys=True, ensure_ascii=False) for m in history]
+        tools_text = json.dumps(sent_tools, sort_keys=True) if sent_tools else None
+        counts = [self._count(text) for text in serialised]
+        tools_tokens = self._count(tools_text) if tools_text else 0
+        trim = trim_to_fit(history, counts, tools_tokens, spec.max_tokens, spec.context_window)
+        if not trim.fits:
+            error = ContextWindowError(role.value, spec.model, estimate(trim.counted), spec.max_tokens, spec.context_window)
+            self._record(role, spec, 0, 0, 0, 0.0, error, trim.dropped)
+            raise error
+        kept = [history[i] for i in trim.keep]
+        kept_serialised = [serialised[i] for i in trim.keep]
+        kept_counts = [counts[i] for i in trim.keep]
+        previous = self._last_prompt.get(role)
+        reused = reused_prefix(
+            previous[0] if previous else None,
+            previous[1] if previous else None,
+            kept_serialised,
+            tools_text,
+            kept_counts,
+            tools_tokens,
+        )
+        self._last_prompt[role] = (kept_serialised, tools_text)
+        started = time.perf_counter()
+        try:
+            kwargs = self._request(role, spec, wire, kept, sent_tools, tool_choice, json_schema)
+            async with self._limiter(spec):
+                response = await self._call(role, spec, kwargs)
+            completion = self._completion(role, spec, response, messages, recover=bool(sent_tools) and json_schema is None)
+        except LLMError as error:
+            self._record(role, spec, trim.counted, 0, 0, time.perf_counter() - started, error, trim.dropped)
+            raise
+        completion.trimmed_messages = trim.dropped
+        if completion.usage.prompt_tokens == 0:
+            completion.usage.prompt_tokens = trim.counted
+        completion.usage.reused_prefix_tokens = min(reused, completion.usage.prompt_tokens)
+        self._record(
+            role,
+            spec,
+            completion.usage.prompt_tokens,
+            completion.usage.completion_tokens,
+            completion.usage.reused_prefix_tokens,
+            time.perf_counter() - started,
+            None,
+            trim.dropped,
+        )
+        return completion
+
+    def count_tokens(self, text: str) -> int:
+        """Tokens in ``text`` by litellm's offline counter (cached); the budget check inflates it."""
+        return self._count(text)
+
+    # -- request -----------------------------------------------------------------------------
+    @staticmethod
+    def _endpoint(spec: ModelSpec) -> str:
+        return spec.api_base or spec.model.split("/", 1)[0]
+
+    def _limiter(self, spec: ModelSpec) -> anyio.CapacityLimiter:
+        key = self._endpoint(spec)
+        limiter = self._limiters.get(key)
+        if limiter is None:
+            limiter = anyio.CapacityLimiter(self._limiter_sizes.get(key, spec.max_concurrency))
+            self._limiters[key] = limiter
+        return limiter
+
+    def _count(self, text: str) -> int:
+        cached = self._token_cache.get(text)
+        if cached is None:
+            cached = int(_litellm().token_counter(model="", text=text))
+            if len(self._token_cache) > 20_000:
+                self._token_cache.clear()
+            self._token_cache[text] = cached
+        return cached
+
+    def _request(
+        self,
+        role: Role,
+        spec: ModelSpec,
+        wire: WireName,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None,
+        tool_choice: str | None,
+        json_schema: dict[str, Any] | None,
+    ) -> dict[str, Any]:
+        role_free: dict[str, Any] = {
+            "model": spec.model,
+            "messages": messages,
+            "temperature": spec.temperature,
+            "max_tokens": spec.max_tokens,
+            "timeout": spec.timeout_s,
+            "num_retries": 0,
+            "max_retries": 0,
+        }
+        if spec.api_base:
+            role_free["api_base"] = spec.api_base
+        if spec.api_key_env:
+            key = os.environ.get(spec.api_key_env)
+            if not key:
+                raise LLMConfigError(
+                    role.value, spec.model, f"environment variable {spec.api_key_env} (api_key_env) is not set"
+                )
+            role_free["api_key"] = key
+        elif wire != "ollama" and spec.api_base:
+            role_free["api_key"] = _LOCAL_KEY
+        if wire == "ollama":
+            role_free["num_ctx"] = spec.context_window
+        if spec.seed is not None:
+            role_free["seed"] = spec.seed
+        if tools:
+            role_free["tools"] = tools
+        choice = tool_choice_for(tool_choice, wire) if tools else None
+        if choice is not None:
+            role_free["tool_choice"] = choice
+        response_format = response_format_for(json_schema, wire)
+        if response_format is not None:
+            role_free["response_format"] = response_format
+        return role_free
+
+    # -- call with retries ---------------------------------------------------------------------
+    async def _call(self, role: Role, spec: ModelSpec, kwargs: dict[str, Any]) -> Any:
+        if self.profile.runtime == "embedded" and not spec.api_base:
+            raise LLMConfigError(
+                role.value, spec.model, "embedded profile has no api_base yet; run it inside `async with EmbeddedServer(profile)`"
+            )
+        litellm = _litellm()
+        attempt = 0
+        while True:
+            try:
+                with anyio.fail_after(spec.timeout_s + 5.0):
+                    return await litellm.acompletion(**kwargs)
+            except Exception as exc:  # every provider failure is classified and re-raised below
+                error, transient = self._classify(role, spec, exc, attempt + 1)
+            if not transient or attempt >= spec.num_retries:
+                raise error from None
+            delay = min(spec.retry_backoff_s * (2**attempt), _MAX_BACKOFF_S)
+            attempt += 1
+            if delay > 0:
+                await anyio.sleep(delay)
+
+    @staticmethod
+    def _classify(role: Role, spec: ModelSpec, exc: BaseException, attempts: int) -> tuple[LLMError, bool]:
+        """Map a litellm (or transport) exception to an :class:`LLMError` and transience."""
+        litellm = _litellm()
+        if isinstance(exc, LLMError):
+            return exc, False
+        suffix = f" (after {attempts} attempts)" if attempts > 1 else ""
+        name, model, cause = role.value, spec.model, _cause(exc) + suffix
+        where = spec.api_base or "the provider's endpoint"
+        if isinstance(exc, TimeoutError | litellm.exceptions.Timeout):
+            return LLMTimeoutError(name, model, f"no reply within {spec.timeout_s:g} s from {where}{suffix}"), True
+        if isinstance(exc, litellm.exceptions.APIConnectionError) and getattr(exc, "status_code", 500) in (None, 500):
+            return LLMConnectionError(name, model, f"cannot reach {where}: {cause}"), True
+        status = getattr(exc, "status_code", None)
+        if isinstance(status, int) and status in _TRANSIENT_STATUS:
+            return LLMProviderError(name, model, f"HTTP {status}: {cause}", status), True
+        if isinstance(status, int) and 400 <= status < 500:
+            return LLMRequestError(name, model, f"HTTP {status}: {cause}", status), False
+        return LLMProviderError(name, model, f"{type(exc).__name__}: {cause}", status if isinstance(status, int) else None), False
+
+    # -- reply -----------------------------------------------------------------------------------
+    def _completion(
+        self, role: Role, spec: ModelSpec, response: Any, history: Sequence[ChatMessage], *, recover: bool
+    ) -> Completion:
+        try:
+            choice = response.choices[0]
+            message = choice.message
+        except (AttributeError, IndexError, TypeError):
+            raise LLMProviderError(role.value, spec.model, "the reply had no choices") from None
+        ids = CallIds(seen={c.id for m in history for c in m.tool_calls}, counter=self._ids.counter)
+        raw_text = message.content if isinstance(message.content, str) else ""
+        text, thinking = split_thinking(raw_text)
+        provider_thinking = getattr(message, "reasoning_content", None)
+        if isinstance(provider_thinking, str) and provider_thinking.strip():
+            thinking = "\n\n".join(t for t in (provider_thinking.strip(), thinking) if t)
+        raw_calls = [
+            RawToolCall(
+                id=getattr(call, "id", None),
+                name=getattr(getattr(call, "function", None), "name", None),
+                arguments=getattr(getattr(call, "function", None), "arguments", None),
+            )
+            for call in (getattr(message, "tool_calls", None) or [])
+        ]
+        calls = normalise_tool_calls(raw_calls, ids)
+        if recover:
+            text, recovered = recover_tool_calls(text, ids)
+            calls.extend(recovered)
+        self._ids.counter = ids.counter
+        usage = getattr(response, "usage", None)
+        return Completion(
+            text=text,
+            thinking=thinking,
+            tool_calls=calls,
+            finish_reason=getattr(choice, "finish_reason", None),
+            usage=Usage(
+                prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
+                completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
+            ),
+        )
+
+    def _record(
+        self,
+        role: Role,
+        spec: ModelSpec,
+        prompt_tokens: int,
+        completion_tokens: int,
+        reused: int,
+        latency_s: float,
+        error: LLMError | None,
+        trimmed: int,
+    ) -> None:
+        self.calls.append(
+            LLMCallRecord(
+                role=role,
+                model=spec.model,
+                prompt_tokens=prompt_tokens,
+                completion_tokens=completion_tokens,
+                reused_prefix_tokens=reused,
+                latency_s=round(latency_s, 6),
+                ok=error is None,
+                error=None if error is None else error.cause,
+                trimmed_messages=trimmed,
+            )
+        )

