@@ -1,0 +1,47 @@
+"""Memory systems behind the common adapter (SPEC section 4.7; paper Sections 3.4, 4; App. F.1).
+
+Conditions: No Memory and Oracle (references) and File memory (MEMORY.md + HISTORY.md).
+Build one with :func:`make_memory`.
+"""
+
+from mempa_tui.memory._consolidation import CompletionClient, ConsolidationReply
+from mempa_tui.memory._factory import MEMORY_BUILDERS, MemoryConfigError, make_memory
+from mempa_tui.memory._file import (
+    FileMemory,
+    FileMemoryState,
+    FileMemoryStats,
+    HistoryEntry,
+    default_thresholds,
+)
+from mempa_tui.memory._reference import NoMemory, OracleMemory, OracleTarget, SnapshotError
+from mempa_tui.memory.base import (
+    Evidence,
+    EvidenceItem,
+    MemoryInspection,
+    MemorySystem,
+    SessionInfo,
+    TurnRecord,
+)
+
+__all__ = [
+    "MEMORY_BUILDERS",
+    "CompletionClient",
+    "ConsolidationReply",
+    "Evidence",
+    "EvidenceItem",
+    "FileMemory",
+    "FileMemoryState",
+    "FileMemoryStats",
+    "HistoryEntry",
+    "MemoryConfigError",
+    "MemoryInspection",
+    "MemorySystem",
+    "NoMemory",
+    "OracleMemory",
+    "OracleTarget",
+    "SessionInfo",
+    "SnapshotError",
+    "TurnRecord",
+    "default_thresholds",
+    "make_memory",
+]

@@ -1,0 +1,223 @@
+"""File memory's consolidation call: prompt, reply parsing with one repair retry, and the fallback.
+
+Source: paper Section 4 'Memory Systems' (File memory, nanobot's built-in memory): the oldest raw
+turns are folded by an LLM into a long-term MEMORY.md and a dated HISTORY.md log. The prompt is
+our own wording. A reply that cannot be used is retried once with the reason; if it still cannot
+be used, the caller archives the turns to HISTORY.md as a plain summary, leaves MEMORY.md as it
+was and counts the failure (:class:`ConsolidationOutcome`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from mempa_tui.llm import parse_json_reply
+from mempa_tui.llm.errors import JSONReplyError, LLMError
+from mempa_tui.llm.types import ChatMessage, Completion, Role
+from mempa_tui.memory.base import TurnRecord
+
+__all__ = [
+    "CONSOLIDATION_SCHEMA",
+    "CompletionClient",
+    "ConsolidationOutcome",
+    "ConsolidationReply",
+    "archive_summary",
+    "consolidate",
+    "consolidation_messages",
+]
+
+
+class CompletionClient(Protocol):
+    """The part of :class:`mempa_tui.llm.LLMClient` the memory and scoring code use."""
+
+    async def complete(
+        self,
+        role: Role,
+        messages: list[ChatMessage],
+        *,
+        json_schema: dict[str, Any] | None = None,
+    ) -> Completion:
+        """One chat call; see ``LLMClient.complete``."""
+        ...
+
+    def count_tokens(self, text: str) -> int:
+        """Estimated tokens in ``text``; see ``LLMClient.count_tokens``."""
+        ...
+
+
+CONSOLIDATION_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "history_entry": {"type": "string"},
+        "memory": {"type": "string"},
+    },
+    "required": ["history_entry", "memory"],
+    "additionalProperties": False,
+}
+"""JSON schema the consolidation reply must follow (sent as ``json_schema``)."""
+
+_SYSTEM = """\
+You maintain the long-term memory of a personal assistant that serves one user for months, at \
+work and in private life. You receive the memory file as it stands and a batch of older \
+conversation turns that are about to be dropped from the assistant's context. Fold the turns in.
+
+Return one JSON object with exactly two string fields:
+- "history_entry": two to five sentences that log what happened in these turns - the requests, \
+what the assistant did, what was decided and what is still open. Mention dates where they matter.
+- "memory": the complete, updated memory file in Markdown. Keep every lasting fact that is still \
+true: who the user is, people and places in their life, ongoing commitments, and above all how \
+the user wants to be helped - how they react to the assistant's style, how much it should ask, \
+explain or do on its own, and whether that differs between work and personal matters. When a \
+newer turn contradicts an older note, replace the note and say since when. Drop small talk and \
+one-off details that will not matter again.
+
+Reply with the JSON object only: no code fence, no commentary."""
+
+
+class ConsolidationReply(BaseModel):
+    """A usable consolidation reply.
+
+    Attributes:
+        history_entry: the log entry for HISTORY.md (non-blank).
+        memory: the whole new MEMORY.md text.
+    """
+
+    model_config = ConfigDict(extra="ignore", strict=True)
+
+    history_entry: str = Field(min_length=1)
+    memory: str
+
+
+class ConsolidationOutcome(BaseModel):
+    """What one consolidation attempt produced.
+
+    Attributes:
+        reply: the usable reply, or None when both attempts failed.
+        attempts: model calls made (1 or 2; 0 when the first call raised before replying).
+        error: why the last attempt could not be used, when ``reply`` is None.
+    """
+
+    reply: ConsolidationReply | None = None
+    attempts: int = 0
+    error: str | None = None
+
+
+def consolidation_messages(memory_md: str, turns: Sequence[TurnRecord]) -> list[ChatMessage]:
+    """Build the consolidation prompt.
+
+    Args:
+        memory_md: the current MEMORY.md (may be empty).
+        turns: the oldest pending turns, oldest first.
+
+    Returns:
+        ``[system, user]`` messages.
+    """
+    current = memory_md.strip() or "(empty - nothing has been remembered yet)"
+    rendered = "\n\n".join(t.as_text() for t in turns)
+    user = (
+        f"## Current memory file\n{current}\n\n"
+        f"## Turns to fold in ({len(turns)}, oldest first)\n{rendered}\n\n"
+        'Answer with {"history_entry": "...", "memory": "..."}.'
+    )
+    return [ChatMessage(role="system", content=_SYSTEM), ChatMessage(role="user", content=user)]
+
+
+def _check(text: str, memory_md: str) -> ConsolidationReply:
+    """Parse and validate one reply.
+
+    Raises:
+        ValueError: the reply is not a usable consolidation (the message says why).
+    """
+    try:
+        raw = parse_json_reply(text)
+    except JSONReplyError as exc:
+        raise ValueError(str(exc)) from None
+    try:
+        reply = ConsolidationReply.model_validate(raw)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "reply"
+        raise ValueError(f"field {where}: {first['msg']}") from None
+    if not reply.history_entry.strip():
+        raise ValueError("field history_entry: blank")
+    if memory_md.strip() and not reply.memory.strip():
+        raise ValueError("field memory: blank, which would erase the existing memory file")
+    return reply
+
+
+async def consolidate(
+    client: CompletionClient, memory_md: str, turns: Sequence[TurnRecord]
+) -> ConsolidationOutcome:
+    """Ask the MEMORY-role model to fold ``turns`` into the memory; retry once with the reason.
+
+    Never raises for model output or a failed call: a failure comes back as an outcome with
+    ``reply=None`` and the reason.
+
+    Args:
+        client: the model client (role ``memory`` is used).
+        memory_md: the current MEMORY.md.
+        turns: the turns to fold in, oldest first (non-empty).
+
+    Returns:
+        The outcome of at most two calls.
+    """
+    messages = consolidation_messages(memory_md, turns)
+    attempts = 0
+    error = "no reply"
+    for _ in range(2):
+        try:
+            completion = await client.complete(
+                Role.MEMORY, messages, json_schema=CONSOLIDATION_SCHEMA
+            )
+        except LLMError as exc:
+            return ConsolidationOutcome(attempts=attempts, error=f"model call failed: {exc}")
+        attempts += 1
+        try:
+            return ConsolidationOutcome(reply=_check(completion.text, memory_md), attempts=attempts)
+        except ValueError as exc:
+            error = str(exc)
+        messages = [
+            *messages,
+            ChatMessage(role="assistant", content=completion.text),
+            ChatMessage(
+                role="user",
+                content=(
+                    f"That reply could not be used ({error}). Send the complete answer again as "
+                    'one JSON object {"history_entry": "...", "memory": "..."} with both values '
+                    "as strings, and nothing else."
+                ),
+            ),
+        ]
+    return ConsolidationOutcome(attempts=attempts, error=error)
+
+
+def _clip(text: str, limit: int) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def archive_summary(turns: Sequence[TurnRecord], reason: str) -> str:
+    """A deterministic HISTORY.md entry for turns the model could not consolidate.
+
+    Each turn keeps its time, context, step, the start of the user's message and of the reply,
+    and the tools that ran, so nothing is lost silently.
+
+    Args:
+        turns: the turns, oldest first.
+        reason: why consolidation failed (shown in the entry).
+
+    Returns:
+        The entry text (no leading date; the caller adds it).
+    """
+    lines = [f"Archived without consolidation ({_clip(reason, 160)}):"]
+    for t in turns:
+        tools = ", ".join(c.tool for c in t.tool_calls) or "none"
+        lines.append(
+            f"- {t.at:%Y-%m-%d %H:%M} {t.context.value} {t.step_id}#{t.turn_index}: "
+            f"user: {_clip(t.user_message, 200)} | assistant: {_clip(t.reply, 200)} | "
+            f"tools: {tools}"
+        )
+    return "\n".join(lines)

@@ -1,0 +1,115 @@
+"""Build a memory condition by name (SPEC section 4.7).
+
+New conditions register a builder in :data:`MEMORY_BUILDERS`; the factory itself does not change.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from mempa_tui.memory._consolidation import CompletionClient
+from mempa_tui.memory._file import FileMemory, default_thresholds
+from mempa_tui.memory._reference import NoMemory, OracleMemory
+from mempa_tui.memory.base import MemorySystem
+
+__all__ = ["MEMORY_BUILDERS", "MemoryBuilder", "MemoryConfigError", "make_memory"]
+
+
+class MemoryConfigError(ValueError):
+    """A memory condition name or option is not valid; the message names it and the valid ones."""
+
+
+MemoryBuilder = Callable[..., MemorySystem]
+"""``builder(*, client, folder, context_window, **options) -> MemorySystem``."""
+
+
+def _reject_options(name: str, options: dict[str, Any]) -> None:
+    if options:
+        raise MemoryConfigError(
+            f"memory condition {name!r} takes no options; got: {', '.join(sorted(options))}"
+        )
+
+
+def _build_none(
+    *, client: CompletionClient | None, folder: Path, context_window: int | None, **options: Any
+) -> MemorySystem:
+    _reject_options("none", options)
+    return NoMemory()
+
+
+def _build_oracle(
+    *, client: CompletionClient | None, folder: Path, context_window: int | None, **options: Any
+) -> MemorySystem:
+    _reject_options("oracle", options)
+    return OracleMemory()
+
+
+_FILE_OPTIONS = {"consolidate_at_tokens", "consolidate_to_tokens"}
+
+
+def _build_file(
+    *, client: CompletionClient | None, folder: Path, context_window: int | None, **options: Any
+) -> MemorySystem:
+    unknown = set(options) - _FILE_OPTIONS
+    if unknown:
+        raise MemoryConfigError(
+            f"memory condition 'file': unknown option(s) {', '.join(sorted(unknown))}; "
+            f"valid: {', '.join(sorted(_FILE_OPTIONS))}"
+        )
+    if client is None:
+        raise MemoryConfigError("memory condition 'file' needs a model client (role 'memory')")
+    at_default, to_default = default_thresholds(context_window)
+    at = options.get("consolidate_at_tokens", at_default)
+    to = options.get("consolidate_to_tokens", to_default)
+    for key, value in (("consolidate_at_tokens", at), ("consolidate_to_tokens", to)):
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise MemoryConfigError(
+                f"memory condition 'file': {key} must be an integer, got {value!r}"
+            )
+    try:
+        return FileMemory(client, folder, consolidate_at_tokens=at, consolidate_to_tokens=to)
+    except ValueError as exc:
+        raise MemoryConfigError(str(exc)) from None
+
+
+MEMORY_BUILDERS: dict[str, MemoryBuilder] = {
+    "none": _build_none,
+    "oracle": _build_oracle,
+    "file": _build_file,
+}
+"""Condition name -> builder. Register further conditions here."""
+
+
+def make_memory(
+    name: str,
+    *,
+    client: CompletionClient | None,
+    folder: Path,
+    context_window: int | None = None,
+    **options: Any,
+) -> MemorySystem:
+    """Build the memory system of a condition.
+
+    Args:
+        name: ``none``, ``oracle`` or ``file`` (any name in :data:`MEMORY_BUILDERS`).
+        client: model client for systems that call a model (File memory: role ``memory``).
+        folder: the run's store folder, ``local_memory/<run>/``.
+        context_window: the PA model's context window in tokens; File memory scales its
+            thresholds to it (50% -> 25%, capped at 20k -> 10k) unless given explicitly.
+        **options: condition-specific options (File memory: ``consolidate_at_tokens``,
+            ``consolidate_to_tokens``).
+
+    Returns:
+        A fresh, empty memory system.
+
+    Raises:
+        MemoryConfigError: unknown condition or option, or an invalid option value.
+    """
+    builder = MEMORY_BUILDERS.get(name)
+    if builder is None:
+        raise MemoryConfigError(
+            f"unknown memory condition {name!r}; valid: {', '.join(MEMORY_BUILDERS)}"
+        )
+    return builder(client=client, folder=Path(folder), context_window=context_window, **options)

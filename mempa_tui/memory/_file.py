@@ -1,0 +1,330 @@
+"""File memory: nanobot-style MEMORY.md + HISTORY.md with LLM consolidation (paper Section 4 ❶).
+
+State:
+
+- ``MEMORY.md``: long-term facts about the user, rewritten by the MEMORY-role model.
+- ``HISTORY.md``: a dated log, one entry per consolidation (or per failed one, as a plain
+  summary of the archived turns).
+- pending turns: raw turns not yet consolidated (``pending.jsonl``).
+
+Evidence: the whole MEMORY.md in the PA's system prompt; in accumulation sessions the pending raw
+turns as chat messages before the current session; in probes no raw conversation at all (paper
+Section 3.5, 'Probes').
+
+Consolidation (Section 4): when the estimated PA prompt, MEMORY.md plus the pending turns, passes
+``consolidate_at_tokens``, the oldest turns are consolidated until it is below
+``consolidate_to_tokens``. The paper uses 20k -> 10k. :func:`default_thresholds` scales them to the
+PA model's context window: 50% -> 25% of the window, capped at 20k -> 10k.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from mempa_tui.llm.types import ChatMessage
+from mempa_tui.memory._consolidation import CompletionClient, archive_summary, consolidate
+from mempa_tui.memory._reference import SnapshotError
+from mempa_tui.memory.base import (
+    Evidence,
+    EvidenceItem,
+    MemoryInspection,
+    MemorySystem,
+    SessionInfo,
+    TurnRecord,
+)
+
+__all__ = ["FileMemory", "FileMemoryState", "FileMemoryStats", "HistoryEntry", "default_thresholds"]
+
+PAPER_CONSOLIDATE_AT = 20_000
+"""Paper Section 4: consolidation starts once the PA prompt reaches about 20k tokens..."""
+PAPER_CONSOLIDATE_TO = 10_000
+"""...and goes on until it is below 10k."""
+
+
+def default_thresholds(context_window: int | None) -> tuple[int, int]:
+    """Consolidation thresholds for a PA model's context window.
+
+    Rule: start at 50% of the window and consolidate down to 25%, capped at the paper's
+    20,000 -> 10,000 tokens; no window known means the paper's values.
+
+    Args:
+        context_window: the PA model's context window in tokens, or None.
+
+    Returns:
+        ``(consolidate_at_tokens, consolidate_to_tokens)``.
+
+    Raises:
+        ValueError: ``context_window`` is not positive.
+    """
+    if context_window is None:
+        return PAPER_CONSOLIDATE_AT, PAPER_CONSOLIDATE_TO
+    if context_window <= 0:
+        raise ValueError(f"context_window must be positive, got {context_window}")
+    return (
+        min(PAPER_CONSOLIDATE_AT, context_window // 2),
+        min(PAPER_CONSOLIDATE_TO, context_window // 4),
+    )
+
+
+class HistoryEntry(BaseModel):
+    """One HISTORY.md entry.
+
+    Attributes:
+        at: story time of the oldest turn the entry covers.
+        text: the entry (the model's history_entry, or the archive summary on failure).
+        consolidated: False when the model's reply could not be used.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    at: str = Field(description="'YYYY-MM-DD HH:MM' of the oldest turn covered.")
+    text: str
+    consolidated: bool = True
+
+
+class FileMemoryStats(BaseModel):
+    """Counters shown in ``inspect().stats``; every failure is counted, none is silent."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    turns_written: int = 0
+    consolidations: int = 0
+    """Consolidation rounds whose reply was used."""
+    consolidation_failures: int = 0
+    """Rounds whose reply could not be used even after the retry (turns archived raw)."""
+    consolidation_retries: int = 0
+    """Rounds that needed the second call."""
+    turns_consolidated: int = 0
+    turns_archived_raw: int = 0
+    last_failure: str | None = None
+
+
+class FileMemoryState(BaseModel):
+    """Everything a File memory snapshot holds (serialised as JSON bytes)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    system: Literal["file"] = "file"
+    memory_md: str = ""
+    history: list[HistoryEntry] = Field(default_factory=list)
+    pending: list[TurnRecord] = Field(default_factory=list)
+    stats: FileMemoryStats = Field(default_factory=FileMemoryStats)
+
+
+def _turn_messages(turn: TurnRecord) -> list[ChatMessage]:
+    """A pending turn as the user / assistant messages the PA sees in accumulation."""
+    user = f"[{turn.at:%Y-%m-%d %H:%M}, {turn.context.value}] {turn.user_message}"
+    notes: list[str] = []
+    for call in turn.tool_calls:
+        outcome = "error" if call.error else "ok"
+        notes.append(f"{call.tool} ({outcome})")
+    for ix in turn.ix_calls:
+        notes.append(f"{ix.attribute} = {ix.setting}")
+    reply = turn.reply
+    if notes:
+        reply = f"(earlier activity: {'; '.join(notes)})\n{reply}"
+    return [ChatMessage(role="user", content=user), ChatMessage(role="assistant", content=reply)]
+
+
+def _render_history(history: list[HistoryEntry]) -> str:
+    return "".join(f"[{h.at}] {h.text.strip()}\n\n" for h in history)
+
+
+class FileMemory(MemorySystem):
+    """nanobot-style File memory (paper Section 4 ❶, Table 11 first row).
+
+    Args:
+        client: the model client; the ``memory`` role consolidates.
+        folder: where MEMORY.md, HISTORY.md, pending.jsonl and stats.json are written
+            (``local_memory/<run>/``); created on the first write.
+        consolidate_at_tokens: consolidation starts when the estimated PA prompt passes this.
+        consolidate_to_tokens: consolidation goes on until the estimate is below this.
+        token_counter: text -> estimated tokens (default: ``client.count_tokens``).
+
+    Raises:
+        ValueError: thresholds not positive or ``to`` not below ``at``.
+    """
+
+    name = "file"
+
+    def __init__(
+        self,
+        client: CompletionClient,
+        folder: Path,
+        *,
+        consolidate_at_tokens: int = PAPER_CONSOLIDATE_AT,
+        consolidate_to_tokens: int = PAPER_CONSOLIDATE_TO,
+        token_counter: Callable[[str], int] | None = None,
+    ) -> None:
+        if consolidate_to_tokens <= 0 or consolidate_at_tokens <= 0:
+            raise ValueError(
+                "File memory: consolidate_at_tokens and consolidate_to_tokens must be positive, "
+                f"got {consolidate_at_tokens} and {consolidate_to_tokens}"
+            )
+        if consolidate_to_tokens >= consolidate_at_tokens:
+            raise ValueError(
+                f"File memory: consolidate_to_tokens ({consolidate_to_tokens}) must be below "
+                f"consolidate_at_tokens ({consolidate_at_tokens})"
+            )
+        self.client = client
+        self.folder = Path(folder)
+        self.consolidate_at_tokens = consolidate_at_tokens
+        self.consolidate_to_tokens = consolidate_to_tokens
+        self._count = token_counter or client.count_tokens
+        self._state = FileMemoryState()
+        self._last: Evidence | None = None
+
+    # -- read-only views -----------------------------------------------------------------
+
+    @property
+    def memory_md(self) -> str:
+        """The current MEMORY.md text."""
+        return self._state.memory_md
+
+    @property
+    def history_md(self) -> str:
+        """The current HISTORY.md text."""
+        return _render_history(self._state.history)
+
+    @property
+    def pending(self) -> list[TurnRecord]:
+        """Copies of the turns not yet consolidated, oldest first."""
+        return [t.model_copy(deep=True) for t in self._state.pending]
+
+    @property
+    def stats(self) -> FileMemoryStats:
+        """A copy of the counters."""
+        return self._state.stats.model_copy()
+
+    def prompt_tokens(self) -> int:
+        """Estimated tokens File memory adds to the PA prompt: MEMORY.md plus the pending turns."""
+        return self._tokens(self._state.memory_md, self._state.pending)
+
+    def _tokens(self, memory_md: str, turns: list[TurnRecord]) -> int:
+        total = self._count(memory_md) if memory_md else 0
+        for turn in turns:
+            total += sum(self._count(m.content) + 4 for m in _turn_messages(turn))
+        return total
+
+    # -- adapter -------------------------------------------------------------------------
+
+    async def write(self, record: TurnRecord) -> None:
+        """Append the turn to the pending turns; consolidate if the estimate passes the threshold."""
+        self._state.pending.append(record.model_copy(deep=True))
+        self._state.stats.turns_written += 1
+        if self.prompt_tokens() > self.consolidate_at_tokens:
+            await self._consolidate_down()
+        self._persist()
+
+    async def retrieve(self, user_message: str, session: SessionInfo) -> Evidence:
+        """MEMORY.md in the system prompt; pending raw turns as messages unless in a probe."""
+        memory_md = self._state.memory_md
+        items = [EvidenceItem(text=memory_md, source="MEMORY.md")] if memory_md.strip() else []
+        prior: list[ChatMessage] = []
+        if not session.is_probe:
+            for turn in self._state.pending:
+                prior.extend(_turn_messages(turn))
+        self._last = Evidence(system_text=memory_md, items=items, prior_messages=prior)
+        return self._last.model_copy(deep=True)
+
+    async def _consolidate_down(self) -> None:
+        """Consolidate the oldest pending turns until the estimate is below the lower threshold."""
+        while self._state.pending and self.prompt_tokens() >= self.consolidate_to_tokens:
+            pending = self._state.pending
+            memory_md = self._state.memory_md
+            cut = 1
+            while cut < len(pending) and self._tokens(memory_md, pending[cut:]) >= (
+                self.consolidate_to_tokens
+            ):
+                cut += 1
+            chunk = pending[:cut]
+            outcome = await consolidate(self.client, memory_md, chunk)
+            stats = self._state.stats
+            at = f"{chunk[0].at:%Y-%m-%d %H:%M}"
+            if outcome.attempts > 1:
+                stats.consolidation_retries += 1
+            if outcome.reply is not None:
+                self._state.memory_md = outcome.reply.memory.strip() + "\n"
+                self._state.history.append(
+                    HistoryEntry(at=at, text=outcome.reply.history_entry.strip())
+                )
+                stats.consolidations += 1
+                stats.turns_consolidated += len(chunk)
+            else:
+                reason = outcome.error or "unknown"
+                self._state.history.append(
+                    HistoryEntry(at=at, text=archive_summary(chunk, reason), consolidated=False)
+                )
+                stats.consolidation_failures += 1
+                stats.turns_archived_raw += len(chunk)
+                stats.last_failure = reason
+            self._state.pending = pending[cut:]
+
+    # -- files and checkpoints -----------------------------------------------------------
+
+    def _persist(self) -> None:
+        """Write the state to the folder (each file replaced atomically)."""
+        self.folder.mkdir(parents=True, exist_ok=True)
+        files = {
+            "MEMORY.md": self._state.memory_md,
+            "HISTORY.md": self.history_md,
+            "pending.jsonl": "".join(t.model_dump_json() + "\n" for t in self._state.pending),
+            "stats.json": self._state.stats.model_dump_json(indent=2) + "\n",
+        }
+        for name, text in files.items():
+            tmp = self.folder / f".{name}.tmp"
+            tmp.write_text(text, encoding="utf-8")
+            os.replace(tmp, self.folder / name)
+
+    def snapshot(self) -> bytes:
+        """The whole state as JSON bytes (MEMORY.md, history entries, pending turns, counters)."""
+        return self._state.model_dump_json().encode("utf-8")
+
+    def restore(self, data: bytes) -> None:
+        """Replace the state with a snapshot and rewrite the folder's files to match.
+
+        Raises:
+            SnapshotError: ``data`` is not a File memory snapshot (the message says which field).
+        """
+        try:
+            state = FileMemoryState.model_validate_json(data)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"]) or "snapshot"
+            raise SnapshotError(f"File memory: bad snapshot at {where}: {first['msg']}") from None
+        self._state = state
+        self._last = None
+        self._persist()
+
+    def inspect(self) -> MemoryInspection:
+        """MEMORY.md, the history entries and the pending turns; counters; the last evidence."""
+        stored: list[str] = []
+        if self._state.memory_md.strip():
+            stored.append("MEMORY.md\n" + self._state.memory_md.strip())
+        stored.extend(
+            f"HISTORY [{h.at}]{'' if h.consolidated else ' (archived raw)'} {h.text}"
+            for h in self._state.history
+        )
+        stored.extend("PENDING " + t.as_text() for t in self._state.pending)
+        s = self._state.stats
+        stats = {
+            "turns_written": float(s.turns_written),
+            "pending_turns": float(len(self._state.pending)),
+            "history_entries": float(len(self._state.history)),
+            "consolidations": float(s.consolidations),
+            "consolidation_failures": float(s.consolidation_failures),
+            "consolidation_retries": float(s.consolidation_retries),
+            "turns_consolidated": float(s.turns_consolidated),
+            "turns_archived_raw": float(s.turns_archived_raw),
+            "prompt_tokens_estimate": float(self.prompt_tokens()),
+            "consolidate_at_tokens": float(self.consolidate_at_tokens),
+            "consolidate_to_tokens": float(self.consolidate_to_tokens),
+        }
+        return MemoryInspection(
+            system=self.name, stored=stored, last_evidence=self._last, stats=stats
+        )
