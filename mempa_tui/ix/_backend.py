@@ -1,7 +1,8 @@
 """What the IX wrapper needs from the tool registry, as structural protocols.
 
 The wrapper runs approved held items "through the registry on the working copy". It needs only
-``get(name)`` (the tool's write flag and tag) and ``call(wc, name, arguments)``; these protocols
+``get(name)`` (the tool's write flag and tag), ``call(wc, name, arguments)`` and, for the PA loop,
+``specs()``; these protocols
 let :class:`mempa_tui.tools.ToolRegistry` plug in without the wrapper importing it.
 """
 
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
+from mempa_tui.llm.types import ToolSpec
 from mempa_tui.world import WorkingCopy
 
 __all__ = ["ToolBackend", "ToolDefLike", "ToolResultLike"]
@@ -42,6 +44,10 @@ class ToolBackend(Protocol):
 
     def get(self, name: str) -> ToolDefLike | None:
         """The tool called ``name`` (with or without ``mcp_state_``), or None if unknown."""
+        ...
+
+    def specs(self) -> list[ToolSpec]:
+        """Specs of every world tool, in a stable order."""
         ...
 
     def call(self, wc: WorkingCopy, name: str, arguments: dict[str, Any]) -> ToolResultLike:

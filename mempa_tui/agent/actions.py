@@ -1,0 +1,194 @@
+"""Dispatching the PA's tool calls for one turn: world tools through the wrapper, IX tools to it.
+
+Paper Section 3.4 ('IX Wrapper'), Appendix C.2 ('Argument checks': errors go back to the PA as
+the tool result), Appendix C.3 (4) and F.2 (floors). A model-driven PA and a human PA seat use
+the same :class:`TurnActions`, so the wrapper treats both alike.
+"""
+
+from __future__ import annotations
+
+import difflib
+import itertools
+from collections.abc import Callable
+from typing import Any
+
+from mempa_tui.ix import IXWrapper, SelectResult, ix_tool_spec
+from mempa_tui.ix._backend import ToolBackend
+from mempa_tui.ix.spec import match_setting
+from mempa_tui.ix.types import CallStatus, ExecutedCall
+from mempa_tui.llm.types import ToolCall, ToolSpec
+from mempa_tui.taxonomy import ATTRIBUTES, attribute, attribute_by_ix_tool
+from mempa_tui.world import strip_tool_prefix
+
+__all__ = ["TurnActions", "ix_text_in_arguments"]
+
+# Setting names too common as ordinary argument values to count as leaked IX text on their own.
+_COMMON_VALUES = frozenset({"low", "high"})
+
+
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _strings(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in _strings(v)]
+    return []
+
+
+def ix_text_in_arguments(arguments: dict[str, Any], selections: dict[str, str]) -> str | None:
+    """Find interaction-tool text written into a task tool's arguments (Appendix F.2).
+
+    Such a call would show the PA's selection to the blind judge, so the step is floored. Counted
+    as IX text: any argument string that contains an ``IX_<attribute>`` tool name, or that names a
+    selected attribute (key or display name) together with its selected setting, or that is, as a
+    whole, the name of a selected setting (except 'Low' and 'High', which are ordinary values).
+
+    Returns:
+        A short description of the offending value, or None.
+    """
+    for text in _strings(arguments):
+        low = text.casefold()
+        for attr in ATTRIBUTES:
+            if attr.ix_tool.casefold() in low:
+                return f"an argument names the interaction tool {attr.ix_tool}"
+        for key, setting in selections.items():
+            attr = attribute(key)
+            if match_setting(attr, text) == setting and setting.casefold() not in _COMMON_VALUES:
+                return f"an argument value is the selected setting '{setting}'"
+            named = attr.name.casefold() in low or attr.key in low
+            if named and setting.casefold() in low:
+                return f"an argument states the selection {attr.name} = {setting}"
+    return None
+
+
+class TurnActions:
+    """Runs the PA's tool calls for one turn.
+
+    Args:
+        backend: the tool registry (``specs()``, ``get``, ``call``).
+        wrapper: the step's IX wrapper (it owns the working copy).
+        offered_ix: attribute keys whose IX tools are offered this turn.
+        on_call: called with each world call once handled (for live observers).
+        on_ix: called with each IX call's outcome.
+
+    Attributes:
+        calls: every world call proposed this turn, with status and result, in order.
+        ix_results: every IX call's outcome this turn, in order.
+        floor_reason: set when a call broke the interaction-tool contract (the turn must end
+            floored; the offending call did not run).
+    """
+
+    def __init__(
+        self,
+        backend: ToolBackend,
+        wrapper: IXWrapper,
+        offered_ix: list[str],
+        *,
+        on_call: Callable[[ExecutedCall], None] | None = None,
+        on_ix: Callable[[SelectResult], None] | None = None,
+    ) -> None:
+        self._backend = backend
+        self.wrapper = wrapper
+        self.offered_ix = [a.key for a in ATTRIBUTES if a.key in set(offered_ix)]
+        self._on_call = on_call
+        self._on_ix = on_ix
+        self.calls: list[ExecutedCall] = []
+        self.ix_results: list[SelectResult] = []
+        self.floor_reason: str | None = None
+        self._ids: set[str] = set()
+        self._counter = itertools.count(1)
+
+    def tool_specs(self) -> list[ToolSpec]:
+        """World tools (stable order) followed by the offered IX tools (taxonomy order)."""
+        specs: list[ToolSpec] = list(self._backend.specs())
+        return specs + [ix_tool_spec(key) for key in self.offered_ix]
+
+    def offered_names(self) -> list[str]:
+        """Names of every tool offered this turn."""
+        return [s.name for s in self.tool_specs()]
+
+    def unique_id(self, call_id: str) -> str:
+        """``call_id`` if unused this turn, else a fresh ``call_<n>`` (missing or repeated ids)."""
+        if not call_id or call_id in self._ids:
+            call_id = f"call_{next(self._counter)}"
+            while call_id in self._ids:
+                call_id = f"call_{next(self._counter)}"
+        self._ids.add(call_id)
+        return call_id
+
+    def _unknown(self, name: str) -> str:
+        offered = self.offered_names()
+        bare = {strip_tool_prefix(n): n for n in offered}
+        close = difflib.get_close_matches(strip_tool_prefix(name), list(bare), n=3, cutoff=0.5)
+        hint = ", ".join(bare[c] for c in close) if close else "none close; see the tool list"
+        if not name.strip():
+            return f"Error: a tool call must name a tool. Close matches: {hint}."
+        return f"Error: there is no tool named {name!r}. Close matches: {hint}."
+
+    def _rejected(self, call_id: str, name: str, arguments: dict[str, Any], message: str) -> ExecutedCall:
+        call = ExecutedCall(
+            call_id=call_id, tool=strip_tool_prefix(name), arguments=arguments,
+            status=CallStatus.REJECTED, result=message, error=True,
+        )
+        self.calls.append(call)
+        if self._on_call:
+            self._on_call(call)
+        return call
+
+    def ix(self, attribute_key: str, arguments: dict[str, Any]) -> SelectResult:
+        """Hand one IX call to the wrapper (a human seat may call this directly)."""
+        result = self.wrapper.select(attribute_key, arguments)
+        self.ix_results.append(result)
+        if self._on_ix:
+            self._on_ix(result)
+        return result
+
+    def world(self, call_id: str, name: str, arguments: dict[str, Any]) -> ExecutedCall:
+        """Gate and run one world call through the wrapper (a human seat may call this directly)."""
+        leak = ix_text_in_arguments(arguments, self.wrapper.selections)
+        if leak is not None:
+            self.floor_reason = f"interaction-tool text in the arguments of {name}: {leak}"
+            return self._rejected(call_id, name, arguments, f"Error: {self.floor_reason}.")
+        call = self.wrapper.propose(call_id, name, arguments)
+        self.calls.append(call)
+        if self._on_call:
+            self._on_call(call)
+        return call
+
+    def dispatch(self, call: ToolCall) -> tuple[str, str]:
+        """Handle one model tool call.
+
+        Unknown or empty names get an error naming close matches; unreadable arguments get an
+        error; IX calls go to :meth:`ix`; world calls to :meth:`world`.
+
+        Returns:
+            (call id actually used, tool result text for the PA).
+        """
+        call_id = self.unique_id(call.id)
+        name = call.name.strip()
+        ix_attr = attribute_by_ix_tool(name)
+        is_world = bool(name) and self._backend.get(name) is not None
+        if ix_attr is None and not is_world:
+            message = self._unknown(name)
+            self._rejected(call_id, name or "(no name)", call.arguments, message)
+            return call_id, message
+        if ix_attr is not None and ix_attr.key not in self.offered_ix:
+            offered = ", ".join(attribute(k).ix_tool for k in self.offered_ix) or "none"
+            message = (
+                f"Error: {name} is not offered at this point of the session; interaction tools "
+                f"offered now: {offered}."
+            )
+            return call_id, message
+        if call.arguments_error:
+            message = (
+                f"Error: the arguments of {name} could not be read ({call.arguments_error}). "
+                "Send one JSON object with the tool's fields."
+            )
+            if ix_attr is None:
+                self._rejected(call_id, name, {}, message)
+            return call_id, message
+        if ix_attr is not None:
+            return call_id, self.ix(ix_attr.key, call.arguments).message
+        executed = self.world(call_id, name, call.arguments)
+        return call_id, executed.result

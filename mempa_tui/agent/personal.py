@@ -1,0 +1,181 @@
+"""The model-driven PA: a tool-calling loop over any litellm model (paper Section 3.4, App. C.3 (4)).
+
+One :meth:`PersonalAgent.respond` call plays one PA turn: at most 40 model calls; each tool call
+is dispatched through :class:`~mempa_tui.agent.TurnActions`; text with no tool call ends the turn.
+When the tested attribute's IX call (or its required payload) is missing, the PA gets one reminder
+in the turn, then a forced call; if that also fails the turn is floored (Appendix F.2).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+from mempa_tui.agent.actions import TurnActions
+from mempa_tui.agent.prompt import event_message, reminder_message, system_prompt, user_turn_message
+from mempa_tui.agent.seat import AgentSessionStart, AgentTurnInput, AgentTurnResult
+from mempa_tui.llm.types import ChatMessage, Completion, Role, ToolCall, ToolSpec
+from mempa_tui.taxonomy import attribute
+
+__all__ = ["MAX_MODEL_CALLS", "ChatClient", "PersonalAgent"]
+
+#: Model calls allowed per user turn (SPEC 4.5).
+MAX_MODEL_CALLS = 40
+
+
+class ChatClient(Protocol):
+    """What the PA needs from :class:`mempa_tui.llm.LLMClient`."""
+
+    async def complete(
+        self,
+        role: Role,
+        messages: Sequence[ChatMessage],
+        *,
+        tools: Sequence[ToolSpec] | None = None,
+        tool_choice: str | None = None,
+        json_schema: dict[str, Any] | None = None,
+    ) -> Completion:
+        """One model call (see :meth:`mempa_tui.llm.LLMClient.complete`)."""
+        ...
+
+
+class PersonalAgent:
+    """The PA seat filled by a model.
+
+    Args:
+        client: the model client (role ``pa`` is used).
+        max_model_calls: cap per user turn (default 40).
+
+    The agent keeps this step's conversation (user messages, its calls, tool results, replies);
+    :meth:`begin_session` clears it. Errors of the model layer (:class:`mempa_tui.llm.LLMError`)
+    propagate; the episode loop turns them into a failed step.
+    """
+
+    def __init__(self, client: ChatClient, *, max_model_calls: int = MAX_MODEL_CALLS) -> None:
+        self._client = client
+        self._max_calls = max_model_calls
+        self._start: AgentSessionStart | None = None
+        self._history: list[ChatMessage] = []
+
+    @property
+    def history(self) -> list[ChatMessage]:
+        """This step's conversation so far (a copy)."""
+        return list(self._history)
+
+    def begin_session(self, start: AgentSessionStart) -> None:
+        """Start a new step: clear the history and note the date and Oracle hint."""
+        self._start = start
+        self._history = []
+
+    def _unmet(self, turn: AgentTurnInput, actions: TurnActions) -> tuple[str, ...] | None:
+        """None when the tested attribute's IX requirement is met this turn, else missing fields."""
+        key = turn.required_ix
+        if key is None or key not in actions.offered_ix:
+            return None
+        if actions.wrapper.selection(key) is None:
+            return ()
+        missing = actions.wrapper.missing_payload(key)
+        return missing or None
+
+    async def respond(self, turn: AgentTurnInput, actions: TurnActions) -> AgentTurnResult:
+        """Play one PA turn.
+
+        Args:
+            turn: the user's message (or a world event), evidence and offered IX tools.
+            actions: the turn's tool dispatcher (wrapper, registry, working copy).
+
+        Returns:
+            :class:`AgentTurnResult`; ``floored`` when the required IX call failed after the
+            reminder and the forced call, or when IX text was written into a task tool's
+            arguments; ``capped`` when 40 model calls passed without a final reply.
+
+        Raises:
+            RuntimeError: :meth:`begin_session` was not called.
+            mempa_tui.llm.LLMError: the model call failed after the client's retries.
+        """
+        if self._start is None:
+            raise RuntimeError("PersonalAgent.respond called before begin_session")
+        system = ChatMessage(
+            role="system",
+            content=system_prompt(self._start.starts_at, turn.evidence, self._start.oracle),
+        )
+        prior = [] if self._start.is_probe else list(turn.evidence.prior_messages)
+        if turn.user_message is not None:
+            opening = user_turn_message(turn.user_message, turn.runtime_notes)
+        else:
+            opening = event_message(turn.now, turn.notice or "", turn.runtime_notes)
+        new: list[ChatMessage] = [ChatMessage(role="user", content=opening)]
+        result = AgentTurnResult()
+        tools = actions.tool_specs()
+        tool_choice: str | None = None
+        last_text = ""
+        try:
+            while result.model_calls < self._max_calls:
+                forced_now = tool_choice is not None
+                completion = await self._client.complete(
+                    Role.PA, [system, *prior, *self._history, *new], tools=tools, tool_choice=tool_choice
+                )
+                result.model_calls += 1
+                tool_choice = None
+                if completion.thinking:
+                    result.thinking.append(completion.thinking)
+                last_text = completion.text or last_text
+                calls: list[ToolCall] = []
+                results: list[ChatMessage] = []
+                for raw in completion.tool_calls:
+                    call_id, content = actions.dispatch(raw)
+                    calls.append(raw.model_copy(update={"id": call_id}))
+                    results.append(
+                        ChatMessage(role="tool", content=content, tool_call_id=call_id, name=raw.name or None)
+                    )
+                    if actions.floor_reason:
+                        break
+                new.append(ChatMessage(role="assistant", content=completion.text, tool_calls=calls))
+                new.extend(results)
+                if actions.floor_reason:
+                    return self._floor(result, actions, actions.floor_reason)
+                unmet = self._unmet(turn, actions)
+                if forced_now and unmet is not None:
+                    return self._floor(result, actions, self._failure_reason(turn, unmet))
+                if calls:
+                    continue
+                if unmet is not None:
+                    tool_name = attribute(turn.required_ix or "").ix_tool
+                    if not result.reminded:
+                        result.reminded = True
+                        new.append(ChatMessage(role="user", content=reminder_message(tool_name, unmet)))
+                    else:
+                        result.forced = True
+                        tool_choice = tool_name
+                    continue
+                result.reply = completion.text
+                return self._finish(result, actions)
+            result.status = "capped"
+            result.reason = f"no final reply after {self._max_calls} model calls"
+            result.reply = last_text
+            return self._finish(result, actions)
+        finally:
+            self._history.extend(new)
+
+    @staticmethod
+    def _failure_reason(turn: AgentTurnInput, missing: tuple[str, ...]) -> str:
+        key = turn.required_ix or ""
+        tool_name = attribute(key).ix_tool
+        if key == "proactive_outreach" and turn.user_message is None:
+            return f"no send-or-suppress decision on a world event ({tool_name} after reminder and forced call)"
+        if missing:
+            return f"required payload {', '.join(missing)} of {tool_name} missing after reminder and forced call"
+        return f"required call {tool_name} missing after reminder and forced call"
+
+    @staticmethod
+    def _floor(result: AgentTurnResult, actions: TurnActions, reason: str) -> AgentTurnResult:
+        result.status = "floored"
+        result.reason = reason
+        result.reply = ""
+        result.calls = list(actions.calls)
+        return result
+
+    @staticmethod
+    def _finish(result: AgentTurnResult, actions: TurnActions) -> AgentTurnResult:
+        result.calls = list(actions.calls)
+        return result

@@ -1,0 +1,122 @@
+"""The PA seat: what one PA turn receives and returns, whoever fills the seat (model or person).
+
+Paper Section 3.1 Eq. 2 (the policy pi turns the user message and evidence into a selection and
+an interaction) and Section 3.4 ('PA and Memory Interface'). The episode loop talks to any
+:class:`AgentSeat`; :class:`mempa_tui.agent.PersonalAgent` fills it with a model, and a human PA
+seat in the TUI can fill it by driving the same :class:`~mempa_tui.agent.TurnActions`.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import TYPE_CHECKING, Literal, Protocol
+
+from pydantic import BaseModel, Field
+
+from mempa_tui.ix.types import ExecutedCall
+from mempa_tui.memory.base import Evidence
+from mempa_tui.taxonomy import Context
+
+if TYPE_CHECKING:
+    from mempa_tui.agent.actions import TurnActions
+
+__all__ = [
+    "AgentSeat",
+    "AgentSessionStart",
+    "AgentTurnInput",
+    "AgentTurnResult",
+    "OracleHint",
+    "TurnStatus",
+]
+
+TurnStatus = Literal["ok", "floored", "capped"]
+"""How a PA turn ended: a reply; floored (Appendix C.3 (4), F.2); or the 40-call cap was hit."""
+
+
+class OracleHint(BaseModel):
+    """Under Oracle, the probed cell's target and its definition (paper Section 3.5, Table 9 a).
+
+    Attributes:
+        attribute: attribute key of the probed cell.
+        setting: the target setting.
+    """
+
+    attribute: str
+    setting: str
+
+
+class AgentSessionStart(BaseModel):
+    """What the PA seat learns when a step starts.
+
+    Attributes:
+        step_id: the session, probe or change event id (for logs; never put in the prompt).
+        context: work or personal (kept for logs; the prompt does not name it).
+        starts_at: story date and time at the step's start (stated in the system prompt).
+        is_probe: True inside a probe.
+        oracle: set only in an Oracle probe.
+    """
+
+    step_id: str
+    context: Context
+    starts_at: datetime
+    is_probe: bool = False
+    oracle: OracleHint | None = None
+
+
+class AgentTurnInput(BaseModel):
+    """One PA turn's input.
+
+    Attributes:
+        user_message: the user's delivered message, or None on a world-event turn.
+        notice: the world event's notice on an event turn (marked as not from the user).
+        now: the story time of the turn (moves forward on event turns).
+        runtime_notes: harness feedback about held items released or denied by the user's
+            consent before this turn (Appendix E.4); shown to the PA, never to memory.
+        evidence: the memory's evidence for this turn (Eq. 2, E_t).
+        offered_ix: attribute keys whose IX tools are offered this turn (activated so far).
+        required_ix: the tested attribute's key when its IX call is required this session
+            (active from its decision-point beat), else None.
+    """
+
+    user_message: str | None = None
+    notice: str | None = None
+    now: datetime
+    runtime_notes: list[str] = Field(default_factory=list)
+    evidence: Evidence = Field(default_factory=Evidence)
+    offered_ix: list[str] = Field(default_factory=list)
+    required_ix: str | None = None
+
+
+class AgentTurnResult(BaseModel):
+    """What one PA turn produced.
+
+    Attributes:
+        reply: the PA's final reply text (before the wrapper renders it); empty when floored.
+        status: ok, floored or capped.
+        reason: why the turn was floored or capped.
+        model_calls: model calls made in the turn (at most 40).
+        reminded / forced: whether the missing-IX reminder and the forced call were used.
+        calls: every world-tool call the PA proposed, with its status and result, in order.
+        thinking: reasoning the model emitted (scoring record only; never delivered).
+    """
+
+    reply: str = ""
+    status: TurnStatus = "ok"
+    reason: str | None = None
+    model_calls: int = 0
+    reminded: bool = False
+    forced: bool = False
+    calls: list[ExecutedCall] = Field(default_factory=list)
+    thinking: list[str] = Field(default_factory=list)
+
+
+class AgentSeat(Protocol):
+    """The PA seat of an episode (a model loop or a person)."""
+
+    def begin_session(self, start: AgentSessionStart) -> None:
+        """Forget the previous step's history and start a new one."""
+        ...
+
+    async def respond(self, turn: AgentTurnInput, actions: TurnActions) -> AgentTurnResult:
+        """Play one PA turn: call tools through ``actions`` and return the reply text."""
+        ...

@@ -1,0 +1,112 @@
+"""Shared helpers for the PA, IX and episode tests (no tests here).
+
+A tiny fixture world, a queue-driven scripted PA model on loopback HTTP, and a recording memory.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from mempa_tui.llm import ScriptedReply, ScriptedRequest, ScriptedToolCall
+from mempa_tui.memory.base import Evidence, EvidenceItem, MemoryInspection, MemorySystem, SessionInfo, TurnRecord
+from mempa_tui.world import WorldState
+
+__all__ = ["PAQueue", "RecordingMemory", "call", "tiny_world"]
+
+START = datetime(2026, 3, 2, 9, 0)
+
+_CONTACTS = """\
+- id: ct_0001
+  entered_at: 2026-01-05T09:00
+  name: Colm Averill
+  email: colm.averill@wendlink.example
+  organization: Wendlink Transit
+  relation: manager
+- id: ct_0002
+  entered_at: 2026-01-05T09:00
+  name: Priya Nandakumar
+  email: priya.nandakumar@wendlink.example
+  organization: Wendlink Transit
+  relation: colleague
+"""
+
+
+def tiny_world() -> WorldState:
+    """Two contacts; every other collection empty."""
+    return WorldState({"contacts/contacts.yaml": _CONTACTS.encode()})
+
+
+def call(name: str | None, arguments: dict[str, object] | str | None = None, **kw: object) -> ScriptedToolCall:
+    """A scripted tool call (``arguments`` may be a raw string for invalid JSON)."""
+    return ScriptedToolCall(name=name, arguments={} if arguments is None else arguments, **kw)  # type: ignore[arg-type]
+
+
+@dataclass
+class PAQueue:
+    """Answers PA requests from a queue; other roles get ``other`` (text or a function).
+
+    When the queue is empty, ``fallback`` answers (default: a plain 'Done.' reply).
+    """
+
+    replies: deque[ScriptedReply | str] = field(default_factory=deque)
+    fallback: Callable[[ScriptedRequest], ScriptedReply | str] = lambda _r: "Done."
+    other: Callable[[ScriptedRequest], ScriptedReply | str] = lambda _r: "ok"
+    pa_requests: list[ScriptedRequest] = field(default_factory=list)
+
+    def push(self, *replies: ScriptedReply | str) -> PAQueue:
+        self.replies.extend(replies)
+        return self
+
+    def __call__(self, request: ScriptedRequest) -> ScriptedReply | str:
+        if request.model != "scripted-pa":
+            return self.other(request)
+        self.pa_requests.append(request)
+        if self.replies:
+            return self.replies.popleft()
+        return self.fallback(request)
+
+    def request_text(self, index: int) -> str:
+        """Everything a PA request carried (messages, tools), as one string."""
+        req = self.pa_requests[index]
+        return json.dumps(req.body, ensure_ascii=False)
+
+    def all_request_text(self) -> str:
+        return "\n".join(self.request_text(i) for i in range(len(self.pa_requests)))
+
+
+class RecordingMemory(MemorySystem):
+    """Stores every TurnRecord; hands back a fixed evidence text with one scored item."""
+
+    name = "recording"
+
+    def __init__(self, evidence_text: str = "The user once asked for short answers.") -> None:
+        self.records: list[TurnRecord] = []
+        self.sessions_ended: list[str] = []
+        self.evidence_text = evidence_text
+        self.queries: list[str] = []
+
+    async def write(self, record: TurnRecord) -> None:
+        self.records.append(record)
+
+    async def retrieve(self, user_message: str, session: SessionInfo) -> Evidence:
+        self.queries.append(user_message)
+        return Evidence(
+            system_text=self.evidence_text,
+            items=[EvidenceItem(text=self.evidence_text, score=0.75, source="rec:1")],
+        )
+
+    async def end_session(self, session: SessionInfo) -> None:
+        self.sessions_ended.append(session.step_id)
+
+    def snapshot(self) -> bytes:
+        return json.dumps([r.model_dump(mode="json") for r in self.records]).encode()
+
+    def restore(self, data: bytes) -> None:
+        self.records = [TurnRecord.model_validate(r) for r in json.loads(data)]
+
+    def inspect(self) -> MemoryInspection:
+        return MemoryInspection(system=self.name, stored=[r.as_text() for r in self.records])
