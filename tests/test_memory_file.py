@@ -1,0 +1,250 @@
+"""File memory against a scripted MEMORY-role model over loopback HTTP (paper Section 4 ❶)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from mempa_tui.ix.types import CallStatus, ExecutedCall, IXCall
+from mempa_tui.llm import LLMClient, ScriptedModelServer, ScriptedReply, ScriptedRequest
+from mempa_tui.memory import FileMemory, SessionInfo, SnapshotError, TurnRecord
+from mempa_tui.taxonomy import Context
+
+START = datetime(2025, 3, 3, 9, 0)
+
+
+def words(text: str) -> int:
+    """Deterministic token counter for threshold arithmetic: one token per word."""
+    return len(text.split())
+
+
+@dataclass
+class Script:
+    """Queued replies for the MEMORY-role model; once empty, a valid default reply."""
+
+    queue: list[ScriptedReply | str] = field(default_factory=list)
+    memory_text: str = "# About the user\n- Prefers short answers at work."
+
+    def __call__(self, request: ScriptedRequest) -> ScriptedReply | str:
+        if self.queue:
+            return self.queue.pop(0)
+        return json.dumps({"history_entry": "Filed invoices and booked rooms.", "memory": self.memory_text})
+
+
+@dataclass
+class Harness:
+    server: ScriptedModelServer
+    client: LLMClient
+    script: Script
+
+    def memory(self, folder: Path, at: int = 100, to: int = 50, counter: Callable[[str], int] | None = words) -> FileMemory:
+        return FileMemory(self.client, folder, consolidate_at_tokens=at, consolidate_to_tokens=to, token_counter=counter)
+
+
+@pytest.fixture
+async def harness() -> AsyncIterator[Harness]:
+    script = Script()
+    async with ScriptedModelServer(script) as server:
+        yield Harness(server, LLMClient(server.profile(num_retries=0)), script)
+
+
+def turn(i: int, *, n_words: int = 10, context: Context = Context.WORK) -> TurnRecord:
+    filler = " ".join(f"w{i}x{k}" for k in range(n_words))
+    return TurnRecord(
+        step_id=f"A-s{i:02d}",
+        context=context,
+        at=START + timedelta(days=i),
+        turn_index=0,
+        user_message=f"msg{i} {filler}",
+        tool_calls=[
+            ExecutedCall(call_id="c1", tool="calendar_event_create", status=CallStatus.EXECUTED, result='{"id": "ev1"}', write=True, tag="routine")
+        ],
+        ix_calls=[IXCall(attribute="verbosity", setting="Detailed")],
+        reply=f"reply{i} done",
+    )
+
+
+def session(probe: bool = False) -> SessionInfo:
+    return SessionInfo(step_id="A-s99", context=Context.WORK, at=START + timedelta(days=60), is_probe=probe)
+
+
+def folder_bytes(folder: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir())}
+
+
+async def test_write_retrieve_round_trip(harness: Harness, tmp_path: Path) -> None:
+    mem = harness.memory(tmp_path, at=10_000, to=5_000)
+    for i in range(3):
+        await mem.write(turn(i))
+    evidence = await mem.retrieve("next", session())
+    assert evidence.system_text == ""  # nothing consolidated yet
+    assert [m.role for m in evidence.prior_messages] == ["user", "assistant"] * 3
+    assert evidence.prior_messages[0].content.startswith("[2025-03-03 09:00, work] msg0")
+    assert "reply0 done" in evidence.prior_messages[1].content
+    assert "calendar_event_create (ok)" in evidence.prior_messages[1].content
+    assert "verbosity = Detailed" in evidence.prior_messages[1].content
+    probe = await mem.retrieve("next", session(probe=True))
+    assert probe.prior_messages == []  # no raw conversation in probes
+    assert harness.server.requests == []
+    assert (tmp_path / "pending.jsonl").read_text().count("\n") == 3
+    inspection = mem.inspect()
+    assert inspection.stats["pending_turns"] == 3
+    assert inspection.last_evidence == probe
+
+
+async def test_consolidation_triggers_at_threshold(harness: Harness, tmp_path: Path) -> None:
+    mem = harness.memory(tmp_path, at=100, to=60)
+    await mem.write(turn(0, n_words=20))
+    per_turn = mem.prompt_tokens()
+    assert per_turn > 0
+    written = 1
+    while mem.prompt_tokens() + per_turn <= 100:  # stay at or below the threshold
+        await mem.write(turn(written, n_words=20))
+        written += 1
+    assert harness.server.requests == []  # not yet past 100
+    await mem.write(turn(written, n_words=20))  # passes the threshold
+    assert len(harness.server.requests) == 1
+    request = harness.server.requests[0]
+    assert request.model == "scripted-memory"
+    sent = "\n".join(m.content for m in request.messages)
+    assert "msg0 " in sent  # the oldest turn is consolidated
+    assert f"msg{written} " not in sent  # the newest stays raw
+    assert mem.prompt_tokens() < 60
+    assert mem.memory_md.startswith("# About the user")
+    assert "Filed invoices" in mem.history_md and mem.history_md.startswith("[2025-03-03 09:00]")
+    assert mem.pending[-1].user_message.startswith(f"msg{written} ")
+    assert (tmp_path / "MEMORY.md").read_text() == mem.memory_md
+    assert mem.stats.consolidations == 1 and mem.stats.consolidation_failures == 0
+    evidence = await mem.retrieve("x", session(probe=True))
+    assert evidence.system_text == mem.memory_md and evidence.prior_messages == []
+
+
+async def test_default_counter_from_the_client(harness: Harness, tmp_path: Path) -> None:
+    mem = harness.memory(tmp_path, at=200, to=80, counter=None)
+    for i in range(12):
+        await mem.write(turn(i, n_words=15))
+    assert mem.stats.consolidations >= 1
+    assert mem.prompt_tokens() <= 200
+
+
+@pytest.mark.parametrize(
+    ("replies", "retries"),
+    [
+        (['```json\n{"history_entry": "E", "memory": "M"}\n```'], 0),
+        (['Here you go: {"history_entry": "E", "memory": "M"} hope it helps'], 0),
+        (['{"history_entry": "E", "memo', '{"history_entry": "E", "memory": "M"}'], 1),
+        (['{"history_entry": 3, "memory": ["x"]}', '{"history_entry": "E", "memory": "M"}'], 1),
+        (["", '{"history_entry": "E", "memory": "M"}'], 1),
+    ],
+    ids=["fenced", "prose", "cut-off-then-ok", "wrong-types-then-ok", "empty-then-ok"],
+)
+async def test_malformed_reply_repaired_or_retried(
+    harness: Harness, tmp_path: Path, replies: list[str], retries: int
+) -> None:
+    harness.script.queue.extend(replies)
+    mem = harness.memory(tmp_path, at=40, to=20)
+    for i in range(3):
+        await mem.write(turn(i, n_words=12))
+    assert mem.memory_md == "M\n"
+    assert mem.stats.consolidations >= 1
+    assert mem.stats.consolidation_retries == retries
+    assert mem.stats.consolidation_failures == 0
+
+
+@pytest.mark.parametrize(
+    "replies",
+    [
+        ['{"history_entry": "E", "memo', "Sorry, I cannot do that."],
+        ["", '{"history_entry": "", "memory": "M"}'],
+        [ScriptedReply(status=500, error="boom")],
+    ],
+    ids=["cut-off-twice", "empty-then-blank-entry", "server-error"],
+)
+async def test_failed_consolidation_is_archived_and_counted(
+    harness: Harness, tmp_path: Path, replies: list[ScriptedReply | str]
+) -> None:
+    mem = harness.memory(tmp_path, at=80, to=40)  # about 33 tokens per turn
+    await mem.write(turn(0, n_words=12))
+    await mem.write(turn(1, n_words=12))
+    assert harness.server.requests == []
+    harness.script.queue.extend(replies)
+    await mem.write(turn(2, n_words=12))
+    assert mem.stats.consolidation_failures == 1
+    assert mem.memory_md == ""  # unchanged
+    history = mem.history_md
+    assert "Archived without consolidation" in history and "msg0" in history
+    assert mem.inspect().stats["consolidation_failures"] == 1.0
+    assert mem.stats.last_failure
+    # the turns were not lost: they are in HISTORY.md or still pending
+    kept = history + "".join(t.user_message for t in mem.pending)
+    assert all(f"msg{i}" in kept for i in range(3))
+
+
+async def test_failure_keeps_existing_memory(harness: Harness, tmp_path: Path) -> None:
+    mem = harness.memory(tmp_path, at=40, to=20)
+    for i in range(3):
+        await mem.write(turn(i, n_words=12))
+    first = mem.memory_md
+    assert first.startswith("# About the user")
+    # blank memory would erase the file: rejected twice -> archived, memory unchanged
+    harness.script.queue.extend(['{"history_entry": "E", "memory": ""}'] * 2)
+    await mem.write(turn(3, n_words=12))
+    assert mem.stats.consolidation_failures == 1
+    assert mem.memory_md == first
+    assert (tmp_path / "MEMORY.md").read_text() == first
+
+
+async def test_snapshot_restore_exact(harness: Harness, tmp_path: Path) -> None:
+    mem = harness.memory(tmp_path / "a", at=100, to=50)  # about 31 tokens per turn
+    for i in range(6):
+        await mem.write(turn(i, n_words=10))
+    assert mem.stats.consolidations >= 1 and mem.pending
+    snap = mem.snapshot()
+    other = harness.memory(tmp_path / "b", at=100, to=50)
+    other.restore(snap)
+    assert other.snapshot() == snap
+    assert folder_bytes(tmp_path / "a") == folder_bytes(tmp_path / "b")
+    assert other.memory_md == mem.memory_md and other.history_md == mem.history_md
+    with pytest.raises(SnapshotError, match="pending"):
+        other.restore(b'{"system": "file", "pending": [{"step_id": 1}]}')
+    assert other.snapshot() == snap  # a bad snapshot changes nothing
+
+
+async def test_probe_changes_are_discarded_by_restore(harness: Harness, tmp_path: Path) -> None:
+    mem = harness.memory(tmp_path, at=60, to=30)
+    for i in range(4):
+        await mem.write(turn(i, n_words=10))
+    snap = mem.snapshot()
+    on_disk = folder_bytes(tmp_path)
+    # the probe: retrieve, then writes that even trigger a consolidation
+    await mem.retrieve("probe message", session(probe=True))
+    harness.script.memory_text = "# Changed during the probe"
+    for i in range(10, 14):
+        await mem.write(turn(i, n_words=10))
+    assert mem.snapshot() != snap
+    mem.restore(snap)
+    assert mem.snapshot() == snap
+    assert folder_bytes(tmp_path) == on_disk
+    assert "Changed during the probe" not in mem.memory_md
+
+
+async def test_target_never_reaches_the_memory(harness: Harness, tmp_path: Path) -> None:
+    target = "Terse"  # the cell's target; the PA selected Detailed in every turn
+    mem = harness.memory(tmp_path, at=60, to=30)
+    for i in range(8):
+        raw = turn(i, n_words=10).model_dump()
+        record = TurnRecord.model_validate({**raw, "target": target, "target_setting": target})
+        await mem.write(record)
+    await mem.retrieve("x", session())
+    assert harness.server.requests, "the scripted run should consolidate"
+    written = [m.content for r in harness.server.requests for m in r.messages]
+    written += [json.dumps(r.body) for r in harness.server.requests]
+    written += [p.read_text() for p in tmp_path.iterdir()]
+    written.append(mem.snapshot().decode())
+    written.extend(mem.inspect().stored)
+    assert all(target not in text for text in written)
