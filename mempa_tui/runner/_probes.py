@@ -1,0 +1,215 @@
+"""The probe layer: each probe x repeat on an isolated branch of a checkpoint (paper Section 3.5).
+
+Paper sources: Section 3.5 'Probes' and 'Reference Conditions', Section 4 'Reference Condition
+Runs', Appendix C.4 (a pre-event probe runs one hour before its event), Appendix D.3 (probes write
+nothing back), Appendix F.2 (floored probes are run again, at least three runs in all).
+
+* A final probe starts from the checkpoint after the last timeline step; a pre-event probe from
+  the last checkpoint strictly before its event (the one after the step that precedes the event).
+* Accumulating conditions probe from their own checkpoints. No Memory and Oracle probe from a
+  donor run's checkpoints with the memory cleared; without a donor, from the fixture world.
+* Every probe x repeat gets the checkpoint's world (immutable; the episode works on a copy) and a
+  FRESH memory instance restored from the checkpoint's snapshot, in its own folder that is deleted
+  afterwards; the simulator gets no memory. Nothing of the branch is written back: the only
+  output is the probe's result row, transcript and model calls.
+* Under Oracle the probed cell's target is handed to the memory inside the probe only.
+* A repeat that ends floored, invalid or failed is run again up to ``probe_attempts`` runs; the
+  last run's result is kept. BRS and PRS are computed for completed final probes.
+* Results are stored one probe x repeat at a time, so a killed run resumes with the rest.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import anyio
+
+from mempa_tui.memory import OracleMemory
+from mempa_tui.runner._scoring import ProbeScorer, RealizationScores
+from mempa_tui.runner._shared import EventCollector, RunContext, call_rows, capture_calls
+from mempa_tui.scripts.schema import Probe, ProbeKind
+from mempa_tui.store import ProbeResultRecord, StoreError, TokenTotals, utc_now
+from mempa_tui.world import WorldState
+
+__all__ = ["ProbeSource", "ProbeUnit", "plan_probes", "run_probes"]
+
+
+@dataclass(frozen=True)
+class ProbeSource:
+    """Where a probe branch starts."""
+
+    run_id: str | None
+    """Run whose checkpoint it is; None: the fixture world with an empty memory."""
+    step_index: int | None
+    """The checkpoint's last step (-1: the run's start); None with the fixture world."""
+    with_memory: bool
+    """Restore the checkpoint's memory snapshot (False for No Memory and Oracle)."""
+
+
+@dataclass(frozen=True)
+class ProbeUnit:
+    """One probe x repeat to run."""
+
+    probe: Probe
+    repeat: int
+    source: ProbeSource
+
+
+def _checkpoint_index(run: RunContext, probe: Probe) -> int | str:
+    """The timeline index a probe's branch starts after, or why there is none."""
+    steps = run.bundle.timeline.steps
+    if probe.probe_kind is ProbeKind.FINAL:
+        return len(steps) - 1
+    if probe.event not in steps:
+        return f"its event {probe.event!r} is not on the timeline"
+    return steps.index(probe.event) - 1
+
+
+async def plan_probes(run: RunContext, donor: str | None) -> tuple[list[ProbeUnit], list[str]]:
+    """The probe x repeat units still to run, and why any probe cannot run now.
+
+    Args:
+        run: the run context.
+        donor: for No Memory and Oracle, the run whose checkpoints to use (None: fixture world).
+
+    Returns:
+        ``(units, problems)``; stored units are left out, each problem is one line.
+    """
+    done = await run.store.done_probes(run.run_id)
+    source_run = run.run_id if run.config.accumulates else donor
+    available: set[int] = set()
+    if source_run is not None:
+        available = {c.step_index for c in await run.store.checkpoints(source_run)}
+    units: list[ProbeUnit] = []
+    problems: list[str] = []
+    for probe_id in sorted(run.bundle.probes):
+        probe = run.bundle.probes[probe_id]
+        index = _checkpoint_index(run, probe)
+        if isinstance(index, str):
+            problems.append(f"probe {probe_id} skipped: {index}")
+            continue
+        if source_run is None:
+            source = ProbeSource(None, None, with_memory=False)
+        elif index in available:
+            source = ProbeSource(source_run, index, with_memory=run.config.accumulates)
+        else:
+            problems.append(
+                f"probe {probe_id} waits: run {source_run} has no checkpoint after step "
+                f"{index + 1} yet (play the timeline first)"
+            )
+            continue
+        units.extend(
+            ProbeUnit(probe, r, source)
+            for r in range(1, run.config.repeats + 1)
+            if (probe_id, r) not in done
+        )
+    return units, problems
+
+
+@dataclass
+class _BranchCache:
+    """Checkpoint states loaded once and shared by the probes that start from them."""
+
+    run: RunContext
+    _lock: anyio.Lock = field(default_factory=anyio.Lock)
+    _states: dict[tuple[str | None, int | None], tuple[WorldState, bytes | None]] = field(default_factory=dict)
+
+    async def get(self, source: ProbeSource) -> tuple[WorldState, bytes | None]:
+        key = (source.run_id, source.step_index)
+        async with self._lock:
+            if key not in self._states:
+                self._states[key] = await self._load(source)
+            return self._states[key]
+
+    async def _load(self, source: ProbeSource) -> tuple[WorldState, bytes | None]:
+        if source.run_id is None or source.step_index is None:
+            return self.run.bundle.world_state(), None
+        ckpt = await self.run.store.checkpoint(source.run_id, source.step_index)
+        if ckpt is None:
+            raise StoreError(f"run {source.run_id}: checkpoint after step {source.step_index + 1} is missing")
+        world = WorldState(await self.run.store.load_world(ckpt.world_manifest))
+        snapshot = None
+        if source.with_memory and ckpt.memory_blob:
+            snapshot = await self.run.store.load_blob(ckpt.memory_blob)
+        return world, snapshot
+
+
+async def _run_unit(run: RunContext, unit: ProbeUnit, cache: _BranchCache, scorer: ProbeScorer) -> None:
+    from mempa_tui.runner.episode import EpisodeContext
+
+    probe, repeat = unit.probe, unit.repeat
+    world, snapshot = await cache.get(unit.source)
+    targets = run.bundle.targets_at(probe.context, probe.starts_at)
+    target = targets[probe.attribute]
+    oracle = run.config.memory == "oracle"
+    run.emit("probe_started", f"probe {probe.id} repeat {repeat}", step_id=probe.id, repeat=repeat)
+    all_calls = []
+    started = utc_now()
+    for attempt in range(1, run.config.probe_attempts + 1):
+        folder = run.memory_folder("probes", f"{probe.id}-r{repeat}")
+        run.drop_folder(folder)
+        memory = run.new_memory(folder)
+        collector = EventCollector(run, probe.id, repeat)
+        started = utc_now()
+        try:
+            if snapshot is not None:
+                memory.restore(snapshot)
+            if oracle and isinstance(memory, OracleMemory):
+                memory.set_probe_target(probe.attribute, target)
+            ctx = EpisodeContext(
+                persona=run.bundle.persona, targets=targets, world=world, registry=run.registry,
+                memory=memory, client=run.client, simulator_memory=None, observer=collector,
+                oracle=oracle,
+            )
+            with capture_calls() as calls:
+                result = await run.episodes.run_probe(probe, ctx)
+            all_calls.extend(calls)
+        finally:
+            run.drop_folder(folder)
+        if result.status == "completed":
+            break
+    scores = RealizationScores()
+    if probe.probe_kind is ProbeKind.FINAL and result.status == "completed":
+        with capture_calls() as calls:
+            scores = await scorer(run, probe, target, result, world)
+        all_calls.extend(calls)
+    run.add_tokens(all_calls)
+    record = ProbeResultRecord(
+        probe_id=probe.id, repeat=repeat, kind=probe.probe_kind.value, context=probe.context.value,
+        attribute=probe.attribute, target=target, selection=result.selection, status=result.status,
+        reason=result.reason, attempts=attempt, checkpoint_run=unit.source.run_id,
+        checkpoint_index=unit.source.step_index, brs=scores.brs, brs_reason=scores.brs_reason,
+        prs=scores.prs, prs_reason=scores.prs_reason, started_at=started, finished_at=utc_now(),
+        tokens=TokenTotals.from_calls(all_calls), result_json=result.model_dump_json(exclude={"world"}),
+    )
+    await run.store.save_probe_result(run.run_id, record, collector.records(), call_rows(probe.id, all_calls, repeat))
+    run.progress.probes_done += 1
+    if result.status != "completed":
+        run.progress.errors.append(f"{probe.id} r{repeat}: {result.status}: {result.reason}")
+    run.emit(
+        "probe_finished",
+        f"probe {run.progress.probes_done}/{run.progress.probes_total} {probe.id} r{repeat} "
+        f"{result.status} selection={result.selection} target={target}"
+        + (f" BRS={scores.brs} PRS={scores.prs}" if scores.brs or scores.prs else ""),
+        step_id=probe.id, repeat=repeat, status=result.status,
+    )
+
+
+async def run_probes(run: RunContext, units: list[ProbeUnit], scorer: ProbeScorer) -> None:
+    """Run probe units concurrently (at most ``probe_concurrency`` at once).
+
+    Raises:
+        Exception: the first error of any unit (the others are cancelled; stored units stay).
+    """
+    cache = _BranchCache(run)
+    limiter = anyio.CapacityLimiter(run.config.probe_concurrency)
+
+    async def one(unit: ProbeUnit) -> None:
+        async with limiter:
+            run.progress.current = f"{unit.probe.id} r{unit.repeat}"
+            await _run_unit(run, unit, cache, scorer)
+
+    async with anyio.create_task_group() as tg:
+        for unit in units:
+            tg.start_soon(one, unit)
+    run.progress.current = None

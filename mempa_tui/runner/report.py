@@ -1,0 +1,93 @@
+"""From stored probe results to the run's report (paper Section 3.5, Appendix F.2; SPEC 4.9).
+
+Used at the end of a run and by ``mempa report RUN``: the store's probe rows become
+:class:`~mempa_tui.scoring.ProbeOutcome` values, scoring writes ``saves/<run_id>/report.md`` and
+its CSV tables, and the printed table is returned for the CLI.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from mempa_tui.scoring import ProbeOutcome, ProbeStatus, score_conditions
+from mempa_tui.scoring._report import ReportPaths, format_table, write_reports
+from mempa_tui.scripts.schema import ProbeKind
+from mempa_tui.store import ProbeResultRecord, RunRecord, RunStore, StoreError
+
+__all__ = ["RunReport", "backbone_label", "outcome_of", "write_run_report"]
+
+
+class RunReport(BaseModel):
+    """A written report."""
+
+    run_id: str
+    """The run."""
+    paths: ReportPaths
+    """Files written (``report.md``, ``main.csv``, ...)."""
+    table: str
+    """The main table as printed text."""
+    outcomes: int
+    """Probe outcomes scored."""
+
+
+def backbone_label(run: RunRecord) -> str:
+    """The PA backbone's label: the PA model of the run's profile, else the profile name."""
+    try:
+        models = json.loads(run.config_json).get("profile_models") or {}
+    except (json.JSONDecodeError, AttributeError):
+        models = {}
+    pa = models.get("pa") if isinstance(models, dict) else None
+    return str(pa).split(" ", 1)[0] if pa else run.profile
+
+
+_STATUS = {"completed": ProbeStatus.COMPLETED, "floored": ProbeStatus.FLOORED}
+
+
+def outcome_of(record: ProbeResultRecord, run: RunRecord) -> ProbeOutcome:
+    """One stored probe result as a scoring outcome.
+
+    ``completed`` and ``floored`` keep their status; ``invalid`` and ``failed`` runs (the
+    simulator broke, the harness failed) are ``incomplete``: kept apart, never scored as zero
+    (Appendix F.2).
+    """
+    status = _STATUS.get(record.status, ProbeStatus.INCOMPLETE)
+    return ProbeOutcome(
+        user=run.user, context=record.context, attribute=record.attribute,  # type: ignore[arg-type]
+        probe_kind=ProbeKind(record.kind), repeat=record.repeat, target=record.target,
+        selection=record.selection, status=status, brs=record.brs, prs=record.prs,
+        memory=run.memory, model=backbone_label(run), probe_id=record.probe_id,
+        reason=record.reason if status is not ProbeStatus.COMPLETED else None,
+    )
+
+
+async def write_run_report(
+    store: RunStore, run_id: str, reports_root: Path, *, resamples: int = 5000
+) -> RunReport | None:
+    """Score a run's stored probe results and write its report folder.
+
+    Args:
+        store: the open run store.
+        run_id: the run.
+        reports_root: parent of the per-run folders (``saves``); files go to
+            ``<reports_root>/<run_id>/``.
+        resamples: bootstrap resamples (paper: 5,000).
+
+    Returns:
+        The report, or None when the run has no probe results yet.
+
+    Raises:
+        StoreError: no such run.
+    """
+    run = await store.get_run(run_id)
+    if run is None:
+        raise StoreError(f"no run {run_id!r} in {store.path}")
+    outcomes = [outcome_of(r, run) for r in await store.probe_results(run_id)]
+    if not outcomes:
+        return None
+    folder = Path(reports_root) / run_id
+    paths = write_reports(outcomes, folder, resamples=resamples)
+    table = format_table(score_conditions(outcomes, resamples=resamples))
+    return RunReport(run_id=run_id, paths=paths, table=table, outcomes=len(outcomes))

@@ -1,0 +1,300 @@
+"""The run layer: open or resume a run, play its timeline, run its probes, write its report.
+
+``Runner(config, store, client, registry).run()`` is the whole protocol for one user x profile x
+memory condition (SPEC section 4.8); :func:`run_many` runs several with anyio, accumulating runs
+first so No Memory and Oracle find their donors.
+
+Resuming: the run id is derived from the config's identity (user, memory, profile, seed), so the
+same command finds the stored run. Its config hash must match; otherwise the runner refuses with a
+:class:`~mempa_tui.runner.config.ConfigMismatchError` naming the fields that differ. ``fresh=True``
+moves the stored run aside (``<id>~N``) and starts over.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import anyio
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from mempa_tui.runner._calls import install_call_routing
+from mempa_tui.runner._probes import plan_probes, run_probes
+from mempa_tui.runner._scoring import ProbeScorer, default_scorer
+from mempa_tui.runner._shared import EpisodeFunctions, RunContext
+from mempa_tui.runner._timeline import play_timeline
+from mempa_tui.runner.config import PROBE_ONLY_CONDITIONS, ConfigMismatchError, RunConfig, config_diff, profile_fingerprint, worlds_digest
+from mempa_tui.runner.progress import RunObserver, RunProgress
+from mempa_tui.runner.report import RunReport, write_run_report
+from mempa_tui.scripts.loader import load_user
+from mempa_tui.store import RunRecord, RunStatus, RunStore
+
+if TYPE_CHECKING:
+    from mempa_tui.llm import LLMClient
+    from mempa_tui.tools import ToolRegistry
+
+__all__ = ["DonorError", "RunOutcome", "Runner", "run_many"]
+
+
+class DonorError(ValueError):
+    """The donor run named for No Memory or Oracle is missing or does not fit (user, condition)."""
+
+
+class RunOutcome(BaseModel):
+    """How a run call ended."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    run_id: str
+    """The run."""
+    status: RunStatus
+    """``completed`` or ``stopped`` (probes waiting for a checkpoint)."""
+    progress: RunProgress
+    """Final progress."""
+    report: RunReport | None = None
+    """The written report (None when no probe result exists yet)."""
+    notes: list[str] = Field(default_factory=list)
+    """Warnings and problems worth printing (donor choice, probes that could not run)."""
+
+
+def _first_error(group: BaseExceptionGroup[BaseException]) -> BaseException:
+    first = group.exceptions[0]
+    return _first_error(first) if isinstance(first, BaseExceptionGroup) else first
+
+
+class Runner:
+    """Plays one run end to end, resuming from its last checkpoint.
+
+    Args:
+        config: the run's configuration.
+        store: the open run store.
+        client: the model client (shared by runs; its call log is routed per step).
+        registry: the world tool registry.
+        observer: receives :class:`~mempa_tui.runner.progress.RunEvent` and
+            :class:`~mempa_tui.runner.progress.StepEvent` objects.
+        memory_root: parent of the per-run memory folders (``local_memory``).
+        reports_root: parent of the per-run report folders (default: the store's folder).
+        fresh: move a stored run with the same id aside and start over.
+        probes_only: skip the timeline; probe from the checkpoints that exist.
+        episodes: the episode loop's functions (tests may substitute).
+        scorer: computes BRS and PRS for completed final probes.
+        resamples: bootstrap resamples of the report.
+    """
+
+    def __init__(
+        self,
+        config: RunConfig,
+        store: RunStore,
+        client: LLMClient,
+        registry: ToolRegistry,
+        observer: RunObserver | None = None,
+        *,
+        memory_root: Path = Path("local_memory"),
+        reports_root: Path | None = None,
+        fresh: bool = False,
+        probes_only: bool = False,
+        episodes: EpisodeFunctions | None = None,
+        scorer: ProbeScorer | None = None,
+        resamples: int = 5000,
+    ) -> None:
+        self.config = config
+        self.store = store
+        self.client = client
+        self.registry = registry
+        self.observer = observer
+        self.memory_root = Path(memory_root)
+        self.reports_root = Path(reports_root) if reports_root is not None else store.path.parent
+        self.fresh = fresh
+        self.probes_only = probes_only
+        self.episodes = episodes
+        self.scorer = scorer or default_scorer
+        self.resamples = resamples
+        self.progress = RunProgress(run_id=config.run_id)
+
+    @property
+    def run_id(self) -> str:
+        """The run's id."""
+        return self.config.run_id
+
+    # ---- opening --------------------------------------------------------------------------
+
+    async def _stored_config(self) -> RunConfig | None:
+        run = await self.store.get_run(self.run_id)
+        if run is None:
+            return None
+        try:
+            return RunConfig.model_validate_json(run.config_json)
+        except ValidationError:
+            return None
+
+    async def _resolve_donor(self, config: RunConfig, notes: list[str]) -> RunConfig:
+        """Fill ``donor_run`` for No Memory and Oracle (paper Section 4 'Reference Condition Runs')."""
+        if config.accumulates:
+            return config
+        if config.donor_run is not None:
+            donor = await self.store.get_run(config.donor_run)
+            if donor is None:
+                raise DonorError(f"donor run {config.donor_run!r} not found in {self.store.path} (see `mempa runs`)")
+            if donor.user != config.user:
+                raise DonorError(f"donor run {donor.id} is of user {donor.user}, not {config.user}")
+            if donor.memory in PROBE_ONLY_CONDITIONS:
+                raise DonorError(f"donor run {donor.id} is a {donor.memory} run and has no timeline checkpoints")
+            return config
+        stored = None if self.fresh else await self._stored_config()
+        if stored is not None and stored.donor_run is not None:
+            return config.model_copy(update={"donor_run": stored.donor_run})
+        donor = await self.store.latest_completed_run(config.user, config.profile, exclude_memory=PROBE_ONLY_CONDITIONS)
+        if donor is None:
+            notes.append(
+                f"warning: no completed accumulation run of user {config.user} with profile "
+                f"{config.profile}; probing from the fixture world with an empty memory "
+                f"(run e.g. `mempa run --user {config.user} --memory file --model {config.profile}` "
+                "first, or name one with --donor)"
+            )
+            return config
+        notes.append(f"probing from the checkpoints of donor run {donor.id}")
+        return config.model_copy(update={"donor_run": donor.id})
+
+    async def _open(self, config: RunConfig, notes: list[str]) -> RunRecord:
+        existing = await self.store.get_run(config.run_id)
+        if existing is not None and self.fresh:
+            archived = await self.store.archive_run(config.run_id)
+            notes.append(f"moved the stored run {config.run_id} aside as {archived}")
+            existing = None
+        if existing is not None:
+            if existing.config_hash != config.config_hash():
+                raise ConfigMismatchError(config.run_id, config_diff(existing.config_json, config))
+            return existing
+        record = RunRecord(
+            id=config.run_id, user=config.user, profile=config.profile, memory=config.memory,
+            seed=config.seed, repeats=config.repeats, config_json=config.model_dump_json(),
+            config_hash=config.config_hash(), donor_run=config.donor_run,
+        )
+        await self.store.create_run(record)
+        return record
+
+    # ---- the run --------------------------------------------------------------------------
+
+    async def run(self) -> RunOutcome:
+        """Play the run to its end (or as far as its checkpoints allow) and write its report.
+
+        Returns:
+            The outcome: ``completed``, or ``stopped`` when probes wait for checkpoints.
+
+        Raises:
+            WorldFileError: the user's world files are invalid.
+            ConfigMismatchError: the stored run has a different config (names the fields).
+            DonorError: the named donor run does not fit.
+            MemoryConfigError: invalid memory options.
+            Exception: a model or store error stops the run (stored as ``failed``; rerun resumes).
+        """
+        notes: list[str] = []
+        bundle = load_user(self.config.worlds_dir, self.config.user)
+        config = self.config
+        if not config.worlds_digest:
+            config = config.model_copy(update={"worlds_digest": worlds_digest(bundle.root)})
+        if not config.profile_models:
+            config = config.model_copy(update={"profile_models": profile_fingerprint(self.client.profile)})
+        config = await self._resolve_donor(config, notes)
+        await self._open(config, notes)
+        self.config = config
+        install_call_routing(self.client)
+        ctx = RunContext(
+            config=config, store=self.store, client=self.client, registry=self.registry,
+            bundle=bundle, episodes=self.episodes or EpisodeFunctions.default(),
+            memory_root=self.memory_root, observer=self.observer, progress=self.progress,
+        )
+        steps_total = len(bundle.timeline.steps) if config.accumulates else 0
+        probes_total = len(bundle.probes) * config.repeats
+        self.progress.steps_total, self.progress.probes_total = steps_total, probes_total
+        self.progress.probes_done = len(await self.store.done_probes(self.run_id))
+        self.progress.tokens = await self.store.token_totals(self.run_id)
+        await self.store.update_run(self.run_id, status=RunStatus.RUNNING, total_steps=steps_total,
+                                    total_probes=probes_total, clear_error=True)
+        for note in notes:
+            ctx.warn(note)
+        ctx.emit("run_started", f"run {self.run_id}: {steps_total} steps, {probes_total} probe repeats")
+        try:
+            return await self._play(ctx, notes)
+        except anyio.get_cancelled_exc_class():
+            await self._stopped(ctx, RunStatus.STOPPED, "stopped before the end; rerun the same command to resume")
+            raise
+        except BaseExceptionGroup as group:
+            error = _first_error(group)
+            await self._stopped(ctx, RunStatus.FAILED, f"{type(error).__name__}: {error}")
+            raise error from group
+        except Exception as exc:
+            await self._stopped(ctx, RunStatus.FAILED, f"{type(exc).__name__}: {exc}")
+            raise
+
+    async def _play(self, ctx: RunContext, notes: list[str]) -> RunOutcome:
+        if ctx.config.accumulates and not self.probes_only:
+            self.progress.phase = "timeline"
+            await play_timeline(ctx)
+        self.progress.phase = "probes"
+        units, problems = await plan_probes(ctx, ctx.config.donor_run)
+        for problem in problems:
+            ctx.warn(problem)
+        await run_probes(ctx, units, self.scorer)
+        self.progress.phase = "scoring"
+        report = await write_run_report(self.store, self.run_id, self.reports_root, resamples=self.resamples)
+        if report is not None:
+            ctx.emit("report_written", f"report: {report.paths.main_md}")
+        done = not problems and self.progress.steps_done >= self.progress.steps_total
+        status = RunStatus.COMPLETED if done else RunStatus.STOPPED
+        self.progress.phase = "done" if done else "stopped"
+        await self.store.update_run(self.run_id, status=status, error=None if done else "; ".join(problems),
+                                    clear_error=done)
+        ctx.emit("run_finished", f"run {self.run_id} {status.value}", status=status.value)
+        return RunOutcome(run_id=self.run_id, status=status, progress=self.progress.model_copy(deep=True),
+                          report=report, notes=[*notes, *problems])
+
+    async def _stopped(self, ctx: RunContext, status: RunStatus, message: str) -> None:
+        with anyio.CancelScope(shield=True):
+            self.progress.phase = "stopped" if status is RunStatus.STOPPED else "failed"
+            self.progress.errors.append(message)
+            await self.store.update_run(self.run_id, status=status, error=message)
+            ctx.emit("run_stopped" if status is RunStatus.STOPPED else "run_failed", f"run {self.run_id}: {message}")
+
+
+async def run_many(
+    configs: Sequence[RunConfig],
+    store: RunStore,
+    client: LLMClient,
+    registry: ToolRegistry,
+    *,
+    observer_for: Callable[[RunConfig], RunObserver | None] | None = None,
+    **runner_options: object,
+) -> list[RunOutcome | Exception]:
+    """Run several configs concurrently (anyio task group; model concurrency is the client's).
+
+    Accumulating runs go first, all at once; then No Memory and Oracle runs, so they find the
+    donors just played. One run's error does not stop the others: it is returned in its place.
+
+    Args:
+        configs: the runs.
+        store / client / registry: shared by all runs.
+        observer_for: gives each run its observer.
+        **runner_options: passed to every :class:`Runner`.
+
+    Returns:
+        Per config, in order, its :class:`RunOutcome` or the exception that stopped it.
+    """
+    results: list[RunOutcome | Exception | None] = [None] * len(configs)
+
+    async def one(i: int) -> None:
+        observer = observer_for(configs[i]) if observer_for else None
+        runner = Runner(configs[i], store, client, registry, observer, **runner_options)  # type: ignore[arg-type]
+        try:
+            results[i] = await runner.run()
+        except Exception as exc:  # returned to the caller in the run's place
+            results[i] = exc
+
+    for wave in (True, False):
+        async with anyio.create_task_group() as tg:
+            for i, cfg in enumerate(configs):
+                if cfg.accumulates is wave:
+                    tg.start_soon(one, i)
+    return [r if r is not None else RuntimeError("run did not start") for r in results]
