@@ -1,0 +1,205 @@
+"""Rule-based leak checks on a candidate simulator message (paper Appendix D.4 'Rule-based checks').
+
+Before a message reaches the PA it must not carry text from the simulator's instructions or
+private notes, nor give a preference away by name. The checks here are pure functions; each
+problem is a short note that names what was found, and the simulator gets it back with the
+request to write the turn again.
+
+Common English words of the benchmark vocabulary ('script', 'beat', 'probe') are matched only in
+phrases that point at the harness ('the script', 'this beat'), and any term that also occurs in
+the user's own task material (persona, task, beats, released facts) is not a leak: a screenwriter
+may talk about a script.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from mempa_tui.simulator._blocks import PRIVATE_TAGS
+from mempa_tui.taxonomy import ATTRIBUTES, attribute
+
+__all__ = ["EARLIER_SESSION_PHRASES", "LeakRules", "rule_check"]
+
+#: (pattern, label, exemption): a term is not a leak when ``exemption`` (default: the pattern
+#: itself) matches the user's own task material.
+_VOCABULARY: tuple[tuple[str, str, str | None], ...] = (
+    (r"\btarget[ -]settings?\b", "target setting", None),
+    (r"\bsimulat(?:or|ed user)s?\b", "simulator", None),
+    (r"\bbenchmarks?\b", "benchmark", None),
+    (r"\bmempa", "MemPA", None),
+    (r"\bpreference[ -]skills?\b", "preference skill", None),
+    (r"\bpreference matri(?:x|ces)\b", "preference matrix", None),
+    (r"\btaxonom(?:y|ies)\b", "taxonomy", None),
+    (r"\bdecision[ -]points?\b", "decision point", None),
+    (r"\bacting[ -]sheets?\b", "acting sheet", None),
+    (r"\bwithheld facts?\b", "withheld fact", None),
+    (r"\bprobe polarity\b", "probe polarity", None),
+    (r"\b(?:the|this|that|a|my|next|final|current) probes?\b|\bprobe sessions?\b", "probe", r"\bprobes?\b"),
+    (
+        r"\b(?:the|this|that|next|current|previous|last|my) beats?\b|\bbeats? (?:ids?|goals?)\b",
+        "beat",
+        r"\bbeats?\b",
+    ),
+    (r"\b(?:the|this|my|your|session) script\b|\bscript (?:says|tells|wants)\b", "script", r"\bscripts?\b"),
+    (r"\bpersona\b", "persona", None),
+    (r"\binteraction tools?\b", "interaction tool", None),
+    (r"\b(?:psa|brs|prs)\b", "score name", None),
+    (r"\bfactual[ _]check\b|\bturn[ _]assessment\b|\bconsent[ _]decisions?\b", "private block name", None),
+)
+_IX = re.compile(r"\bIX\b|\bIX_\w*")
+
+_PREFERENCE_PHRASE = re.compile(
+    r"\b(i prefer|i'd prefer|i would prefer|i'd rather|i would rather|next time|always|"
+    r"from now on|in future|in the future|going forward|i like it when|my preference)\b",
+    re.IGNORECASE,
+)
+
+#: Phrases that point back to an earlier conversation (forbidden in probes, Appendix D.4).
+EARLIER_SESSION_PHRASES: tuple[str, ...] = (
+    "last time",
+    "as usual",
+    "you remembered",
+    "you remember",
+    "like before",
+    "as before",
+    "same as before",
+    "like last",
+    "as always",
+    "like always",
+    "as i said before",
+    "as we discussed",
+    "we discussed",
+    "we talked about",
+    "you already know",
+    "the other day",
+    "you know how i like",
+    "remember when",
+    "previous session",
+    "last session",
+    "previous conversation",
+    "last conversation",
+    "earlier conversation",
+)
+
+_TAG_TEXT = re.compile(r"</?\s*(?:" + "|".join(("message", *PRIVATE_TAGS)) + r")\b", re.IGNORECASE)
+_CONSENT_SYNTAX = re.compile(r"\bheld_\w+\s*[:=]\s*(?:approve|approved|deny|denied)\b", re.IGNORECASE)
+_SENTENCES = re.compile(r"(?<=[.!?])\s+|\n+")
+
+
+def _norm(text: str) -> str:
+    return text.replace("\u2019", "'").replace("\u2018", "'").lower()
+
+
+def _words(name: str) -> str:
+    parts = [re.escape(p) for p in re.split(r"[\s\-]+", name.lower()) if p]
+    return r"\b" + r"[\s\-]+".join(parts) + r"\b"
+
+
+def _attribute_pattern(name: str) -> str:
+    if "&" not in name:
+        return _words(name)
+    left, right = name.split("&", 1)
+    return _words(left) + r"\s*(?:&|and)\s*" + _words(right)
+
+
+class LeakRules(BaseModel):
+    """What the rule checks need to know about the session.
+
+    Attributes:
+        probe: True in probe mode (earlier-session references are forbidden).
+        beat_ids: ids of the script's beats; only ids with an underscore or a digit are matched
+            (a plain word such as 'intro' cannot be told apart from ordinary speech).
+        script_id: the script's id (e.g. ``A-w-verbosity-01``).
+        attributes: keys of the attributes active anywhere in the script; their setting names are
+            flagged when used with a preference phrase.
+        task_material: the user's own task text (persona, task, beats, released facts); a
+            vocabulary or attribute term found there is not a leak.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    probe: bool = False
+    beat_ids: tuple[str, ...] = ()
+    script_id: str = ""
+    attributes: tuple[str, ...] = ()
+    task_material: str = Field(default="", repr=False)
+
+
+def _found(pattern: str, text: str, flags: int = re.IGNORECASE) -> bool:
+    return re.search(pattern, text, flags) is not None
+
+
+def rule_check(message: str, rules: LeakRules, private_texts: Iterable[str] = ()) -> list[str]:
+    """Check a candidate message against the rules of Appendix D.4.
+
+    Args:
+        message: the candidate visible message.
+        rules: the session's :class:`LeakRules`.
+        private_texts: contents of this reply's private blocks (a message that repeats one of
+            them, 24 characters or longer, leaks its private notes).
+
+    Returns:
+        Problem notes, empty when the message passes. Each note names what was found.
+    """
+    text = _norm(message)
+    allowed = _norm(rules.task_material)
+    problems: list[str] = []
+
+    if _TAG_TEXT.search(message):
+        problems.append("the message contains a private block tag; write only what you say")
+    if _CONSENT_SYNTAX.search(message):
+        problems.append("the message contains the consent block; put decisions only in <consent_decisions>")
+    for private in private_texts:
+        chunk = " ".join(_norm(private).split())
+        if len(chunk) >= 24 and chunk in " ".join(text.split()):
+            problems.append("the message repeats your private notes; keep them out of the message")
+            break
+
+    for pattern, label, exemption in _VOCABULARY:
+        if _found(pattern, text) and not _found(exemption or pattern, allowed):
+            problems.append(f"the message uses the word '{label}', which belongs to the harness, not to you")
+    if _IX.search(message) and not _IX.search(rules.task_material):
+        problems.append("the message mentions 'IX', which belongs to the harness, not to you")
+
+    ids = [b for b in rules.beat_ids if "_" in b or any(ch.isdigit() for ch in b)]
+    if rules.script_id:
+        ids.append(rules.script_id)
+    for beat_id in ids:
+        if re.search(r"(?<![\w-])" + re.escape(beat_id.lower()) + r"(?![\w-])", text):
+            problems.append(f"the message contains the internal id '{beat_id}'")
+
+    for attr in ATTRIBUTES:
+        for pattern in {_attribute_pattern(attr.name), re.escape(attr.key)}:
+            if _found(pattern, text) and not _found(pattern, allowed):
+                problems.append(f"the message names the kind of preference ('{attr.name}'); show it only by reacting")
+                break
+
+    problems += _setting_with_phrase(text, rules.attributes)
+
+    if rules.probe:
+        for phrase in EARLIER_SESSION_PHRASES:
+            if _found(_words(phrase), text):
+                problems.append(
+                    f"the message refers to an earlier conversation ('{phrase}'); you have never "
+                    "spoken to this assistant before"
+                )
+    return problems
+
+
+def _setting_with_phrase(text: str, attribute_keys: Sequence[str]) -> list[str]:
+    problems: list[str] = []
+    names = {s.name for key in attribute_keys for s in attribute(key).settings}
+    for sentence in _SENTENCES.split(text):
+        phrase = _PREFERENCE_PHRASE.search(sentence)
+        if not phrase:
+            continue
+        for name in sorted(names):
+            if _found(_words(name), sentence):
+                problems.append(
+                    f"the message states a standing preference ('{phrase.group(1)}' with "
+                    f"'{name.lower()}'); react to what the assistant just did instead"
+                )
+    return problems

@@ -1,0 +1,279 @@
+"""Assembling the simulator prompt of one turn (paper Appendix D.2, D.4 'Prompt rules', I.3).
+
+The prompt is rebuilt every turn from four parts: the profile block (persona card, the rule that
+the user never calls tools, and in accumulation sessions the simulator's own memory), the active
+skills of the current beat, the session script as far as the user has reached it (task, the
+current beat, released facts, and on the decision and reaction beats the reactions of the
+decision point), and the dialogue so far as the user saw it. Accumulation sessions and probes use
+different prompts: a probe user has never met the assistant, keeps no memory, acts out only the
+production side of the skills and gives no feedback on the manner of a reply.
+
+Nothing here receives the PA's selection or withheld content: the dialogue is built from
+:class:`~mempa_tui.ix.types.DeliveredTurn` only.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from mempa_tui.ix.types import HeldItem
+from mempa_tui.llm.types import ChatMessage
+from mempa_tui.scripts.schema import AccumulationSession, Beat, Fact, Persona, Probe
+from mempa_tui.simulator._dialogue import DialogueEntry, render_dialogue, render_held
+from mempa_tui.simulator._memory import SimulatorMemory
+from mempa_tui.simulator._skills import PreferenceSkill
+from mempa_tui.taxonomy import attribute
+
+__all__ = ["ActiveSkill", "TurnPromptInput", "build_turn_messages", "render_persona"]
+
+SkillSide = Literal["full", "reception", "production"]
+
+
+class ActiveSkill(BaseModel):
+    """A skill loaded at the current beat and the side of it that applies."""
+
+    model_config = ConfigDict(frozen=True)
+
+    skill: PreferenceSkill
+    side: SkillSide
+
+
+class TurnPromptInput(BaseModel):
+    """Everything one turn's prompt is built from (all of it the simulator's own knowledge).
+
+    Attributes:
+        persona: the user.
+        mode: ``accumulation`` or ``probe``.
+        memory: the simulator memory (accumulation only; None in probes).
+        script: the session or probe.
+        beat_index: index of the current beat.
+        turns_in_beat: messages already delivered in the current beat.
+        released: facts released so far (never a fact of a later beat).
+        skills: skills active at the current beat, with their side.
+        show_decision: whether the decision point's reactions apply (decision and reaction beats).
+        target: the user's current setting of the tested attribute (marks the wanted reaction).
+        dialogue: the dialogue so far as the user saw it.
+        pending: held items still waiting for the user's decision.
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    persona: Persona
+    mode: Literal["accumulation", "probe"]
+    memory: SimulatorMemory | None = None
+    script: AccumulationSession | Probe
+    beat_index: int
+    turns_in_beat: int = 0
+    released: list[Fact] = Field(default_factory=list)
+    skills: list[ActiveSkill] = Field(default_factory=list)
+    show_decision: bool = False
+    target: str | None = None
+    dialogue: list[DialogueEntry] = Field(default_factory=list)
+    pending: list[HeldItem] = Field(default_factory=list)
+
+    @property
+    def beat(self) -> Beat:
+        """The current beat."""
+        return self.script.beats[self.beat_index]
+
+
+def render_persona(persona: Persona) -> str:
+    """The persona card as prompt text (no preference matrix: the card never holds one)."""
+    people = "\n".join(
+        f"- {r.name}: {r.relation} ({r.context.value})" + (f"; {r.notes.strip()}" if r.notes.strip() else "")
+        for r in persona.relationships
+    )
+    routines = "\n".join(f"- {r}" for r in persona.routines)
+    hobbies = ", ".join(persona.hobbies) if persona.hobbies else "none in particular"
+    return (
+        f"You are {persona.name}, {persona.age}, {persona.occupation} ({persona.workplace}), "
+        f"living in {persona.town}. {persona.living_arrangement.strip()}\n"
+        f"People in your life:\n{people}\nYour routines:\n{routines}\nHobbies: {hobbies}\n"
+        f"Personality: {persona.personality.strip()}\n"
+        f"How you write messages: {persona.speech_style.strip()}\n"
+        f"Background: {persona.background.strip()}"
+    )
+
+
+_TOOLS_RULE = (
+    "You are chatting with your personal AI assistant. The assistant can read and change your "
+    "email, calendar, files and other records with its tools. You never call tools yourself and "
+    "never write tool calls, code or JSON: you only write messages, as a person would."
+)
+
+_ACCUMULATION_RULES = """\
+- Show what you want from the assistant only through what you ask for and how you react to what it
+  actually did in its last reply. Never announce a general rule up front, never hand it a
+  checklist of how to answer, and never name the kind of preference involved; leave the shape of
+  each answer to the assistant.
+- React only to behaviour that has actually appeared in the assistant's replies or in the actions
+  that ran. Until it appears, play the current step as written.
+- The first time a reply shows the behaviour your guidance is about, take a position on it in the
+  same message as the task, in one or two clauses: say what you take from it when it suits you (a
+  bare "fine" or "thanks" is not enough), or make the move your guidance names when it goes
+  against you. Never let it pass in silence.
+- Your own messages keep your usual way of writing; what you accept from the assistant is set by
+  your guidance, not by how you yourself write.
+- Never say "I prefer", "I'd rather", "from now on" or "next time" about the assistant's manner,
+  and never mention a benchmark, a test, a script, steps or beats, a simulator, or anything about
+  how this conversation is set up."""
+
+_PROBE_RULES = """\
+- You have never spoken to this assistant before. You know nothing about it and it knows nothing
+  about you. Never refer to an earlier conversation: no "last time", "as usual", "like before",
+  "as always", "you remembered" or anything like them.
+- Talk only about the task. Never comment on the manner of a reply (its tone, length, format, how
+  much it explains or asks, whether it checked with you first); respond to its content only.
+- Never say "I prefer", "I'd rather", "from now on" or "next time", and never mention a benchmark,
+  a test, a script, steps or beats, a simulator, or anything about how this conversation is set up."""
+
+_FACT_RULE = (
+    "Use only the details given here. Some details of this task are not in front of you yet: if the "
+    "assistant asks for something you do not have here, say you will get to it in a moment. Never "
+    "make details up."
+)
+
+
+def _plain(text: str) -> str:
+    """Script prose with the harness word 'beat' replaced (the schema's default uses it)."""
+    return re.sub(r"\bbeat(s?)\b", r"step\1", text)
+
+
+def _skills_block(inp: TurnPromptInput) -> str:
+    if not inp.skills:
+        return ""
+    parts: list[str] = []
+    for i, active in enumerate(inp.skills, 1):
+        if inp.mode == "probe" or active.side == "production":
+            body = active.skill.render_production()
+        elif active.side == "reception":
+            body = active.skill.render_reception()
+        else:
+            body = active.skill.render_full()
+        parts.append(f"[{i}]\n{body}")
+    title = "How you go about your requests in this step" if inp.mode == "probe" else "What you care about in this step"
+    return f"# {title}\n" + "\n\n".join(parts)
+
+
+def _decision_block(inp: TurnPromptInput) -> str:
+    dp = next((b.decision_point for b in inp.script.beats if b.decision_point), None)
+    if dp is None:
+        return ""
+    lines: list[str] = []
+    if inp.show_decision and inp.mode == "accumulation":
+        attr = attribute(dp.attribute)
+        lines.append(
+            "How you react to the way the assistant handles this (judge by what it actually did and "
+            "what actually ran, not by what it says it will do):"
+        )
+        for setting in attr.settings:
+            mark = "  (this is the way you want it)" if setting.name == inp.target else ""
+            lines.append(f"- When the reply looks like this: {setting.behaviour}{mark}")
+            lines.append(f"  you: {dp.reactions[setting.name]}")
+    if inp.show_decision:
+        lines.append(f"If the assistant falls short of the goal: {dp.falls_short}")
+    return "\n".join(lines)
+
+
+def _script_block(inp: TurnPromptInput) -> str:
+    script, beat = inp.script, inp.beat
+    lines = [
+        "# Today's conversation",
+        f"It is {script.starts_at:%A %d %B %Y, %H:%M}. This is a {script.context.value} matter.",
+        f"Task: {script.task}",
+    ]
+    done = script.beats[: inp.beat_index]
+    if done:
+        lines.append("Already behind you in this conversation:")
+        lines += [f"- {b.goal}" for b in done]
+    lines += [
+        "Where you are now:",
+        f"- Goal: {beat.goal}",
+        f"- What you want to say or ask: {beat.conveys}",
+        f"- This starts: {_plain(beat.starts_when)}",
+    ]
+    if inp.turns_in_beat == 0:
+        lines.append("- This is your first message for this goal.")
+    else:
+        lines.append(f"- You have sent {inp.turns_in_beat} message(s) for this goal (at most {beat.max_turns}).")
+    if inp.released:
+        lines.append("Details you have at hand:")
+        lines += [f"- {f.text}" for f in inp.released]
+    lines.append(_FACT_RULE)
+    decision = _decision_block(inp)
+    if decision:
+        lines.append(decision)
+    return "\n".join(lines)
+
+
+def _output_block(inp: TurnPromptInput) -> str:
+    consent = ""
+    if inp.pending:
+        ids = "\n".join(f"{h.id}: approve" for h in inp.pending[:1]) + "\n..."
+        consent = (
+            "<consent_decisions>\n"
+            f"{ids}\n"
+            "</consent_decisions>   (private: one line per waiting item, approve or deny; your "
+            "message must agree with these decisions)\n"
+        )
+    return (
+        "# How to write your turn\n"
+        "Write exactly these blocks and nothing else:\n"
+        "<factual_check>private: any factual mistake in the assistant's last reply (wrong person, "
+        "date, an action it claims that did not run), or 'none'</factual_check>\n"
+        "<turn_assessment>stay, advance or done</turn_assessment>   (private: has the assistant's "
+        "latest reply achieved the goal of where you are now? advance = yes, move on; done = yes, "
+        "and the whole task is finished; stay = not yet. On your first message for a goal, "
+        "write stay.)\n"
+        f"{consent}"
+        "<message>what you say to the assistant; only this is sent</message>\n"
+        "Only the text inside <message> reaches the assistant; keep private notes out of it."
+    )
+
+
+def build_turn_messages(
+    inp: TurnPromptInput, *, rewrites: Sequence[tuple[str, str]] = ()
+) -> list[ChatMessage]:
+    """The chat messages of one simulator turn.
+
+    Args:
+        inp: the prompt inputs.
+        rewrites: ``(rejected reply, problem note)`` for each rejected attempt of this turn, in
+            order; each adds the rejected reply and a note asking for the turn again.
+
+    Returns:
+        ``[system, user]`` plus an assistant/user pair per rewrite. The system part is stable
+        within a beat, so a KV cache can reuse it across turns.
+    """
+    sections = [render_persona(inp.persona), _TOOLS_RULE]
+    if inp.mode == "accumulation":
+        sections.append("# Your memory\n" + (inp.memory or SimulatorMemory()).render())
+        sections.append("# How you show what you want\n" + _ACCUMULATION_RULES)
+    else:
+        sections.append("# Ground rules\n" + _PROBE_RULES)
+    skills = _skills_block(inp)
+    if skills:
+        sections.append(skills)
+    sections.append(_script_block(inp))
+    sections.append(_output_block(inp))
+    system = "\n\n".join(sections)
+
+    user = ["The conversation so far:", render_dialogue(inp.dialogue)]
+    if inp.pending:
+        user.append("Items waiting for your decision:")
+        user += [render_held(h) for h in inp.pending]
+    user.append("Write your next turn now.")
+    messages = [ChatMessage(role="system", content=system), ChatMessage(role="user", content="\n".join(user))]
+    for draft, note in rewrites:
+        messages.append(ChatMessage(role="assistant", content=draft or "(empty)"))
+        messages.append(
+            ChatMessage(
+                role="user",
+                content=f"That turn was not sent: {note}. Write the whole turn again in the same format.",
+            )
+        )
+    return messages

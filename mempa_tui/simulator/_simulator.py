@@ -1,0 +1,498 @@
+"""The user simulator: plays the user of one session or probe (paper Section 3.4, Appendix D).
+
+Turn execution (Appendix D.1): each turn the simulator writes its visible message and private
+blocks; only the message reaches the PA, after the rule checks (and the optional LLM checker)
+pass. A failing message goes back with a note naming the problem; after three rewrites the turn
+is invalid and is never delivered.
+
+Beat progression (Appendix D.1-D.2): the private ``<turn_assessment>`` says whether the PA's
+latest reply met the current beat's goal. When it did, the simulator moves to the next beat and
+writes the turn there (the draft written for the finished beat is discarded, so no filler message
+reaches the PA). A beat whose ``max_turns`` runs out moves the session ahead to the next beat that
+declares skills, releasing the facts of any beat it passes. A beat that declares skills is never
+skipped, nor the beat after it, nor a world-event beat. The session is done after the last beat.
+Beats that open with a world event are not spoken by the user: the simulator reports
+``waiting_for_event`` and the episode loop delivers the event to the PA, then calls
+:meth:`UserSimulator.advance_beat`.
+
+Withheld facts (Appendix C.3): a fact is absent from the prompt until the beat that releases it.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from datetime import date
+from typing import Literal, Protocol, runtime_checkable
+
+from pydantic import BaseModel, Field
+
+from mempa_tui.ix.types import DeliveredTurn, HeldItem
+from mempa_tui.llm.types import Role
+from mempa_tui.scripts.schema import AccumulationSession, Beat, Fact, Persona, Probe
+from mempa_tui.simulator._blocks import Assessment, ParsedTurn, parse_turn
+from mempa_tui.simulator._checker import ModelClient, check_message
+from mempa_tui.simulator._dialogue import DialogueEntry, entry_from_delivered
+from mempa_tui.simulator._leaks import LeakRules, rule_check
+from mempa_tui.simulator._memory import SessionEntryResult, SimulatorMemory, write_session_entry
+from mempa_tui.simulator._prompt import ActiveSkill, TurnPromptInput, build_turn_messages, render_persona
+from mempa_tui.simulator._skills import SkillBook, default_skills
+from mempa_tui.taxonomy import Context, attribute
+
+__all__ = ["RejectedAttempt", "SimulatorStateError", "UserSeat", "UserSimulator", "UserTurn"]
+
+log = logging.getLogger(__name__)
+
+Script = AccumulationSession | Probe
+
+
+class SimulatorStateError(RuntimeError):
+    """The simulator was used out of order (e.g. ``next_turn`` before ``start``)."""
+
+
+class RejectedAttempt(BaseModel):
+    """A reply that was not delivered, with the problems that stopped it (for the audit)."""
+
+    reply: str
+    problems: list[str]
+
+
+class UserTurn(BaseModel):
+    """One user turn as the episode loop receives it.
+
+    Attributes:
+        message: the visible message to deliver to the PA; empty when nothing is to be delivered
+            (``done``, ``invalid`` or ``waiting_for_event``).
+        consent: held item id -> approve (True) or deny (False).
+        beat_id: the beat the message belongs to (for logs; never shown to the PA).
+        done: the session is over; nothing more will be said.
+        invalid: every attempt failed the checks; the episode loop marks the session invalid.
+        invalid_reason: the problems of the last rejected attempt.
+        waiting_for_event: the current beat opens with a world event: deliver it to the PA, then
+            call ``advance_beat()`` and ``next_turn`` with what the PA delivered.
+        released_facts: ids of facts released since the previous turn (write-lock releases).
+        factual_check: the private factual check of the delivered attempt.
+        assessment: the private turn assessment of the delivered attempt.
+        rejected: attempts that failed the checks, in order.
+        checker_warnings: message-checker failures that were recorded and passed.
+    """
+
+    message: str = ""
+    consent: dict[str, bool] = Field(default_factory=dict)
+    beat_id: str | None = None
+    done: bool = False
+    invalid: bool = False
+    invalid_reason: str | None = None
+    waiting_for_event: bool = False
+    released_facts: list[str] = Field(default_factory=list)
+    factual_check: str = ""
+    assessment: Assessment | None = None
+    rejected: list[RejectedAttempt] = Field(default_factory=list)
+    checker_warnings: list[str] = Field(default_factory=list)
+
+
+@runtime_checkable
+class UserSeat(Protocol):
+    """The user's seat in the episode loop: a simulator or a person can take it."""
+
+    def start(self, script: Script, targets: Mapping[str, str], context: Context | None = None) -> None:
+        """Begin a session or probe with the user's current settings of its context."""
+        ...
+
+    async def next_turn(self, delivered: DeliveredTurn | None) -> UserTurn:
+        """Read what the PA delivered (None before the first turn) and write the next turn."""
+        ...
+
+    @property
+    def current_beat(self) -> Beat | None:
+        """The beat in play, or None when the session is over."""
+        ...
+
+    def advance_beat(self) -> Beat | None:
+        """Move past the current beat (used after a world-event beat); the new beat or None."""
+        ...
+
+    @property
+    def released_facts(self) -> tuple[str, ...]:
+        """Ids of all facts released so far."""
+        ...
+
+
+class _Outcome(BaseModel):
+    parsed: ParsedTurn | None = None
+    move: bool = False
+    rejected: list[RejectedAttempt] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list)
+
+
+class UserSimulator:
+    """Plays one user from the persona, the current settings, its own memory and the script.
+
+    Args:
+        client: the model client (role ``simulator``; role ``checker`` for the message checker).
+        persona: the user.
+        mode: ``accumulation`` (memory, full skills, reactions) or ``probe`` (never met the PA, no
+            memory, production side only, no feedback on manner).
+        memory: the simulator memory (accumulation only; a fresh one when None).
+        llm_checker: run the LLM message checker after the rule checks.
+        skills: the skill book (default: the packaged skills).
+        max_rewrites: rewrites allowed after a failed attempt before the turn is invalid (3).
+
+    Raises:
+        ValueError: a memory was given in probe mode (Table 9: probes see no simulator memory).
+    """
+
+    def __init__(
+        self,
+        client: ModelClient,
+        persona: Persona,
+        *,
+        mode: Literal["accumulation", "probe"] = "accumulation",
+        memory: SimulatorMemory | None = None,
+        llm_checker: bool = True,
+        skills: SkillBook | None = None,
+        max_rewrites: int = 3,
+    ) -> None:
+        if mode == "probe" and memory is not None:
+            raise ValueError("UserSimulator: probe mode takes no simulator memory (Table 9)")
+        if mode not in ("accumulation", "probe"):
+            raise ValueError(f"UserSimulator: mode must be 'accumulation' or 'probe', not {mode!r}")
+        self._client = client
+        self.persona = persona
+        self.mode: Literal["accumulation", "probe"] = mode
+        self.memory = memory if mode == "probe" else (memory or SimulatorMemory())
+        self._llm_checker = llm_checker
+        self._skills = skills or default_skills()
+        self._max_rewrites = max_rewrites
+        self._script: Script | None = None
+        self._targets: dict[str, str] = {}
+        self._index = 0
+        self._turns = 0
+        self._released: list[str] = []
+        self._reported: set[str] = set()
+        self._dialogue: list[DialogueEntry] = []
+        self._pending: dict[str, HeldItem] = {}
+        self._finished = False
+        self._after_event = False
+        self._rules = LeakRules()
+
+    # -- setup -----------------------------------------------------------------------------------
+    def start(self, script: Script, targets: Mapping[str, str], context: Context | None = None) -> None:
+        """Begin ``script`` with ``targets`` (attribute key -> the user's current setting in the
+        script's context); resets all per-session state.
+
+        Raises:
+            ValueError: the script kind does not match the mode, ``context`` differs from the
+                script's, or ``targets`` lacks or misnames the setting of an attribute the script
+                activates (the message names the attribute and beat).
+        """
+        if self.mode == "probe" and not isinstance(script, Probe):
+            raise ValueError(f"start: {script.id} is not a probe, but the simulator is in probe mode")
+        if self.mode == "accumulation" and isinstance(script, Probe):
+            raise ValueError(f"start: {script.id} is a probe; use mode='probe'")
+        if context is not None and context != script.context:
+            raise ValueError(f"start: context {context.value} differs from {script.id}'s {script.context.value}")
+        needed = {script.attribute: "the decision point"}
+        for beat in script.beats:
+            for key in beat.active_attributes:
+                needed.setdefault(key, f"beat {beat.id}")
+        for key, where in needed.items():
+            if key not in targets:
+                raise ValueError(f"start: targets has no setting for {key!r}, active at {where} of {script.id}")
+            attribute(key).setting(targets[key])  # KeyError names the valid settings
+        self._script = script
+        self._targets = dict(targets)
+        self._released, self._reported, self._dialogue, self._pending = [], set(), [], {}
+        self._finished = self._after_event = False
+        material = [render_persona(self.persona), script.task]
+        material += [f"{b.goal} {b.conveys}" for b in script.beats]
+        material += [f.text for f in script.facts]
+        self._rules = LeakRules(
+            probe=self.mode == "probe",
+            beat_ids=tuple(b.id for b in script.beats),
+            script_id=script.id,
+            attributes=tuple(needed),
+            task_material="\n".join(material),
+        )
+        self._enter(0, skipped=())
+
+    # -- state -----------------------------------------------------------------------------------
+    @property
+    def script(self) -> Script:
+        """The script in play (raises :class:`SimulatorStateError` before ``start``)."""
+        if self._script is None:
+            raise SimulatorStateError("the simulator has not been started (call start(script, targets))")
+        return self._script
+
+    @property
+    def current_beat(self) -> Beat | None:
+        """The beat in play, or None when the session is over."""
+        return None if self._finished else self.script.beats[self._index]
+
+    @property
+    def beat_index(self) -> int:
+        """Index of the current beat."""
+        return self._index
+
+    @property
+    def done(self) -> bool:
+        """True once the session is over (last beat finished, or an invalid turn)."""
+        return self._finished
+
+    @property
+    def released_facts(self) -> tuple[str, ...]:
+        """Ids of all facts released so far, in release order."""
+        return tuple(self._released)
+
+    @property
+    def dialogue(self) -> list[DialogueEntry]:
+        """The dialogue so far as the user saw it (a copy)."""
+        return list(self._dialogue)
+
+    def active_skills(self) -> list[ActiveSkill]:
+        """Skills of the current beat: full on a declaring beat, reception only on the next beat,
+        dropped after; in probes the production side only, and nothing on the next beat."""
+        beats = self.script.beats
+        here = beats[self._index].active_attributes
+        before = beats[self._index - 1].active_attributes if self._index > 0 else []
+        active: list[ActiveSkill] = []
+        for key in here:
+            side = "production" if self.mode == "probe" else "full"
+            active.append(ActiveSkill(skill=self._skills.get(key, self._targets[key]), side=side))
+        if self.mode == "accumulation":
+            for key in before:
+                if key not in here:
+                    active.append(ActiveSkill(skill=self._skills.get(key, self._targets[key]), side="reception"))
+        return active
+
+    def prompt_input(self) -> TurnPromptInput:
+        """The inputs of the current turn's prompt (also what a human user seat's panel shows)."""
+        script = self.script
+        beats = script.beats
+        facts = {f.id: f for f in script.facts}
+        show = beats[self._index].decision_point is not None or (
+            self._index > 0 and beats[self._index - 1].decision_point is not None
+        )
+        return TurnPromptInput(
+            persona=self.persona,
+            mode=self.mode,
+            memory=self.memory,
+            script=script,
+            beat_index=self._index,
+            turns_in_beat=self._turns,
+            released=[facts[fid] for fid in self._released],
+            skills=self.active_skills(),
+            show_decision=show,
+            target=self._targets.get(script.attribute),
+            dialogue=list(self._dialogue),
+            pending=list(self._pending.values()),
+        )
+
+    # -- progression -----------------------------------------------------------------------------
+    def _protected(self, i: int) -> bool:
+        beats = self.script.beats
+        return bool(
+            beats[i].active_attributes
+            or beats[i].event is not None
+            or (i > 0 and beats[i - 1].active_attributes)
+        )
+
+    def _enter(self, index: int, skipped: Sequence[int]) -> None:
+        beats = self.script.beats
+        for i in (*skipped, index):
+            for fid in beats[i].releases:
+                if fid not in self._released:
+                    self._released.append(fid)
+        self._index, self._turns = index, 0
+
+    def _move_on(self, *, timeout: bool, done_requested: bool = False) -> None:
+        beats = self.script.beats
+        i = self._index
+        later_protected = [j for j in range(i + 1, len(beats)) if self._protected(j)]
+        if done_requested and not later_protected:
+            self._finished = True
+            return
+        target = i + 1
+        if timeout and later_protected:
+            target = later_protected[0]
+        if target >= len(beats):
+            self._finished = True
+            return
+        self._enter(target, skipped=range(i + 1, target))
+
+    def advance_beat(self) -> Beat | None:
+        """Move one beat on (after the episode loop delivered a world event); the new beat or None."""
+        if self._finished:
+            return None
+        if self.script.beats[self._index].event is not None:
+            self._after_event = True
+        self._move_on(timeout=False)
+        return self.current_beat
+
+    # -- turns -----------------------------------------------------------------------------------
+    def _record(self, delivered: DeliveredTurn | None) -> None:
+        if delivered is not None and (delivered.reply.strip() or delivered.executed or delivered.held):
+            self._dialogue.append(entry_from_delivered(delivered))
+            for item in delivered.held:
+                if item.status == "pending":
+                    self._pending[item.id] = item
+        elif self._after_event:
+            self._dialogue.append(DialogueEntry(speaker="notice", text="time passed; the assistant did not get in touch"))
+        elif delivered is not None:
+            self._dialogue.append(DialogueEntry(speaker="notice", text="the assistant sent no reply"))
+        self._after_event = False
+
+    def _new_facts(self) -> list[str]:
+        new = [f for f in self._released if f not in self._reported]
+        self._reported.update(new)
+        return new
+
+    def _consent(self, parsed: ParsedTurn | None) -> dict[str, bool]:
+        if parsed is None:
+            return {}
+        by_lower = {k.lower(): k for k in self._pending}
+        decided: dict[str, bool] = {}
+        for raw_id, approve in parsed.consent.items():
+            real = by_lower.get(raw_id.lower())
+            if real is None:
+                log.warning("simulator decided on unknown held item %r; ignored", raw_id)
+                continue
+            decided[real] = approve
+            del self._pending[real]
+        return decided
+
+    def _closing_turn(self, outcome: _Outcome | None = None, **flags: bool) -> UserTurn:
+        parsed = outcome.parsed if outcome else None
+        beat = self.current_beat
+        return UserTurn(
+            consent=self._consent(parsed),
+            beat_id=beat.id if beat else None,
+            released_facts=self._new_facts(),
+            factual_check=parsed.factual_check if parsed else "",
+            assessment=parsed.assessment if parsed else None,
+            rejected=outcome.rejected if outcome else [],
+            checker_warnings=outcome.warnings if outcome else [],
+            **flags,
+        )
+
+    async def next_turn(self, delivered: DeliveredTurn | None) -> UserTurn:
+        """Read what the PA delivered and write the next user turn.
+
+        Args:
+            delivered: the PA's delivered turn (public reply, executed calls, held items), or
+                None before the first turn. It is the only view of the PA the simulator has.
+
+        Returns:
+            A :class:`UserTurn`. Deliver ``message`` only when it is non-empty; see the flags.
+
+        Raises:
+            SimulatorStateError: called before ``start``.
+            LLMError: a model call itself failed.
+        """
+        script = self.script
+        self._record(delivered)
+        if self._finished:
+            return self._closing_turn(done=True)
+        if script.beats[self._index].event is not None:
+            return self._closing_turn(waiting_for_event=True)
+        if self._turns >= script.beats[self._index].max_turns:
+            self._move_on(timeout=True)
+            if self._finished:
+                return self._closing_turn(done=True)
+            if script.beats[self._index].event is not None:
+                return self._closing_turn(waiting_for_event=True)
+
+        outcome = await self._produce(allow_move=self._turns > 0)
+        if outcome.move and outcome.parsed is not None:
+            self._move_on(timeout=False, done_requested=outcome.parsed.assessment == "done")
+            if self._finished:
+                return self._closing_turn(outcome, done=True)
+            if script.beats[self._index].event is not None:
+                return self._closing_turn(outcome, waiting_for_event=True)
+            earlier = outcome
+            outcome = await self._produce(allow_move=False)
+            outcome.rejected = earlier.rejected + outcome.rejected
+            outcome.warnings = earlier.warnings + outcome.warnings
+
+        if outcome.parsed is None or not outcome.parsed.message:
+            self._finished = True
+            reason = "; ".join(outcome.rejected[-1].problems) if outcome.rejected else "no attempt"
+            turn = self._closing_turn(outcome, invalid=True)
+            turn.invalid_reason = f"{len(outcome.rejected)} attempts failed the checks; last: {reason}"
+            return turn
+        beat_id = self.script.beats[self._index].id
+        turn = self._closing_turn(outcome)
+        turn.message = outcome.parsed.message
+        turn.beat_id = beat_id
+        self._dialogue.append(DialogueEntry(speaker="user", text=turn.message))
+        self._turns += 1
+        return turn
+
+    async def _produce(self, *, allow_move: bool) -> _Outcome:
+        """Write the turn, with up to ``max_rewrites`` rewrites after failed checks."""
+        outcome = _Outcome()
+        rewrites: list[tuple[str, str]] = []
+        for _attempt in range(self._max_rewrites + 1):
+            messages = build_turn_messages(self.prompt_input(), rewrites=rewrites)
+            completion = await self._client.complete(Role.SIMULATOR, messages)
+            parsed = parse_turn(completion.text)
+            if allow_move and parsed.assessment in ("advance", "done"):
+                outcome.parsed, outcome.move = parsed, True
+                return outcome
+            problems = self._check_format(parsed) or rule_check(
+                parsed.message or "", self._rules, parsed.private_texts
+            )
+            if not problems and self._llm_checker:
+                problems = await self._llm_check(parsed.message or "", outcome)
+            if not problems:
+                outcome.parsed = parsed
+                return outcome
+            outcome.rejected.append(RejectedAttempt(reply=completion.text, problems=problems))
+            rewrites.append((completion.text, "; ".join(problems)))
+        return outcome
+
+    @staticmethod
+    def _check_format(parsed: ParsedTurn) -> list[str]:
+        if parsed.ok:
+            return []
+        found = "; ".join(parsed.problems) or "no message"
+        return [f"{found}: put what you say inside <message>...</message>, and never leave it empty"]
+
+    async def _llm_check(self, message: str, outcome: _Outcome) -> list[str]:
+        previous = next((e.text for e in reversed(self._dialogue) if e.speaker == "assistant"), None)
+        unreleased: list[Fact] = [f for f in self.script.facts if f.id not in self._released]
+        result = await check_message(
+            self._client,
+            message=message,
+            previous_reply=previous,
+            beat=self.script.beats[self._index],
+            unreleased=unreleased,
+            probe=self.mode == "probe",
+        )
+        if result.warning:
+            outcome.warnings.append(result.warning)
+        return result.problems
+
+    # -- memory ----------------------------------------------------------------------------------
+    async def write_session_entry(
+        self, session_date: date, transcript: Sequence[DialogueEntry] | str | None = None
+    ) -> SessionEntryResult:
+        """Write the session's dated entry into this simulator's memory (Appendix D.3).
+
+        Args:
+            session_date: story date of the session.
+            transcript: the session as the user saw it; default: this simulator's own dialogue.
+
+        Raises:
+            SimulatorStateError: in probe mode (probes write nothing back, Table 9).
+            LLMError: the model call itself failed.
+        """
+        if self.mode == "probe" or self.memory is None:
+            raise SimulatorStateError("probes write nothing to the simulator memory (Table 9)")
+        return await write_session_entry(
+            self._client,
+            self.memory,
+            self.persona,
+            session_date,
+            self._dialogue if transcript is None else transcript,
+        )
