@@ -192,6 +192,8 @@ class _UserChecker:
                 continue
             on_timeline.add(sid)
             when = self.step_time(sid)
+            if when is None and sid in self.scan.invalid_ids:
+                continue  # its file is invalid; reported there
             if when is None:
                 close = difflib.get_close_matches(sid, known, n=3, cutoff=0.6)
                 extra = f" (closest: {', '.join(close)})" if close else ""
@@ -330,6 +332,8 @@ class _UserChecker:
                     finals[cell] = probe.id
                 continue
             event = self.scan.events.get(probe.event or "")
+            if event is None and probe.event in self.scan.invalid_ids:
+                continue
             if event is None:
                 self.add(doc, ("event",), f"event: {probe.event!r} names no change event")
                 continue

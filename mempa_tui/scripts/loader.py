@@ -165,6 +165,8 @@ class UserScan:
     events: dict[str, ChangeEvent] = field(default_factory=dict)
     probes: dict[str, Probe] = field(default_factory=dict)
     sources: dict[str, YamlDoc] = field(default_factory=dict)
+    #: ids of script files that failed validation (their problems are in ``errors``)
+    invalid_ids: set[str] = field(default_factory=set)
 
     @property
     def fixture_dir(self) -> Path:
@@ -243,6 +245,8 @@ def scan_user(worlds_dir: str | Path, label: str) -> UserScan:
         for path in sorted((root / folder).glob("*.yaml")) if (root / folder).is_dir() else []:
             script, doc = _read(scan, path, model, what)
             if script is None or doc is None:
+                if doc is not None and isinstance(doc.data, dict) and isinstance(doc.data.get("id"), str):
+                    scan.invalid_ids.add(doc.data["id"])
                 continue
             sid: str = script.id  # type: ignore[attr-defined]
             if sid in seen:
