@@ -113,8 +113,10 @@ def reused_prefix(
 ) -> int:
     """Counted tokens of the leading part of a prompt identical to the previous call's.
 
-    Tools are rendered before the messages by chat templates, so differing tools reuse nothing.
-    Messages are compared whole (by their serialised form), first to last, until one differs.
+    Chat templates render the tool schemas next to the system prompt (before or right after it),
+    so the tools count as reused only when they are identical *and* the first message is too;
+    differing tools reuse nothing. Messages are compared whole (by their serialised form), first
+    to last, until one differs.
 
     Args:
         previous: serialised messages of the previous call of the same role (None: no call yet).
@@ -129,9 +131,9 @@ def reused_prefix(
     """
     if previous is None or previous_tools != current_tools:
         return 0
-    reused = tools_tokens
+    reused = 0
     for old, new, count in zip(previous, current, counts, strict=False):
         if old != new:
             break
         reused += count
-    return reused
+    return reused + tools_tokens if reused else 0

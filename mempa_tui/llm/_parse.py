@@ -32,6 +32,7 @@ _THINK_OPEN = re.compile(r"<think>", re.IGNORECASE)
 _THINK_CLOSE = re.compile(r"</think>", re.IGNORECASE)
 _FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_-]*)[ \t]*\n?(.*?)```", re.DOTALL)
 _TOOL_CALL_TAG = re.compile(r"<tool_call>(.*?)(?:</tool_call>|\Z)", re.DOTALL | re.IGNORECASE)
+_JSON_FENCES = {"", "json", "tool_call", "tool"}
 _CALL_KEYS = {"name", "arguments", "parameters", "id", "type", "call_id"}
 _EXCERPT = 80
 
@@ -215,7 +216,8 @@ def recover_tool_calls(text: str, ids: CallIds) -> tuple[str, list[ToolCall]]:
     """Find tool calls written as JSON in reply text and take them out of it.
 
     Recognised: ``<tool_call>{...}</tool_call>`` blocks (closing tag optional at the end),
-    fenced blocks (```` ```json ```` or a plain fence), and bare JSON; each holding
+    fenced blocks (```` ```json ```` or a plain fence; other languages' fences are left alone as
+    code shown to the user), and bare JSON; each holding
     ``{"name": ..., "arguments": {...}}``, ``{"name": ..., "parameters": {...}}``,
     ``{"function": {"name": ..., "arguments": ...}}`` or a list of those. Names are not checked
     against the offered tools (the agent does that); an empty name stays empty.
@@ -228,9 +230,10 @@ def recover_tool_calls(text: str, ids: CallIds) -> tuple[str, list[ToolCall]]:
         ``(remaining_text, calls)``; calls carry ``recovered_from_text=True``.
     """
     spans: list[tuple[int, int, list[RawToolCall]]] = []
+    code = [(m.start(), m.end()) for m in _FENCE.finditer(text) if m.group(1).lower() not in _JSON_FENCES]
 
     def taken(start: int, end: int) -> bool:
-        return any(s < end and start < e for s, e, _ in spans)
+        return any(s < end and start < e for s, e, _ in spans) or any(s < end and start < e for s, e in code)
 
     for match in _TOOL_CALL_TAG.finditer(text):
         body = match.group(1).strip()
@@ -244,7 +247,7 @@ def recover_tool_calls(text: str, ids: CallIds) -> tuple[str, list[ToolCall]]:
         if calls:
             spans.append((match.start(), match.end(), calls))
     for match in _FENCE.finditer(text):
-        if taken(match.start(), match.end()) or match.group(1).lower() not in {"", "json", "tool_call", "tool"}:
+        if taken(match.start(), match.end()):
             continue
         try:
             calls = _calls_in(json.loads(match.group(2)))

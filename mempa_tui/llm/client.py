@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import anyio
+import httpx
 
 from mempa_tui.llm._context import estimate, reused_prefix, trim_to_fit
 from mempa_tui.llm._parse import CallIds, RawToolCall, normalise_tool_calls, recover_tool_calls, split_thinking
@@ -61,6 +62,16 @@ def _cause(exc: BaseException) -> str:
     for prefix in ("litellm.", "LiteLLM "):
         text = text.removeprefix(prefix)
     return text[:400]
+
+
+def _chain(exc: BaseException) -> list[BaseException]:
+    """``exc`` and its causes/contexts, outermost first (litellm wraps transport errors)."""
+    chain: list[BaseException] = []
+    current: BaseException | None = exc
+    while current is not None and current not in chain and len(chain) < 12:
+        chain.append(current)
+        current = current.__cause__ or current.__context__
+    return chain
 
 
 class LLMClient:
@@ -275,10 +286,12 @@ class LLMClient:
         suffix = f" (after {attempts} attempts)" if attempts > 1 else ""
         name, model, cause = role.value, spec.model, _cause(exc) + suffix
         where = spec.api_base or "the provider's endpoint"
-        if isinstance(exc, TimeoutError | litellm.exceptions.Timeout):
+        chain = _chain(exc)
+        if any(isinstance(e, TimeoutError | litellm.exceptions.Timeout | httpx.TimeoutException) for e in chain):
             return LLMTimeoutError(name, model, f"no reply within {spec.timeout_s:g} s from {where}{suffix}"), True
-        if isinstance(exc, litellm.exceptions.APIConnectionError) and getattr(exc, "status_code", 500) in (None, 500):
-            return LLMConnectionError(name, model, f"cannot reach {where}: {cause}"), True
+        refused = [e for e in chain if isinstance(e, ConnectionError | httpx.ConnectError)]
+        if refused:
+            return LLMConnectionError(name, model, f"cannot reach {where}: {_cause(refused[-1])}{suffix}"), True
         status = getattr(exc, "status_code", None)
         if isinstance(status, int) and status in _TRANSIENT_STATUS:
             return LLMProviderError(name, model, f"HTTP {status}: {cause}", status), True
