@@ -32,6 +32,7 @@ from mempa_tui.scoring._stats import (
     MetricSummary,
     RepeatValue,
     bootstrap_difference,
+    bootstrap_distribution,
     bootstrap_interval,
     summarise,
 )
@@ -65,6 +66,7 @@ __all__ = [
     "UnitTable",
     "backbone_defaults",
     "bootstrap_difference",
+    "bootstrap_distribution",
     "bootstrap_interval",
     "breakdown",
     "condition_label",

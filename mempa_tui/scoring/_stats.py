@@ -27,6 +27,7 @@ __all__ = [
     "MetricSummary",
     "RepeatValue",
     "bootstrap_difference",
+    "bootstrap_distribution",
     "bootstrap_interval",
     "summarise",
 ]
@@ -183,10 +184,35 @@ def _percentiles(values: NDArray[np.float64], resamples: int, seed: int) -> Inte
     return Interval(low=float(low), high=float(high), resamples=resamples, seed=seed)
 
 
+def bootstrap_distribution(
+    table: UnitTable, *, unit: str, resamples: int = DEFAULT_RESAMPLES, seed: int = 0
+) -> NDArray[np.float64]:
+    """The resampled values of a metric's statistic (Appendix F.3).
+
+    Args:
+        table: the metric's unit table.
+        unit: ``%`` or ``1-5``.
+        resamples: number of resamples (5,000 in the paper).
+        seed: seed of ``numpy.random.default_rng``; the same seed gives the same values.
+
+    Returns:
+        Shape ``(resamples,)``; NaN where a resample has no eligible item (empty when there is
+        no unit).
+    """
+    if not table.keys:
+        return np.zeros(0)
+    rng = np.random.default_rng(seed)
+    w = _weights(table.strata, resamples, rng)
+    member, _ = _repeat_matrix(table)
+    scale = 100.0 if unit == "%" else 1.0
+    _, overall = _statistic(w @ table.num, w @ table.den, member, scale)
+    return overall
+
+
 def bootstrap_interval(
     table: UnitTable, *, unit: str, resamples: int = DEFAULT_RESAMPLES, seed: int = 0
 ) -> Interval:
-    """95% cluster-bootstrap interval of a metric (Appendix F.3).
+    """95% cluster-bootstrap interval of a metric: percentiles 2.5 and 97.5 (Appendix F.3).
 
     Args:
         table: the metric's unit table.
@@ -197,14 +223,8 @@ def bootstrap_interval(
     Returns:
         The interval (bounds None when there is no unit).
     """
-    if not table.keys:
-        return Interval(low=None, high=None, resamples=resamples, seed=seed)
-    rng = np.random.default_rng(seed)
-    w = _weights(table.strata, resamples, rng)
-    member, _ = _repeat_matrix(table)
-    scale = 100.0 if unit == "%" else 1.0
-    _, overall = _statistic(w @ table.num, w @ table.den, member, scale)
-    return _percentiles(overall, resamples, seed)
+    values = bootstrap_distribution(table, unit=unit, resamples=resamples, seed=seed)
+    return _percentiles(values, resamples, seed)
 
 
 def _align(table: UnitTable, keys: list[tuple[str, ...]], slices: list[tuple[str, int]]) -> UnitTable:

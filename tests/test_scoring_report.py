@@ -1,0 +1,90 @@
+"""Report files: Markdown and CSV shaped like the paper's tables, and the printed table."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import pytest
+
+from mempa_tui.scoring import ProbeOutcome, format_table, score_conditions, write_reports
+
+from test_scoring import all_repeats
+
+
+def data() -> list[ProbeOutcome]:
+    base = all_repeats()
+    return (
+        base
+        + [x.model_copy(update={"memory": "none"}) for x in base]
+        + [x.model_copy(update={"model": "m2"}) for x in base]
+    )
+
+
+def read_csv(path: Path) -> list[dict[str, str]]:
+    with path.open(newline="", encoding="utf-8") as fh:
+        return list(csv.DictReader(fh))
+
+
+def test_reports_exist_and_parse(tmp_path: Path) -> None:
+    outcomes = data()
+    paths = write_reports(outcomes, tmp_path / "out", resamples=200, seed=1)
+    assert all(p.exists() and p.stat().st_size > 0 for p in paths.all())
+    assert paths.pooled_csv is not None and paths.defaults_csv is not None
+
+    main = read_csv(paths.main_csv)
+    assert [(r["memory"], r["model"]) for r in main] == [("file", "m"), ("file", "m2"), ("none", "m")]
+    expected = score_conditions(outcomes, resamples=200, seed=1)
+    for row, scores in zip(main, expected, strict=True):
+        assert float(row["psa_mean"]) == pytest.approx(scores.psa.mean, abs=1e-4)
+        assert float(row["cs_sd"]) == pytest.approx(scores.cs.sd, abs=1e-4)
+        assert scores.psa.interval is not None
+        assert float(row["psa_ci_low"]) == pytest.approx(scores.psa.interval.low, abs=1e-4)
+        assert row["incomplete"] == "3" and row["floored"] == "3"
+        assert row["memory_label"] in ("File memory", "No Memory")
+
+    pooled = read_csv(paths.pooled_csv)
+    assert [(r["memory"], r["model"]) for r in pooled] == [("file", "all models"), ("none", "all models")]
+    assert float(pooled[0]["delta_psa_point"]) == pytest.approx(0.0, abs=1e-4)
+    assert pooled[1]["delta_psa_point"] == ""  # the reference has no difference
+
+    dims = read_csv(paths.dimensions_csv)
+    assert {r["dimension"] for r in dims} == {"Expression Style", "Initiative & Autonomy"}
+    assert {r["metric"] for r in dims} == {"PSA", "CS", "PET", "BRS", "PRS"}
+    assert len(dims) == 3 * 2 * 5
+    na = [r for r in dims if r["dimension"] == "Initiative & Autonomy" and r["metric"] == "CS"]
+    assert all(r["mean"] == "N/A" for r in na)  # autonomy targets agree across contexts
+
+    groups = read_csv(paths.groups_csv)
+    assert {r["group"] for r in groups} == {"reply", "action"}
+
+    incomplete = read_csv(paths.incomplete_csv)
+    assert len(incomplete) == 9 and {r["attribute"] for r in incomplete} == {"verbosity"}
+
+    defaults = read_csv(paths.defaults_csv)
+    assert {r["attribute"] for r in defaults} == {"verbosity", "tone_formality", "autonomy_level", "guidance_level"}
+
+    md = paths.main_md.read_text()
+    for heading in ("Per memory condition and backbone", "Pooled over backbones", "By dimension",
+                    "Reply vs action", "Backbone defaults", "Incomplete probes"):
+        assert heading in md
+    assert "| File memory | m |" in md and "N/A" in md
+
+
+def test_single_condition_writes_no_pooled_or_defaults(tmp_path: Path) -> None:
+    paths = write_reports(all_repeats(), tmp_path, resamples=100)
+    assert paths.pooled_csv is None and paths.defaults_csv is None
+    assert {p.name for p in paths.all()} == {"report.md", "main.csv", "dimensions.csv", "groups.csv", "incomplete.csv"}
+    with pytest.raises(ValueError, match="no probe outcomes"):
+        write_reports([], tmp_path)
+
+
+def test_printed_table_is_aligned() -> None:
+    rows = score_conditions(data(), resamples=100)
+    text = format_table(rows)
+    lines = text.splitlines()
+    assert len(lines) == 2 + len(rows)
+    column = lines[0].index("PSA")
+    for line in lines[2:]:
+        assert line[column - 2 : column] == "  " and line[column] != " "
+    assert "File memory" in lines[2] and "No Memory" in lines[-1]
