@@ -3,8 +3,8 @@
 The simulator's only view of the PA is :class:`~mempa_tui.ix.types.DeliveredTurn`: the public
 reply, the world-tool calls that actually ran, and the items held for the user's answer. There is
 no field for the PA's IX selection or for what the wrapper withheld, so neither can reach a
-simulator prompt. Held questions and topics show only their id and kind: their ``text`` is
-content the wrapper releases later, so it stays out of the user's view until it is delivered.
+simulator prompt. The ``text`` of held questions and topics is content the wrapper releases
+later, so it stays out of the user's view until it is delivered (a topic shows its public label).
 """
 
 from __future__ import annotations
@@ -59,15 +59,18 @@ def _call_line(call: ExecutedCall) -> str:
 
 
 def render_held(item: HeldItem) -> str:
-    """One line describing a held item as the user may see it (never a question's or topic's text)."""
+    """One line describing a held item as the user may see it.
+
+    Actions show the call that would run; a deferred topic shows only its label (public in the
+    reply); a question shows nothing of its text (content the wrapper releases later).
+    """
     if item.kind == "action":
         args = _short(json.dumps(item.arguments, ensure_ascii=False, sort_keys=True), _ARGS_CHARS)
-        what = f"the action {item.tool} {args}"
-        if item.text:
-            what += f" ({_short(item.text, _RESULT_CHARS)})"
-        return f"  [waiting for your decision: {item.id}: {what}]"
-    label = "a question it will ask later" if item.kind == "question" else "a topic set aside for later"
-    return f"  [held: {item.id}: {label}]"
+        return f"  [waiting for your decision: {item.id}: would run {item.tool} {args}]"
+    if item.kind == "topic":
+        label = f" '{_short(item.label, 80)}'" if item.label.strip() else ""
+        return f"  [waiting for your decision: {item.id}: move on to the set-aside topic{label}]"
+    return f"  [held: {item.id}: a question it will ask later]"
 
 
 def render_dialogue(entries: Sequence[DialogueEntry], *, user_label: str = "You") -> str:

@@ -331,16 +331,18 @@ class UserSimulator:
 
     # -- turns -----------------------------------------------------------------------------------
     def _record(self, delivered: DeliveredTurn | None) -> None:
-        if delivered is not None and (delivered.reply.strip() or delivered.executed or delivered.held):
-            self._dialogue.append(entry_from_delivered(delivered))
-            for item in delivered.held:
-                if item.status == "pending":
-                    self._pending[item.id] = item
-        elif self._after_event:
+        """Add what the PA delivered to the user's view of the dialogue."""
+        after_event, self._after_event = self._after_event, False
+        if delivered is not None:
+            # The wrapper lists every item still awaiting consent after each turn.
+            self._pending = {i.id: i for i in delivered.held if i.status == "pending"}
+            if delivered.reply.strip() or delivered.executed or delivered.held:
+                self._dialogue.append(entry_from_delivered(delivered))
+                return
+        if after_event:
             self._dialogue.append(DialogueEntry(speaker="notice", text="time passed; the assistant did not get in touch"))
         elif delivered is not None:
             self._dialogue.append(DialogueEntry(speaker="notice", text="the assistant sent no reply"))
-        self._after_event = False
 
     def _new_facts(self) -> list[str]:
         new = [f for f in self._released if f not in self._reported]
