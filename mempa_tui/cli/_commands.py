@@ -162,7 +162,12 @@ def cmd_tui(args: argparse.Namespace, out: TextIO | None = None) -> int:
     launch = getattr(tui, "run_app", None) or getattr(tui, "main", None)
     app_class = getattr(tui, "MempaApp", None)
     if callable(launch):
-        result = launch()
+        folders = {
+            key: getattr(args, key)
+            for key in ("worlds", "models", "saves", "local_memory")
+            if getattr(args, key, None) is not None
+        }
+        result = launch(**folders)
         return result if isinstance(result, int) else 0
     if app_class is not None:
         app_class().run()

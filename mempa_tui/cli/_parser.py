@@ -103,7 +103,12 @@ def build_parser() -> argparse.ArgumentParser:
     mcheck = msub.add_parser("check", help="check that a profile's models can be reached")
     mcheck.add_argument("profile", metavar="PROFILE", help="profile name or YAML path")
 
-    sub.add_parser("tui", help="open the terminal app")
+    tui = sub.add_parser("tui", help="open the terminal app")
+    tui.add_argument("--worlds", default="worlds", metavar="DIR", help="worlds folder (default worlds)")
+    tui.add_argument("--models", default="models", metavar="DIR", help="model profiles folder (default models)")
+    tui.add_argument("--saves", default="saves", metavar="DIR", help="run database and reports (default saves)")
+    tui.add_argument("--local-memory", default="local_memory", metavar="DIR",
+                     help="memory stores, one folder per run (default local_memory)")
     return parser
 
 

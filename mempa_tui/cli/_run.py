@@ -16,7 +16,7 @@ from mempa_tui.runner import RunConfig, RunEvent, Runner, StepEvent
 from mempa_tui.scripts.loader import list_users, load_user
 from mempa_tui.store import RunStatus, RunStore
 
-__all__ = ["ProgressPrinter", "cmd_run", "database_path"]
+__all__ = ["ProgressPrinter", "build_run_config", "cmd_run", "database_path", "prepare_runtime"]
 
 DATABASE_NAME = "mempa.sqlite"
 
@@ -74,23 +74,79 @@ async def _prepare_ollama(profile: ModelProfile, out: TextIO) -> None:
     print(check.message, file=out, flush=True)
 
 
-def _config(args: argparse.Namespace, profile: ModelProfile) -> RunConfig:
-    users = list_users(args.worlds)
-    if args.user not in users:
-        where = Path(args.worlds) / "users"
+async def prepare_runtime(profile: ModelProfile, stack: AsyncExitStack, out: TextIO) -> ModelProfile:
+    """Bring up what a profile's runtime needs before a run (shared by ``mempa run`` and the TUI).
+
+    Embedded: verify the weights and start llama.cpp inside ``stack`` (stopped when it closes).
+    Ollama: check the server and the profile's models. Other runtimes need nothing.
+
+    Args:
+        profile: the loaded profile.
+        stack: owns the embedded server's lifetime.
+        out: where progress lines go.
+
+    Returns:
+        The profile to run with (the embedded one points at the started server).
+
+    Raises:
+        UserError: the embedded model cannot start, or the Ollama server or a model is missing.
+    """
+    if profile.runtime == "embedded":
+        return await _prepare_embedded(profile, stack, out)
+    if profile.runtime == "ollama":
+        await _prepare_ollama(profile, out)
+    return profile
+
+
+def build_run_config(
+    *,
+    user: str,
+    memory: str,
+    profile: ModelProfile,
+    worlds: str | Path,
+    repeats: int = 3,
+    seed: int = 0,
+    donor: str | None = None,
+    memory_options: dict[str, int | float | bool | str] | None = None,
+    probe_concurrency: int = 2,
+) -> RunConfig:
+    """Check the user and its world files, then build the run's :class:`RunConfig`.
+
+    Args:
+        user: user label (``worlds/users/<user>``).
+        memory: memory condition name.
+        profile: the loaded model profile (its models go into the config hash).
+        worlds: the worlds folder.
+        repeats / seed / donor / memory_options / probe_concurrency: as ``mempa run``.
+
+    Raises:
+        UserError: unknown user, or an invalid field (named like its command-line option).
+        WorldFileError: the user's world files are invalid (``path:line: message``).
+    """
+    users = list_users(worlds)
+    if user not in users:
+        where = Path(worlds) / "users"
         raise UserError(
-            f"unknown user {args.user!r}: no folder {where / str(args.user)}"
+            f"unknown user {user!r}: no folder {where / str(user)}"
             + (f" (users: {', '.join(users)})" if users else f" ({where} has no users)")
         )
-    load_user(args.worlds, args.user)  # world file errors surface before any server starts
+    load_user(worlds, user)  # world file errors surface before any server starts
     try:
         return RunConfig(
-            user=args.user, profile=profile.name, memory=args.memory, seed=args.seed,
-            repeats=args.repeats, worlds_dir=Path(args.worlds), donor_run=args.donor,
-            memory_options=dict(args.memory_option), probe_concurrency=args.probe_concurrency,
+            user=user, profile=profile.name, memory=memory, seed=seed,
+            repeats=repeats, worlds_dir=Path(worlds), donor_run=donor,
+            memory_options=dict(memory_options or {}), probe_concurrency=probe_concurrency,
         ).with_profile(profile)
     except ValueError as exc:  # pydantic ValidationError is a ValueError
         raise UserError(_first_validation_line(exc)) from None
+
+
+def _config(args: argparse.Namespace, profile: ModelProfile) -> RunConfig:
+    return build_run_config(
+        user=args.user, memory=args.memory, profile=profile, worlds=args.worlds, repeats=args.repeats,
+        seed=args.seed, donor=args.donor, memory_options=dict(args.memory_option),
+        probe_concurrency=args.probe_concurrency,
+    )
 
 
 def _first_validation_line(exc: ValueError) -> str:
@@ -114,10 +170,7 @@ async def cmd_run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     profile = load_profile(args.model)
     config = _config(args, profile)
     async with AsyncExitStack() as stack:
-        if profile.runtime == "embedded":
-            profile = await _prepare_embedded(profile, stack, out)
-        elif profile.runtime == "ollama":
-            await _prepare_ollama(profile, out)
+        profile = await prepare_runtime(profile, stack, out)
         store = await stack.enter_async_context(RunStore(database_path(args.saves)))
         runner = Runner(
             config, store, LLMClient(profile), default_registry(), ProgressPrinter(out),
