@@ -135,8 +135,6 @@ class _BranchCache:
 
 
 async def _run_unit(run: RunContext, unit: ProbeUnit, cache: _BranchCache, scorer: ProbeScorer) -> None:
-    from mempa_tui.runner.episode import EpisodeContext
-
     probe, repeat = unit.probe, unit.repeat
     world, snapshot = await cache.get(unit.source)
     targets = run.bundle.targets_at(probe.context, probe.starts_at)
@@ -156,7 +154,7 @@ async def _run_unit(run: RunContext, unit: ProbeUnit, cache: _BranchCache, score
                 memory.restore(snapshot)
             if oracle and isinstance(memory, OracleMemory):
                 memory.set_probe_target(probe.attribute, target)
-            ctx = EpisodeContext(
+            ctx = run.episodes.make_context(
                 persona=run.bundle.persona, targets=targets, world=world, registry=run.registry,
                 memory=memory, client=run.client, simulator_memory=None, observer=collector,
                 oracle=oracle,

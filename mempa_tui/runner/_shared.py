@@ -44,6 +44,9 @@ class EpisodeFunctions:
     """``(ChangeEvent, EpisodeContext) -> StepResult``."""
     run_probe: Callable[[Any, Any], Awaitable[Any]]
     """``(Probe, EpisodeContext) -> StepResult`` (its world and memory changes are discarded)."""
+    make_context: Callable[..., Any]
+    """Builds the ``EpisodeContext`` from keyword fields (persona, targets, world, registry,
+    memory, client, simulator_memory, observer, oracle)."""
 
     @classmethod
     def default(cls) -> EpisodeFunctions:
@@ -54,6 +57,7 @@ class EpisodeFunctions:
             run_accumulation=episode.run_accumulation,
             replay_change_event=episode.replay_change_event,
             run_probe=episode.run_probe,
+            make_context=episode.EpisodeContext,
         )
 
 

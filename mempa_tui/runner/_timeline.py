@@ -80,9 +80,7 @@ async def _load_or_start(run: RunContext, memory: MemorySystem) -> RunState:
 
 def _context(run: RunContext, script: AccumulationSession | ChangeEvent, state: RunState,
              memory: MemorySystem, sim: SimulatorMemoryState, observer: EventCollector) -> object:
-    from mempa_tui.runner.episode import EpisodeContext
-
-    return EpisodeContext(
+    return run.episodes.make_context(
         persona=run.bundle.persona,
         targets=run.bundle.targets_at(script.context, script.starts_at),
         world=state.world,

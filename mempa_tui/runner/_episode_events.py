@@ -1,0 +1,161 @@
+"""Live events of the episode loop (for the TUI, logs and the stored transcript).
+
+A small pydantic union discriminated by ``type``. Events that carry the PA's selection or the
+memory's evidence (``ix_selection``, ``evidence``) are for the operator's view only; use
+:func:`public_transcript` for anything the user, the judge or the PRS rater may read (Table 9).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, Field, TypeAdapter
+
+from mempa_tui.ix.types import CallStatus, ExecutedCall, HeldItem
+from mempa_tui.memory.base import EvidenceItem
+
+__all__ = [
+    "BeatChangeEvent",
+    "ConsentEvent",
+    "EpisodeEvent",
+    "EvidenceEvent",
+    "HeldItemsEvent",
+    "IXSelectionEvent",
+    "NoticeEvent",
+    "PAReplyEvent",
+    "StepStatusEvent",
+    "ToolCallEvent",
+    "UserMessageEvent",
+    "episode_event_adapter",
+    "public_transcript",
+]
+
+
+class _Event(BaseModel):
+    """Fields every event has."""
+
+    turn_index: int = Field(default=0, description="PA turn the event belongs to (0-based).")
+
+    @property
+    def kind(self) -> str:
+        """The event's ``type`` (what the run store files it under)."""
+        return str(getattr(self, "type"))
+
+
+class UserMessageEvent(_Event):
+    """The user's delivered message."""
+
+    type: Literal["user_message"] = "user_message"
+    text: str
+    beat_id: str | None = Field(default=None, description="Operator view only; never shown to the PA.")
+
+
+class PAReplyEvent(_Event):
+    """The PA's delivered (rendered) reply; empty when Proactive Outreach 'Low' suppressed it."""
+
+    type: Literal["pa_reply"] = "pa_reply"
+    text: str
+    status: Literal["ok", "capped"] = "ok"
+
+
+class ToolCallEvent(_Event):
+    """One world-tool call with its status (executed, held, blocked, rejected)."""
+
+    type: Literal["tool_call"] = "tool_call"
+    call: ExecutedCall
+
+
+class IXSelectionEvent(_Event):
+    """One IX call and the wrapper's answer (operator view only)."""
+
+    type: Literal["ix_selection"] = "ix_selection"
+    attribute: str
+    setting: str | None = None
+    ok: bool
+    newly_selected: bool = False
+    message: str = ""
+
+
+class HeldItemsEvent(_Event):
+    """Items awaiting the user's consent after a PA turn."""
+
+    type: Literal["held_items"] = "held_items"
+    items: list[HeldItem]
+
+
+class ConsentEvent(_Event):
+    """The user's consent decisions and what they released."""
+
+    type: Literal["consent"] = "consent"
+    decisions: dict[str, bool]
+    executed: list[ExecutedCall] = Field(default_factory=list)
+    denied: list[str] = Field(default_factory=list)
+    unknown: list[str] = Field(default_factory=list)
+
+
+class EvidenceEvent(_Event):
+    """The memory's evidence handed to the PA for a turn, with scores (operator view only)."""
+
+    type: Literal["evidence"] = "evidence"
+    system_text: str
+    items: list[EvidenceItem] = Field(default_factory=list)
+    prior_messages: int = Field(default=0, description="Raw prior messages carried in.")
+
+
+class BeatChangeEvent(_Event):
+    """The simulator moved to another beat (operator view only)."""
+
+    type: Literal["beat_change"] = "beat_change"
+    beat_id: str | None
+    index: int | None = None
+
+
+class NoticeEvent(_Event):
+    """A world event delivered to the PA as a notification (not from the user)."""
+
+    type: Literal["notice"] = "notice"
+    at: datetime
+    text: str
+
+
+class StepStatusEvent(_Event):
+    """How the step ended (or a floor, invalid turn or failure as it happens)."""
+
+    type: Literal["step_status"] = "step_status"
+    status: Literal["completed", "invalid", "failed", "floored"]
+    reason: str | None = None
+
+
+EpisodeEvent = Annotated[
+    UserMessageEvent
+    | PAReplyEvent
+    | ToolCallEvent
+    | IXSelectionEvent
+    | HeldItemsEvent
+    | ConsentEvent
+    | EvidenceEvent
+    | BeatChangeEvent
+    | NoticeEvent
+    | StepStatusEvent,
+    Field(discriminator="type"),
+]
+"""One live event of the episode loop."""
+
+#: Validates/serialises :data:`EpisodeEvent` values (``episode_event_adapter.validate_json(...)``).
+episode_event_adapter: TypeAdapter[EpisodeEvent] = TypeAdapter(EpisodeEvent)
+
+
+def public_transcript(events: list[EpisodeEvent]) -> list[EpisodeEvent]:
+    """Only what the user could see: messages, notices, delivered replies, calls that ran, held
+    items and consent. Drops IX selections, evidence, beat changes, step status and calls that
+    did not run (Table 9: no selection or withheld content for the simulator, judge or rater)."""
+    keep: list[EpisodeEvent] = []
+    for event in events:
+        if isinstance(event, ToolCallEvent) and event.call.status is not CallStatus.EXECUTED:
+            continue
+        if isinstance(event, (UserMessageEvent, NoticeEvent)):
+            keep.append(event.model_copy(update={"beat_id": None}) if isinstance(event, UserMessageEvent) else event)
+        elif isinstance(event, (PAReplyEvent, ToolCallEvent, HeldItemsEvent, ConsentEvent)):
+            keep.append(event)
+    return keep

@@ -1,0 +1,269 @@
+"""The live session driver shared by accumulation sessions and probes (paper Sections 3.1, 3.4).
+
+Each user turn: the user seat writes the turn (consent -> :meth:`IXWrapper.release` before the PA
+runs; released facts open write locks), memory retrieves evidence (Eq. 2, R), the PA seat plays the
+turn through the wrapper, the wrapper renders it, and the turn as the PA saw it goes to memory
+(Eq. 1, A). A world-event beat moves the clock and hands the PA a notice instead of a message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Literal
+
+from pydantic import BaseModel
+
+from mempa_tui.agent import (
+    AgentSeat,
+    AgentSessionStart,
+    AgentTurnInput,
+    OracleHint,
+    TurnActions,
+)
+from mempa_tui.ix import DeliveredTurn, ExecutedCall, IXWrapper, ReleaseOutcome, ScoringTrace, SelectResult
+from mempa_tui.ix.types import CallStatus
+from mempa_tui.memory.base import MemorySystem, SessionInfo, TurnRecord
+from mempa_tui.runner._episode_events import (
+    BeatChangeEvent,
+    ConsentEvent,
+    EpisodeEvent,
+    EvidenceEvent,
+    HeldItemsEvent,
+    IXSelectionEvent,
+    NoticeEvent,
+    PAReplyEvent,
+    StepStatusEvent,
+    ToolCallEvent,
+    UserMessageEvent,
+)
+from mempa_tui.scripts.schema import AccumulationSession, Beat, Probe
+from mempa_tui.simulator import UserSeat
+from mempa_tui.tools import ToolRegistry
+from mempa_tui.world import WorkingCopy
+
+__all__ = ["Exchange", "SessionDriver", "SessionOutcome"]
+
+Status = Literal["completed", "invalid", "failed", "floored"]
+
+
+class Exchange(BaseModel):
+    """One PA turn as the user met it: what prompted it and what was delivered.
+
+    Attributes:
+        user_message: the user's message, or None on a world-event turn.
+        notice: the world event's notice on an event turn.
+        delivered: the rendered public turn.
+    """
+
+    user_message: str | None = None
+    notice: str | None = None
+    delivered: DeliveredTurn
+
+
+class SessionOutcome(BaseModel):
+    """How the live part of a step ended."""
+
+    status: Status = "completed"
+    reason: str | None = None
+
+
+class SessionDriver:
+    """Plays one live session or probe on a working copy.
+
+    Args:
+        script: the accumulation session or probe.
+        wc: the step's working copy (write lock already added).
+        registry: the world tools.
+        memory: the memory system (written and read as the turns go).
+        user: the user seat, not yet started.
+        agent: the PA seat.
+        targets: the user's current settings in the script's context (for the user seat only).
+        emit: receives each event as it happens.
+        oracle: under Oracle, the probed cell's target for the PA prompt.
+        max_user_turns: backstop on user turns (default: the beats' max_turns summed, plus one
+            per beat).
+    """
+
+    def __init__(
+        self,
+        script: AccumulationSession | Probe,
+        wc: WorkingCopy,
+        registry: ToolRegistry,
+        memory: MemorySystem,
+        user: UserSeat,
+        agent: AgentSeat,
+        targets: dict[str, str],
+        emit: Callable[[EpisodeEvent], None],
+        *,
+        oracle: OracleHint | None = None,
+        max_user_turns: int | None = None,
+    ) -> None:
+        self.script = script
+        self.wc = wc
+        self.registry = registry
+        self.memory = memory
+        self.user = user
+        self.agent = agent
+        self.targets = targets
+        self.emit = emit
+        self.oracle = oracle
+        self.wrapper = IXWrapper(registry, wc)
+        self.session = SessionInfo(
+            step_id=script.id, context=script.context, at=script.starts_at,
+            is_probe=isinstance(script, Probe),
+        )
+        self.cap = max_user_turns or sum(b.max_turns + 1 for b in script.beats)
+        self.activated: list[str] = []
+        self.turn_index = 0
+        self.turn_records: list[TurnRecord] = []
+        self.traces: list[ScoringTrace] = []
+        self.exchanges: list[Exchange] = []
+        self._beat: str | None = None
+        self._notes: list[str] = []
+
+    # ---- helpers --------------------------------------------------------------------------------
+
+    def _track_beat(self, beat: Beat | None) -> None:
+        beat_id = beat.id if beat else None
+        if beat_id == self._beat:
+            return
+        self._beat = beat_id
+        index = next((i for i, b in enumerate(self.script.beats) if b.id == beat_id), None)
+        self.emit(BeatChangeEvent(turn_index=self.turn_index, beat_id=beat_id, index=index))
+        if beat is not None:
+            for key in beat.active_attributes:
+                if key not in self.activated:
+                    self.activated.append(key)
+
+    def _release(self, consent: dict[str, bool]) -> None:
+        if not consent:
+            return
+        out: ReleaseOutcome = self.wrapper.release(consent)
+        self.emit(
+            ConsentEvent(
+                turn_index=self.turn_index, decisions=dict(consent), executed=out.executed,
+                denied=[i.id for i in out.denied], unknown=out.unknown,
+            )
+        )
+        for call in out.executed:
+            state = "it failed: " if call.error else "it has now run: "
+            self._notes.append(f"The user approved {call.held_id}; {state}{call.result[:300]}")
+        for item in out.denied:
+            self._notes.append(f"The user declined {item.id} ({item.text}); it did not run and will not run.")
+        for item in out.approved:
+            if item.kind == "topic":
+                self._notes.append(
+                    f"The user agreed to move on to '{item.label}' ({item.id}); it opens your next "
+                    "reply. Handle that topic now."
+                )
+
+    def _on_call(self, call: ExecutedCall) -> None:
+        self.emit(ToolCallEvent(turn_index=self.turn_index, call=call))
+
+    def _on_ix(self, result: SelectResult) -> None:
+        self.emit(
+            IXSelectionEvent(
+                turn_index=self.turn_index, attribute=result.attribute, setting=result.setting,
+                ok=result.ok, newly_selected=result.newly_selected, message=result.message,
+            )
+        )
+
+    # ---- one PA turn ------------------------------------------------------------------------
+
+    async def pa_turn(self, *, user_message: str | None, notice: str | None) -> SessionOutcome | DeliveredTurn:
+        """Play one PA turn; returns the delivered turn, or the floored outcome."""
+        query = user_message if user_message is not None else (notice or "")
+        evidence = await self.memory.retrieve(query, self.session)
+        if self.session.is_probe:  # a probe branch carries no raw conversation (Section 3.5)
+            evidence = evidence.model_copy(update={"prior_messages": []})
+        self.emit(
+            EvidenceEvent(
+                turn_index=self.turn_index, system_text=evidence.system_text, items=evidence.items,
+                prior_messages=len(evidence.prior_messages),
+            )
+        )
+        self.wrapper.begin_turn(event=user_message is None)
+        actions = TurnActions(
+            self.registry, self.wrapper, self.activated, on_call=self._on_call, on_ix=self._on_ix
+        )
+        required = self.script.attribute if self.script.attribute in self.activated else None
+        turn = AgentTurnInput(
+            user_message=user_message, notice=notice, now=self.wc.now, runtime_notes=self._notes,
+            evidence=evidence, offered_ix=list(self.activated), required_ix=required,
+        )
+        self._notes = []
+        result = await self.agent.respond(turn, actions)
+        if result.status == "floored":
+            return SessionOutcome(status="floored", reason=result.reason)
+        delivered, trace = self.wrapper.render(result.reply)
+        self.traces.append(trace)
+        record = TurnRecord(
+            step_id=self.script.id, context=self.script.context, at=self.wc.now,
+            turn_index=self.turn_index,
+            user_message=user_message if user_message is not None else f"[Notification] {notice}",
+            tool_calls=[c for c in delivered.executed if c.status is CallStatus.EXECUTED],
+            ix_calls=list(self.wrapper.last_ix_calls), reply=delivered.reply,
+        )
+        await self.memory.write(record)
+        self.turn_records.append(record)
+        self.exchanges.append(Exchange(user_message=user_message, notice=notice, delivered=delivered))
+        capped = "capped" if result.status == "capped" else "ok"
+        self.emit(PAReplyEvent(turn_index=self.turn_index, text=delivered.reply, status=capped))
+        if delivered.held:
+            self.emit(HeldItemsEvent(turn_index=self.turn_index, items=delivered.held))
+        self.turn_index += 1
+        return delivered
+
+    # ---- the session ------------------------------------------------------------------------
+
+    async def play(self, start: AgentSessionStart) -> SessionOutcome:
+        """Run the session until the user seat is done, a turn is invalid or floored, or the cap.
+
+        Raises:
+            mempa_tui.llm.LLMError: a model call failed (the caller marks the step failed).
+        """
+        self.user.start(self.script, self.targets, self.script.context)
+        self.agent.begin_session(start)
+        delivered: DeliveredTurn | None = None
+        user_turns = 0
+        while True:
+            turn = await self.user.next_turn(delivered)
+            self._track_beat(self.user.current_beat)
+            for fact_id in turn.released_facts:  # facts first: they may open a held write's lock
+                self.wc.release_fact(fact_id)
+            self._release(turn.consent)
+            if turn.invalid:
+                return SessionOutcome(status="invalid", reason=turn.invalid_reason or "invalid user turn")
+            if turn.waiting_for_event:
+                beat = self.user.current_beat
+                if beat is None or beat.event is None:
+                    return SessionOutcome(status="failed", reason="user seat waits for an event its beat lacks")
+                if beat.event.at > self.wc.now:
+                    self.wc.now = beat.event.at
+                self.emit(NoticeEvent(turn_index=self.turn_index, at=self.wc.now, text=beat.event.notice))
+                outcome = await self.pa_turn(user_message=None, notice=beat.event.notice)
+                if isinstance(outcome, SessionOutcome):
+                    return outcome
+                delivered = outcome
+                self.user.advance_beat()
+                self._track_beat(self.user.current_beat)
+                continue
+            if turn.done or not turn.message:
+                return SessionOutcome()
+            user_turns += 1
+            self.emit(UserMessageEvent(turn_index=self.turn_index, text=turn.message, beat_id=turn.beat_id))
+            outcome = await self.pa_turn(user_message=turn.message, notice=None)
+            if isinstance(outcome, SessionOutcome):
+                return outcome
+            delivered = outcome
+            if user_turns >= self.cap:
+                return SessionOutcome(reason=f"turn cap of {self.cap} user turns reached")
+
+    def selection(self) -> str | None:
+        """The session's selection for the tested attribute (fixed by its first IX call)."""
+        return self.wrapper.selection(self.script.attribute)
+
+    def floor_event(self, outcome: SessionOutcome) -> None:
+        """Emit the status event of a step that did not complete."""
+        self.emit(StepStatusEvent(turn_index=self.turn_index, status=outcome.status, reason=outcome.reason))
+

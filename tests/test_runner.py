@@ -1,0 +1,274 @@
+"""The runner's bookkeeping: checkpoints, resume after a kill, discard, config refusal, probes.
+
+The episode loop is replaced by ``FakeEpisodes`` (deterministic steps that still call the scripted
+model over loopback HTTP and write to the real File memory); see test_runner_e2e.py for runs with
+the real episode loop.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from mempa_tui.llm import LLMClient, ScriptedModelServer
+from mempa_tui.runner import ConfigMismatchError, RunEvent, Runner, RunOutcome, StepEvent, run_many
+from mempa_tui.store import RunStatus, RunStore
+from mempa_tui.tools import default_registry
+
+from test_runner_support import LOG, FakeEpisodes, fake_scorer, ok_responder, runner_config
+
+
+@dataclass
+class Env:
+    """A scripted model server, a client on it, and a folder for saves and memory stores."""
+
+    server: ScriptedModelServer
+    client: LLMClient
+    root: Path
+
+    def runner(self, store: RunStore, episodes: FakeEpisodes, observer: Any = None, **kw: Any) -> Runner:
+        config = kw.pop("config", None) or runner_config(**kw.pop("cfg", {}))
+        return Runner(
+            config, store, self.client, default_registry(), observer,
+            memory_root=self.root / "local_memory", episodes=episodes.functions(), scorer=fake_scorer,
+            resamples=200, **kw,
+        )
+
+
+@pytest.fixture
+async def env(tmp_path: Path) -> AsyncIterator[Env]:
+    async with ScriptedModelServer(ok_responder) as server:
+        yield Env(server, LLMClient(server.profile()), tmp_path)
+
+
+async def _final_state(store: RunStore, run_id: str) -> tuple[dict[str, bytes], bytes, bytes]:
+    ckpt = await store.latest_checkpoint(run_id)
+    assert ckpt is not None and ckpt.memory_blob and ckpt.simulator_blob
+    return (
+        await store.load_world(ckpt.world_manifest),
+        await store.load_blob(ckpt.memory_blob),
+        await store.load_blob(ckpt.simulator_blob),
+    )
+
+
+async def test_full_run_checkpoints_each_step_and_writes_a_report(env: Env) -> None:
+    events: list[RunEvent | StepEvent] = []
+    episodes = FakeEpisodes()
+    async with RunStore(env.root / "saves" / "mempa.sqlite") as store:
+        outcome = await env.runner(store, episodes, events.append).run()
+        run_id = outcome.run_id
+        assert run_id == "R-file-scripted-s0"
+        assert outcome.status is RunStatus.COMPLETED
+        steps = await store.steps(run_id)
+        assert [(s.step_id, s.kind, s.status) for s in steps] == [
+            ("R-s1", "accumulation", "completed"),
+            ("R-s2", "accumulation", "completed"),
+            ("R-ev1", "change_event", "completed"),
+        ]
+        assert [c.step_index for c in await store.checkpoints(run_id)] == [-1, 0, 1, 2]
+        world, _, sim = await _final_state(store, run_id)
+        assert world[LOG] == b"R-s1\nR-s2\nR-ev1\n"
+        assert sim.count(b"went fine") == 3 and b"change_note" in sim
+        # transcripts and calls stored with their step
+        assert [e.kind for e in await store.transcript(run_id, "R-s2")] == ["note", "note"]
+        assert [c.step_id for c in await store.llm_calls(run_id, "R-s1")] == ["R-s1"]
+        results = await store.probe_results(run_id)
+        assert len(results) == 3 * 2
+        finals = [r for r in results if r.kind == "final"]
+        assert all(r.brs == 4 and r.prs == 5 for r in finals)
+        assert all(r.brs is None for r in results if r.kind == "pre_event")
+    assert outcome.report is not None
+    assert outcome.report.paths.main_md == env.root / "saves" / run_id / "report.md"
+    assert "File memory" in outcome.report.paths.main_md.read_text()
+    assert outcome.report.paths.main_csv.is_file()
+    assert outcome.progress.steps_done == 3 and outcome.progress.probes_done == 6
+    assert outcome.progress.tokens.by_role["pa"].calls == 3 + 6
+    kinds = [e.kind for e in events if isinstance(e, RunEvent)]
+    assert kinds[0] == "run_started" and kinds[-1] == "run_finished"
+    assert kinds.count("step_finished") == 3 and kinds.count("probe_finished") == 6
+    step_events = [e for e in events if isinstance(e, StepEvent)]
+    assert {(e.step_id, e.repeat) for e in step_events} >= {("R-s1", 0), ("R-final-work-verbosity", 2)}
+
+
+async def test_cancelled_run_resumes_from_last_checkpoint_with_nothing_done_twice(env: Env) -> None:
+    async with RunStore(env.root / "a" / "mempa.sqlite") as store:
+        first = FakeEpisodes(block_at="R-s2")
+        runner = env.runner(store, first)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(runner.run)
+            await first.blocked.wait()
+            tg.cancel_scope.cancel()
+        run_id = runner.run_id
+        stopped = await store.get_run(run_id)
+        assert stopped is not None and stopped.status is RunStatus.STOPPED
+        assert [s.step_id for s in await store.steps(run_id)] == ["R-s1"]
+
+        second = FakeEpisodes()
+        outcome = await env.runner(store, second).run()
+        assert outcome.status is RunStatus.COMPLETED
+        assert [p for p in second.plays] == ["R-s2", "R-ev1"]
+        assert [s.step_id for s in await store.steps(run_id)] == ["R-s1", "R-s2", "R-ev1"]
+        assert len(await store.llm_calls(run_id, "R-s1")) == 1
+        resumed = await _final_state(store, run_id)
+
+    async with RunStore(env.root / "b" / "mempa.sqlite") as store:
+        await env.runner(store, FakeEpisodes()).run()
+        uninterrupted = await _final_state(store, run_id)
+    assert resumed == uninterrupted
+
+
+async def test_changed_config_is_refused_naming_the_field_and_fresh_starts_over(env: Env) -> None:
+    async with RunStore(env.root / "mempa.sqlite") as store:
+        first = FakeEpisodes(block_at="R-s2")
+        runner = env.runner(store, first)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(runner.run)
+            await first.blocked.wait()
+            tg.cancel_scope.cancel()
+        with pytest.raises(ConfigMismatchError) as info:
+            await env.runner(store, FakeEpisodes(), cfg={"repeats": 3}).run()
+        message = str(info.value)
+        assert "repeats: 2 -> 3" in message and "--fresh" in message
+        assert info.value.differences == ["repeats: 2 -> 3"]
+        with pytest.raises(ConfigMismatchError, match=r"memory_options\.consolidate_at_tokens"):
+            await env.runner(store, FakeEpisodes(), cfg={"memory_options": {
+                "consolidate_at_tokens": 40_000, "consolidate_to_tokens": 20_000}}).run()
+
+        fresh = FakeEpisodes()
+        outcome = await env.runner(store, fresh, cfg={"repeats": 3}, fresh=True).run()
+        assert outcome.status is RunStatus.COMPLETED
+        assert fresh.plays[:3] == ["R-s1", "R-s2", "R-ev1"]
+        archived = await store.get_run(f"{outcome.run_id}~1")
+        assert archived is not None and archived.repeats == 2
+        assert [s.step_id for s in await store.steps(archived.id)] == ["R-s1"]
+        assert any("moved the stored run" in n for n in outcome.notes)
+
+
+async def test_probes_run_on_isolated_branches_and_write_nothing_back(env: Env) -> None:
+    episodes = FakeEpisodes()
+    async with RunStore(env.root / "mempa.sqlite") as store:
+        outcome = await env.runner(store, episodes, cfg={"probe_concurrency": 3}).run()
+        run_id = outcome.run_id
+        ckpts = {c.step_index: c for c in await store.checkpoints(run_id)}
+        snapshots = {i: await store.load_blob(c.memory_blob) for i, c in ckpts.items() if c.memory_blob}
+        world, memory_after, _ = await _final_state(store, run_id)
+        # one call per probe repeat, attributed to it although probes ran concurrently
+        calls = await store.llm_calls(run_id)
+        per_unit: dict[tuple[str, int], int] = {}
+        for c in calls:
+            if c.call.role.value == "pa" and c.repeat:
+                per_unit[(c.step_id, c.repeat)] = per_unit.get((c.step_id, c.repeat), 0) + 1
+        assert len(per_unit) == 6 and set(per_unit.values()) == {1}
+    # the probes' world edits and memory writes reached neither the run world nor its memory
+    assert world[LOG] == b"R-s1\nR-s2\nR-ev1\n"
+    assert b"probe R-" not in memory_after
+    run_folder = env.root / "local_memory" / run_id / "run"
+    assert not any("probe R-" in p.read_text() for p in run_folder.iterdir() if p.is_file())
+    assert not any((env.root / "local_memory" / run_id / "probes").iterdir())
+    # each repeat started from its checkpoint in a fresh memory instance, unaffected by the others
+    starts = {(s.probe_id, i): s for i, s in enumerate(episodes.probe_starts)}
+    assert len({s.memory_id for s in episodes.probe_starts}) >= 2
+    for (probe_id, _), start in starts.items():
+        if probe_id == "R-pre-ev1":  # the last checkpoint strictly before its event: after R-s2
+            assert start.log == "R-s1\nR-s2\n" and start.snapshot == snapshots[1]
+        else:
+            assert start.log == "R-s1\nR-s2\nR-ev1\n" and start.snapshot == snapshots[2]
+        assert b"probe R-" not in start.snapshot
+
+
+async def test_discarded_step_is_retried_then_recorded_and_the_run_goes_on(env: Env) -> None:
+    episodes = FakeEpisodes(fail={"R-s1": ["invalid"], "R-s2": ["failed", "failed"]})
+    async with RunStore(env.root / "mempa.sqlite") as store:
+        outcome = await env.runner(store, episodes).run()
+        run_id = outcome.run_id
+        steps = {s.step_id: s for s in await store.steps(run_id)}
+        assert (steps["R-s1"].status, steps["R-s1"].attempts) == ("completed", 2)
+        assert (steps["R-s2"].status, steps["R-s2"].attempts, steps["R-s2"].reason) == (
+            "failed", 2, "scripted failed")
+        assert [a.status for a in await store.attempts(run_id, "R-s2")] == ["failed"]
+        assert steps["R-ev1"].status == "completed"
+        c0, c1 = await store.checkpoint(run_id, 0), await store.checkpoint(run_id, 1)
+        assert c0 is not None and c1 is not None
+        # the failed step changed nothing: same world, same memory, same simulator memory
+        assert (c1.world_manifest, c1.memory_blob, c1.simulator_blob) == (
+            c0.world_manifest, c0.memory_blob, c0.simulator_blob)
+        world, memory, _ = await _final_state(store, run_id)
+        assert world[LOG] == b"R-s1\nR-ev1\n"
+        assert memory.count(b"R-s1") >= 1 and b"R-s2" not in memory
+        summary = await store.summary(run_id)
+        assert (summary.steps_done, summary.steps_completed) == (3, 2)
+    assert outcome.status is RunStatus.COMPLETED
+    assert outcome.progress.steps_discarded == 1
+    assert episodes.plays == ["R-s1", "R-s1", "R-s2", "R-s2", "R-ev1"]
+
+
+async def test_oracle_probes_from_the_donor_with_memory_cleared_and_the_target_inside_probes(env: Env) -> None:
+    async with RunStore(env.root / "mempa.sqlite") as store:
+        donor = await env.runner(store, FakeEpisodes()).run()
+        episodes = FakeEpisodes()
+        outcome = await env.runner(store, episodes, cfg={"memory": "oracle"}).run()
+        assert outcome.status is RunStatus.COMPLETED
+        assert outcome.run_id == "R-oracle-scripted-s0"
+        assert any(donor.run_id in n for n in outcome.notes)
+        assert await store.steps(outcome.run_id) == []
+        results = await store.probe_results(outcome.run_id)
+        assert {r.checkpoint_run for r in results} == {donor.run_id}
+        run = await store.get_run(outcome.run_id)
+        assert run is not None and run.total_steps == 0
+    assert episodes.plays == []
+    for start in episodes.probe_starts:
+        assert start.oracle
+        assert b"R-s1" not in start.snapshot  # no donor memory
+        if start.probe_id == "R-final-work-solution_breadth":
+            assert "Required setting: High" in start.evidence
+            assert start.log == "R-s1\nR-s2\nR-ev1\n"
+        if start.probe_id == "R-pre-ev1":
+            assert "Required setting: Low" in start.evidence
+            assert start.log == "R-s1\nR-s2\n"
+
+
+async def test_no_memory_without_a_donor_probes_the_fixture_world_with_a_warning(env: Env) -> None:
+    episodes = FakeEpisodes(selections={"verbosity": "Detailed"})
+    async with RunStore(env.root / "mempa.sqlite") as store:
+        outcome = await env.runner(store, episodes, cfg={"memory": "none"}).run()
+        results = await store.probe_results(outcome.run_id)
+    assert any("fixture world" in n for n in outcome.notes)
+    assert {r.checkpoint_run for r in results} == {None}
+    assert all(s.log == "" and s.evidence == "" for s in episodes.probe_starts)
+    verbosity = [r for r in results if r.attribute == "verbosity"]
+    assert verbosity and all(r.selection == "Detailed" and r.target == "Terse" for r in verbosity)
+
+
+async def test_probes_only_waits_for_missing_checkpoints(env: Env) -> None:
+    async with RunStore(env.root / "mempa.sqlite") as store:
+        first = FakeEpisodes(block_at="R-ev1")
+        runner = env.runner(store, first)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(runner.run)
+            await first.blocked.wait()
+            tg.cancel_scope.cancel()
+        outcome = await env.runner(store, FakeEpisodes(), probes_only=True).run()
+        assert outcome.status is RunStatus.STOPPED
+        assert sum("waits" in n for n in outcome.notes) == 2  # the two final probes
+        done = await store.done_probes(outcome.run_id)
+        assert done == {("R-pre-ev1", 1), ("R-pre-ev1", 2)}
+        finished = await env.runner(store, FakeEpisodes()).run()
+        assert finished.status is RunStatus.COMPLETED
+        assert len(await store.done_probes(outcome.run_id)) == 6
+
+
+async def test_run_many_plays_accumulation_before_reference_conditions(env: Env) -> None:
+    async with RunStore(env.root / "mempa.sqlite") as store:
+        configs = [runner_config(memory="oracle"), runner_config()]
+        results = await run_many(
+            configs, store, env.client, default_registry(), memory_root=env.root / "lm",
+            episodes=FakeEpisodes().functions(), scorer=fake_scorer, resamples=100,
+        )
+        assert all(isinstance(r, RunOutcome) and r.status is RunStatus.COMPLETED for r in results)
+        oracle = await store.probe_results("R-oracle-scripted-s0")
+        assert {r.checkpoint_run for r in oracle} == {"R-file-scripted-s0"}

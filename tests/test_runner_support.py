@@ -1,0 +1,197 @@
+"""Shared helpers for the runner and CLI tests (no tests here).
+
+``FakeEpisodes`` stands in for the episode loop so the runner's own bookkeeping (checkpoints,
+resume, discard, probe branches, call attribution) is tested exactly; each fake step still makes a
+real model call to the scripted server on loopback and a real memory write. The fixture user ``R``
+lives in ``tests/fixtures_runner``: two sessions and a change event, two final probes and one
+pre-event probe.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import anyio
+from pydantic import BaseModel, ConfigDict
+
+from mempa_tui.llm import ScriptedReply, ScriptedRequest
+from mempa_tui.llm.types import ChatMessage, Role
+from mempa_tui.memory import MemorySystem, SessionInfo, TurnRecord
+from mempa_tui.runner import EpisodeFunctions, RunConfig
+from mempa_tui.runner._scoring import RealizationScores
+from mempa_tui.scripts.schema import Probe
+from mempa_tui.world import WorldState
+
+__all__ = [
+    "LOG",
+    "WORLDS",
+    "FakeEpisodes",
+    "FakeEvent",
+    "FakeResult",
+    "ProbeStart",
+    "fake_scorer",
+    "ok_responder",
+    "runner_config",
+]
+
+WORLDS = Path(__file__).parent / "fixtures_runner"
+"""The runner tests' worlds folder (user R)."""
+
+LOG = "notes/log.txt"
+"""World file the fake steps append their id to (probes too, on their discarded branch)."""
+
+
+def ok_responder(request: ScriptedRequest) -> ScriptedReply:
+    """Every role answers with a short fixed text naming the model."""
+    return ScriptedReply(text=f"ok from {request.model}", prompt_tokens=20, completion_tokens=3)
+
+
+def runner_config(**overrides: Any) -> RunConfig:
+    """User R, File memory, the scripted profile, two repeats, File memory thresholds high."""
+    base: dict[str, Any] = dict(
+        user="R", profile="scripted", memory="file", repeats=2, worlds_dir=WORLDS,
+        memory_options={"consolidate_at_tokens": 50_000, "consolidate_to_tokens": 20_000},
+    )
+    if overrides.get("memory") in ("none", "oracle"):
+        base["memory_options"] = {}
+    base.update(overrides)
+    return RunConfig(**base)
+
+
+class FakeEvent(BaseModel):
+    """An episode event of the fakes."""
+
+    kind: Literal["note"] = "note"
+    text: str
+
+
+class FakeResult(BaseModel):
+    """The fields of the episode's StepResult the runner reads."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    step_id: str
+    kind: str
+    status: str = "completed"
+    reason: str | None = None
+    world: WorldState | None = None
+    selection: str | None = None
+    simulator_entry: str | None = None
+
+
+class FakeContext(BaseModel):
+    """The EpisodeContext fields the runner fills."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    persona: object
+    targets: dict[str, str]
+    world: WorldState
+    registry: object
+    memory: MemorySystem
+    client: Any
+    simulator_memory: object | None
+    observer: Any
+    oracle: bool = False
+
+
+@dataclass
+class ProbeStart:
+    """What a fake probe saw when it started."""
+
+    probe_id: str
+    snapshot: bytes
+    log: str
+    oracle: bool
+    evidence: str
+    memory_id: int
+
+
+@dataclass
+class FakeEpisodes:
+    """Deterministic stand-ins for run_accumulation / replay_change_event / run_probe.
+
+    Args:
+        fail: step id -> statuses of its successive attempts (missing or exhausted: completed).
+        block_at: a step id whose play blocks forever after ``blocked`` is set (a kill point).
+        announce: called once when blocking (e.g. to print a marker for a parent process).
+        selections: probe attribute -> the selection the fake PA makes (default: the target).
+    """
+
+    fail: Mapping[str, list[str]] = field(default_factory=dict)
+    block_at: str | None = None
+    announce: Any = None
+    selections: Mapping[str, str] = field(default_factory=dict)
+    plays: list[str] = field(default_factory=list)
+    probe_starts: list[ProbeStart] = field(default_factory=list)
+    blocked: anyio.Event = field(default_factory=anyio.Event)
+    _attempts: dict[str, int] = field(default_factory=dict)
+
+    def functions(self) -> EpisodeFunctions:
+        """The fakes as the runner's episode functions."""
+        return EpisodeFunctions(
+            run_accumulation=self._session, replay_change_event=self._event,
+            run_probe=self._probe, make_context=FakeContext,
+        )
+
+    async def _session(self, script: Any, ctx: FakeContext) -> FakeResult:
+        return await self._step(script, ctx, "accumulation")
+
+    async def _event(self, script: Any, ctx: FakeContext) -> FakeResult:
+        return await self._step(script, ctx, "change_event")
+
+    async def _step(self, script: Any, ctx: FakeContext, kind: str) -> FakeResult:
+        self.plays.append(script.id)
+        if script.id == self.block_at:
+            self.blocked.set()
+            if self.announce is not None:
+                self.announce()
+            await anyio.sleep_forever()
+        ctx.observer(FakeEvent(text=f"start {script.id}"))
+        completion = await ctx.client.complete(Role.PA, [ChatMessage(role="user", content=f"play {script.id}")])
+        await ctx.memory.write(TurnRecord(
+            step_id=script.id, context=script.context, at=script.starts_at, turn_index=0,
+            user_message=f"help with {script.task}", reply=completion.text,
+        ))
+        ctx.observer(FakeEvent(text=f"end {script.id}"))
+        attempt = self._attempts.get(script.id, 0)
+        self._attempts[script.id] = attempt + 1
+        statuses = self.fail.get(script.id, [])
+        status = statuses[attempt] if attempt < len(statuses) else "completed"
+        if status != "completed":
+            return FakeResult(step_id=script.id, kind=kind, status=status, reason=f"scripted {status}")
+        log = ctx.world.get(LOG, b"") + f"{script.id}\n".encode()
+        return FakeResult(
+            step_id=script.id, kind=kind, world=ctx.world.with_files({LOG: log}),
+            selection=ctx.targets.get(script.attribute),
+            simulator_entry=f"I got help with {script.task.lower().rstrip('.')} and it went fine.",
+        )
+
+    async def _probe(self, probe: Probe, ctx: FakeContext) -> FakeResult:
+        session = SessionInfo(step_id=probe.id, context=probe.context, at=probe.starts_at, is_probe=True)
+        evidence = await ctx.memory.retrieve("hello", session)
+        self.probe_starts.append(ProbeStart(
+            probe_id=probe.id, snapshot=ctx.memory.snapshot(), log=ctx.world.get(LOG, b"").decode(),
+            oracle=ctx.oracle, evidence=evidence.system_text, memory_id=id(ctx.memory),
+        ))
+        completion = await ctx.client.complete(Role.PA, [ChatMessage(role="user", content=f"probe {probe.id}")])
+        # what a probe does must stay on its branch: a memory write and a world change
+        await ctx.memory.write(TurnRecord(
+            step_id=probe.id, context=probe.context, at=probe.starts_at, turn_index=0,
+            user_message=f"probe {probe.id}", reply=completion.text,
+        ))
+        ctx.world.with_files({LOG: ctx.world.get(LOG, b"") + f"{probe.id}\n".encode()})
+        ctx.observer(FakeEvent(text=f"probe {probe.id}"))
+        target = ctx.targets[probe.attribute]
+        return FakeResult(
+            step_id=probe.id, kind="probe", selection=self.selections.get(probe.attribute, target),
+        )
+
+
+async def fake_scorer(run: Any, probe: Probe, target: str, result: Any, world: WorldState) -> RealizationScores:
+    """BRS 4 and PRS 5 after one judge call, as a stand-in for the judge and the rater."""
+    await run.client.complete(Role.JUDGE, [ChatMessage(role="user", content=f"judge {probe.id}")])
+    return RealizationScores(brs=4, brs_reason="fine", prs=5, prs_reason="liked it")
