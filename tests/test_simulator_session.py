@@ -1,0 +1,453 @@
+"""The user simulator end to end through the scripted model on loopback (litellm path, no network).
+
+Covers beat progression, withheld facts, skill loading per beat, rewrites and invalid turns,
+consent decisions, the probe prompt, the LLM checker, the Table 9 boundary with the real IX
+wrapper, simulator memory entries and the PRS rating.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from datetime import date, datetime
+from typing import Any
+
+import pytest
+
+from mempa_tui.ix import IXWrapper
+from mempa_tui.ix.types import DeliveredTurn, HeldItem
+from mempa_tui.llm import LLMClient, ScriptedModelServer, ScriptedRequest
+from mempa_tui.scripts.schema import AccumulationSession, Persona, Probe
+from mempa_tui.simulator import PRSError, SimulatorMemory, UserSimulator, default_skills, rate_probe
+from mempa_tui.tools import default_registry
+from mempa_tui.world import WorkingCopy, WorldState
+
+FACT = "The meeting room code is QX-7731."
+SHIFT_FACT = "Shifts 3 and 5 move to Eastbank."
+TERSE = default_skills().get("verbosity", "Terse")
+PRODUCTION_MARK = TERSE.production[0]
+RECEPTION_MARK = TERSE.reception.against[0]
+REACTION_MARK = "take the time and move on"
+_CHECK_KEYS = ("names_preference", "early_fact", "off_task", "earlier_session", "manner_feedback")
+PASS = '{"verdicts": {' + ", ".join(f'"{k}": {{"violated": false, "reason": "ok"}}' for k in _CHECK_KEYS) + "}}"
+
+
+def turn(message: str, assessment: str = "stay", consent: str = "") -> str:
+    """A well-formed simulator reply."""
+    block = f"<consent_decisions>\n{consent}\n</consent_decisions>\n" if consent else ""
+    return (
+        f"<factual_check>none</factual_check>\n<turn_assessment>{assessment}</turn_assessment>\n"
+        f"{block}<message>{message}</message>"
+    )
+
+
+class Model:
+    """Scripted replies per role; the last reply of a list repeats when it runs out."""
+
+    def __init__(self, sim: list[str] | None = None, checker: list[str] | None = None,
+                 other: list[str] | None = None) -> None:
+        self.queues = {"scripted-simulator": list(sim or []), "scripted-checker": list(checker or [PASS])}
+        self.other = list(other or [])
+        self.seen: dict[str, int] = {}
+
+    def __call__(self, request: ScriptedRequest) -> str:
+        queue = self.queues.get(request.model, self.other)
+        n = self.seen.get(request.model, 0)
+        self.seen[request.model] = n + 1
+        return queue[min(n, len(queue) - 1)]
+
+
+def sim_requests(server: ScriptedModelServer) -> list[ScriptedRequest]:
+    return [r for r in server.requests if r.model == "scripted-simulator"]
+
+
+def prompt_text(request: ScriptedRequest) -> str:
+    return "\n".join(m.content for m in request.messages)
+
+
+def persona() -> Persona:
+    return Persona(
+        label="A", name="Ingrid Salcedo", age=44, occupation="service planner", workplace="Wendlink Transit",
+        town="Hollins Ferry", living_arrangement="Lives with her son.",
+        relationships=[{"name": "Gideon Thrale", "relation": "depot manager", "context": "work"}],
+        routines=["Tuesday stand-up"], personality="Exact and dry at work.",
+        speech_style="Clipped, lowercase, one or two lines.", background="Writes the network's timetables.",
+    )
+
+
+def beats(*, event: bool = False) -> list[dict[str, Any]]:
+    dp = {"attribute": "verbosity", "reactions": {"Terse": REACTION_MARK, "Detailed": "say you only needed the time"},
+          "falls_short": "ask again for the time"}
+    return [
+        {"id": "open_ask", "goal": "get the assistant to find the rota email", "conveys": "ask for the email",
+         "max_turns": 2},
+        {"id": "gather_shifts", "goal": "get the affected shifts", "conveys": "ask which shifts move",
+         "releases": ["shift_list"], "max_turns": 2},
+        {"id": "decide_time", "goal": "get the meeting time confirmed", "conveys": "ask what time works",
+         "releases": ["room_code"], "active_attributes": ["verbosity"], "decision_point": dp, "max_turns": 2},
+        {"id": "react_time", "goal": "react to the answer", "conveys": "take a position on the answer",
+         "max_turns": 2},
+        {"id": "wrap_up", "goal": "close the errand", "conveys": "say you are done", "max_turns": 1},
+    ]
+
+
+def session() -> AccumulationSession:
+    return AccumulationSession.model_validate({
+        "id": "A-w-verbosity-01", "context": "work", "attribute": "verbosity", "starts_at": "2026-03-02T09:30",
+        "scenario": "office", "task": "Confirm the depot meeting", "beats": beats(),
+        "facts": [{"id": "room_code", "text": FACT}, {"id": "shift_list", "text": SHIFT_FACT}],
+    })
+
+
+def probe() -> Probe:
+    dp = beats()[2]["decision_point"]
+    return Probe.model_validate({
+        "id": "A-p-verbosity-w", "context": "work", "attribute": "verbosity", "starts_at": "2026-05-02T09:30",
+        "scenario": "office", "task": "Check the ferry timetable", "probe_kind": "final",
+        "expected_replies": {"Terse": "the time", "Detailed": "the time with context"},
+        "beats": [{"id": "ask_time", "goal": "get the first ferry time", "conveys": "ask for it",
+                   "active_attributes": ["verbosity"], "decision_point": dp, "max_turns": 2}],
+    })
+
+
+@pytest.fixture
+def model() -> Model:
+    return Model()
+
+
+@pytest.fixture
+async def server(model: Model) -> AsyncIterator[ScriptedModelServer]:
+    async with ScriptedModelServer(model) as srv:
+        yield srv
+
+
+def simulator(server: ScriptedModelServer, **kwargs: Any) -> UserSimulator:
+    return UserSimulator(LLMClient(server.profile()), persona(), **kwargs)
+
+
+def reply(text: str = "Found it.") -> DeliveredTurn:
+    return DeliveredTurn(reply=text)
+
+
+def goal_of(request: ScriptedRequest) -> str:
+    system = request.messages[0].content
+    return system.split("- Goal: ", 1)[1].split("\n", 1)[0]
+
+
+# ------------------------------------------------------------------------- progression
+
+
+async def test_withheld_fact_absent_before_its_beat_and_present_after(server: ScriptedModelServer, model: Model) -> None:
+    model.queues["scripted-simulator"] = [
+        turn("find the rota email?"),  # open_ask, first message
+        turn("unused draft", "advance"), turn("which shifts move?"),  # -> gather_shifts
+        turn("unused draft", "advance"), turn("what time works?"),  # -> decide_time
+    ]
+    sim = simulator(server, llm_checker=False)
+    sim.start(session(), {"verbosity": "Terse"})
+    first = await sim.next_turn(None)
+    second = await sim.next_turn(reply())
+    third = await sim.next_turn(reply("Shifts 3 and 5."))
+    assert [first.beat_id, second.beat_id, third.beat_id] == ["open_ask", "gather_shifts", "decide_time"]
+    assert (first.released_facts, second.released_facts, third.released_facts) == ([], ["shift_list"], ["room_code"])
+    assert sim.released_facts == ("shift_list", "room_code")
+    for request in sim_requests(server):
+        text = prompt_text(request)
+        assert (FACT in text) == (goal_of(request) == "get the meeting time confirmed"), goal_of(request)
+        assert "will get to it" in text  # the rule for details asked for early
+    assert third.message == "what time works?"
+
+
+async def test_skills_full_on_declaring_beat_reception_next_then_dropped(server: ScriptedModelServer, model: Model) -> None:
+    model.queues["scripted-simulator"] = [
+        turn("find it?"), turn("x", "advance"), turn("shifts?"), turn("x", "advance"), turn("time?"),
+        turn("x", "advance"), turn("got it, 3pm, booking"), turn("x", "advance"), turn("done, thanks"),
+    ]
+    sim = simulator(server, llm_checker=False)
+    sim.start(session(), {"verbosity": "Terse"})
+    await sim.next_turn(None)
+    for _ in range(4):
+        await sim.next_turn(reply())
+    seen: dict[str, tuple[bool, bool, bool]] = {}
+    for request in sim_requests(server):
+        system = request.messages[0].content
+        seen[goal_of(request)] = (PRODUCTION_MARK in system, RECEPTION_MARK in system, REACTION_MARK in system)
+    assert seen == {
+        "get the assistant to find the rota email": (False, False, False),
+        "get the affected shifts": (False, False, False),
+        "get the meeting time confirmed": (True, True, True),
+        "react to the answer": (False, True, True),
+        "close the errand": (False, False, False),
+    }
+
+
+async def test_session_done_after_last_beat_and_early_done_is_not_a_skip(server: ScriptedModelServer, model: Model) -> None:
+    model.queues["scripted-simulator"] = [
+        turn("find it?"), turn("x", "done"), turn("shifts?"),  # 'done' with protected beats ahead
+        turn("x", "advance"), turn("time?"), turn("x", "advance"), turn("fine, 3pm"),
+        turn("x", "advance"), turn("that's all"),
+    ]
+    sim = simulator(server, llm_checker=False)
+    sim.start(session(), {"verbosity": "Terse"})
+    turns = [await sim.next_turn(None)]
+    for _ in range(4):
+        turns.append(await sim.next_turn(reply()))
+    assert [t.beat_id for t in turns] == ["open_ask", "gather_shifts", "decide_time", "react_time", "wrap_up"]
+    assert not any(t.done for t in turns)
+    calls = len(sim_requests(server))
+    final = await sim.next_turn(reply("You're welcome."))  # wrap_up allows one message
+    assert final.done and final.message == "" and sim.current_beat is None
+    assert len(sim_requests(server)) == calls  # no model call was needed to end
+
+
+async def test_max_turns_moves_ahead_to_the_declaring_beat(server: ScriptedModelServer, model: Model) -> None:
+    model.queues["scripted-simulator"] = [turn("find it?"), turn("did you find it?"), turn("what time works?")]
+    sim = simulator(server, llm_checker=False)
+    sim.start(session(), {"verbosity": "Terse"})
+    await sim.next_turn(None)
+    await sim.next_turn(reply("Looking."))
+    third = await sim.next_turn(reply("Still looking."))  # open_ask is out of turns
+    assert third.beat_id == "decide_time"  # gather_shifts declares nothing and is passed over
+    assert third.released_facts == ["shift_list", "room_code"]
+    assert SHIFT_FACT in prompt_text(sim_requests(server)[-1])
+
+
+async def test_event_beat_waits_for_the_loop_then_user_reacts(server: ScriptedModelServer, model: Model) -> None:
+    dp = {"attribute": "proactive_outreach", "reactions": {"Low": "carry on", "High": "complain you found out alone"},
+          "falls_short": "ask what happened"}
+    script = AccumulationSession.model_validate({
+        "id": "A-w-outreach-01", "context": "work", "attribute": "proactive_outreach",
+        "starts_at": "2026-03-03T09:00", "scenario": "office", "task": "Keep an eye on the rota",
+        "beats": [
+            {"id": "ask_watch", "goal": "hand over the rota check", "conveys": "ask it to check the rota"},
+            {"id": "rota_event", "goal": "the rota changes", "conveys": "nothing; the world moves",
+             "active_attributes": ["proactive_outreach"], "decision_point": dp,
+             "event": {"at": "2026-03-03T11:00", "notice": "A new rota email arrived."}},
+            {"id": "notice_change", "goal": "deal with the changed rota", "conveys": "bring up the change"},
+        ],
+    })
+    model.queues["scripted-simulator"] = [turn("check the rota?"), turn("x", "advance"), turn("saw the rota changed")]
+    sim = simulator(server, llm_checker=False)
+    sim.start(script, {"proactive_outreach": "High"})
+    await sim.next_turn(None)
+    waiting = await sim.next_turn(reply("Checked, nothing new."))
+    assert waiting.waiting_for_event and waiting.message == "" and not waiting.done
+    assert sim.current_beat is not None and sim.current_beat.event is not None
+    assert sim.advance_beat() is not None
+    spoken = await sim.next_turn(DeliveredTurn(reply=""))  # Low-style silence from the PA
+    assert spoken.beat_id == "notice_change" and spoken.message == "saw the rota changed"
+    system = sim_requests(server)[-1].messages[0].content
+    outreach = default_skills().get("proactive_outreach", "High")
+    assert outreach.reception.against[0] in system and outreach.production[0] not in system
+    assert "did not get in touch" in prompt_text(sim_requests(server)[-1])
+
+
+def test_start_rejects_missing_targets_and_wrong_mode() -> None:
+    sim = UserSimulator(LLMClient.__new__(LLMClient), persona(), llm_checker=False)
+    with pytest.raises(ValueError, match="'verbosity'.*A-w-verbosity-01"):
+        sim.start(session(), {})
+    with pytest.raises(KeyError, match="not a setting of Verbosity"):
+        sim.start(session(), {"verbosity": "Wordy"})
+    with pytest.raises(ValueError, match="is a probe"):
+        sim.start(probe(), {"verbosity": "Terse"})
+    with pytest.raises(ValueError, match="no simulator memory"):
+        UserSimulator(LLMClient.__new__(LLMClient), persona(), mode="probe", memory=SimulatorMemory())
+
+
+# ------------------------------------------------------------------------- rewrites
+
+
+async def test_empty_message_is_rewritten(server: ScriptedModelServer, model: Model) -> None:
+    model.queues["scripted-simulator"] = ["<turn_assessment>stay</turn_assessment><message>  </message>",
+                                          turn("find the rota email?")]
+    sim = simulator(server, llm_checker=False)
+    sim.start(session(), {"verbosity": "Terse"})
+    result = await sim.next_turn(None)
+    assert result.message == "find the rota email?" and not result.invalid
+    assert len(result.rejected) == 1 and "empty" in result.rejected[0].problems[0]
+    requests = sim_requests(server)
+    assert len(requests) == 2
+    assert "That turn was not sent" in requests[1].messages[-1].content
+    assert "empty" in requests[1].messages[-1].content
+
+
+async def test_setting_name_leak_is_rewritten_then_invalid_after_three_rewrites(
+    server: ScriptedModelServer, model: Model
+) -> None:
+    model.queues["scripted-simulator"] = [turn("From now on keep it terse, I prefer that.")]
+    sim = simulator(server, llm_checker=False)
+    sim.start(session(), {"verbosity": "Terse"})
+    result = await sim.next_turn(None)
+    assert result.invalid and result.message == ""
+    assert len(result.rejected) == 4 and len(sim_requests(server)) == 4
+    assert "terse" in (result.invalid_reason or "")
+    assert "standing preference" in sim_requests(server)[-1].messages[-1].content
+    assert sim.done
+    after = await sim.next_turn(reply())
+    assert after.done and len(sim_requests(server)) == 4
+
+
+async def test_leak_fixed_on_the_third_rewrite_is_delivered(server: ScriptedModelServer, model: Model) -> None:
+    leak = turn("next time, keep it terse")
+    model.queues["scripted-simulator"] = [leak, leak, leak, turn("find the rota email?")]
+    sim = simulator(server, llm_checker=False)
+    sim.start(session(), {"verbosity": "Terse"})
+    result = await sim.next_turn(None)
+    assert not result.invalid and result.message == "find the rota email?"
+    assert len(result.rejected) == 3
+    assert sum("That turn was not sent" in m.content for m in sim_requests(server)[-1].messages) == 3
+
+
+async def test_consent_decisions_are_parsed(server: ScriptedModelServer, model: Model) -> None:
+    model.queues["scripted-simulator"] = [
+        turn("find it?"),
+        turn("yes send it, not the other", "stay", "held_0001: approve\nheld_0002: deny\nheld_0099: approve"),
+    ]
+    sim = simulator(server, llm_checker=False)
+    sim.start(session(), {"verbosity": "Terse"})
+    await sim.next_turn(None)
+    held = [
+        HeldItem(id="held_0001", kind="action", attribute="autonomy_level", tool="email_message_send",
+                 arguments={"to": "gideon@wendlink.example"}),
+        HeldItem(id="held_0002", kind="action", attribute="autonomy_level", tool="calendar_event_create"),
+    ]
+    result = await sim.next_turn(DeliveredTurn(reply="Drafted. Send?", held=held))
+    assert result.consent == {"held_0001": True, "held_0002": False}  # unknown held_0099 ignored
+    text = prompt_text(sim_requests(server)[-1])
+    assert "<consent_decisions>" in text and "held_0001" in text and "email_message_send" in text
+
+
+# ------------------------------------------------------------------------- checker
+
+
+async def test_checker_violation_sends_the_message_back(server: ScriptedModelServer, model: Model) -> None:
+    flagged = PASS.replace('"names_preference": {"violated": false', '"names_preference": {"violated": true')
+    model.queues["scripted-checker"] = [flagged, PASS]
+    model.queues["scripted-simulator"] = [turn("keep answers short please"), turn("find the rota email?")]
+    sim = simulator(server)
+    sim.start(session(), {"verbosity": "Terse"})
+    result = await sim.next_turn(None)
+    assert result.message == "find the rota email?"
+    assert "announces a preference" in result.rejected[0].problems[0]
+    assert "announces a preference" in sim_requests(server)[-1].messages[-1].content
+
+
+async def test_malformed_checker_output_is_retried_once_then_passes_with_warning(
+    server: ScriptedModelServer, model: Model
+) -> None:
+    model.queues["scripted-checker"] = ["I think it is fine!"]
+    model.queues["scripted-simulator"] = [turn("find the rota email?")]
+    sim = simulator(server)
+    sim.start(session(), {"verbosity": "Terse"})
+    result = await sim.next_turn(None)
+    assert result.message == "find the rota email?" and not result.invalid
+    assert len(result.checker_warnings) == 1 and "skipped" in result.checker_warnings[0]
+    assert len([r for r in server.requests if r.model == "scripted-checker"]) == 2
+
+
+# ------------------------------------------------------------------------- boundary (Table 9)
+
+
+async def test_pa_selection_and_withheld_content_never_reach_the_simulator(
+    server: ScriptedModelServer, model: Model
+) -> None:
+    secret = "ZQX-WITHHELD: the depot manager's objection decided it"
+    wrapper = IXWrapper(default_registry(), WorkingCopy(WorldState(), datetime(2026, 3, 2, 9, 30)))
+    wrapper.begin_turn()
+    assert wrapper.select("verbosity", {"setting": "Detailed"}).ok
+    assert wrapper.select("reasoning_visibility", {"setting": "Hide", "rationale": secret}).ok
+    delivered, trace = wrapper.render("Thursday at 3pm works for everyone.")
+    assert trace.selections == {"verbosity": "Detailed", "reasoning_visibility": "Hide"}
+    assert secret in str(trace.withheld)  # the wrapper really held it back
+    model.queues["scripted-simulator"] = [turn("time?"), turn("fine, 3pm")]
+    sim = simulator(server)  # checker on: its requests are checked too
+    sim.start(session(), {"verbosity": "Terse"})
+    await sim.next_turn(None)
+    await sim.next_turn(delivered)
+    assert len(server.requests) >= 4
+    for request in server.requests:
+        text = prompt_text(request)
+        assert "ZQX-WITHHELD" not in text
+        assert "reasoning_visibility" not in text and "IX_" not in text
+    # The public reply did arrive: the boundary removes only what the wrapper withheld.
+    assert "Thursday at 3pm works for everyone." in prompt_text(sim_requests(server)[-1])
+
+
+# ------------------------------------------------------------------------- probe mode
+
+
+async def test_probe_prompt_forbids_earlier_sessions_and_gives_no_memory_or_reception(
+    server: ScriptedModelServer, model: Model
+) -> None:
+    model.queues["scripted-simulator"] = [turn("like last time, first ferry?"), turn("first ferry tomorrow?")]
+    sim = simulator(server, mode="probe", llm_checker=False)
+    sim.start(probe(), {"verbosity": "Terse"})
+    result = await sim.next_turn(None)
+    assert result.message == "first ferry tomorrow?"
+    assert "earlier conversation" in result.rejected[0].problems[0]
+    system = sim_requests(server)[0].messages[0].content
+    assert "never spoken to this assistant" in system and '"last time"' in system
+    assert "Never comment on the manner of a reply" in system
+    assert "# Your memory" not in system
+    assert PRODUCTION_MARK in system and RECEPTION_MARK not in system and REACTION_MARK not in system
+
+
+# ------------------------------------------------------------------------- memory
+
+
+async def test_session_entry_written_and_shown_next_session(server: ScriptedModelServer, model: Model) -> None:
+    model.queues["scripted-simulator"] = [
+        turn("find it?"),
+        '{"entry": "It booked the 14:30 slot. Fine.", "impressions": ["quick"]}',
+        '{"entry": "I asked it to find a meeting. It answered in one line and I took it. Nothing is open.",'
+        ' "impressions": ["gets to the point"]}',
+    ]
+    memory = SimulatorMemory(impressions=["old impression"])
+    sim = simulator(server, memory=memory, llm_checker=False)
+    sim.start(session(), {"verbosity": "Terse"})
+    await sim.next_turn(None)
+    result = await sim.write_session_entry(date(2026, 3, 2))
+    assert result.entry is not None and result.problem is None
+    assert result.entry.on == date(2026, 3, 2) and "one line" in result.entry.text
+    assert memory.impressions == ["gets to the point"]
+    retry = sim_requests(server)[-1].messages[-1].content
+    assert "digits" in retry
+    assert "old impression" in prompt_text(sim_requests(server)[1])  # the old impressions were shown
+    sim.start(session(), {"verbosity": "Terse"})
+    await sim.next_turn(None)
+    assert "It answered in one line" in sim_requests(server)[-1].messages[0].content
+
+
+async def test_session_entry_never_crashes_on_bad_output(server: ScriptedModelServer, model: Model) -> None:
+    model.queues["scripted-simulator"] = ["no json here", "still none"]
+    memory = SimulatorMemory()
+    sim = simulator(server, memory=memory, llm_checker=False)
+    sim.start(session(), {"verbosity": "Terse"})
+    result = await sim.write_session_entry(date(2026, 3, 2), "You: hi\nAssistant: hello")
+    assert result.entry is None and result.problem and "JSON" in result.problem
+    assert memory.entries == []
+    probe_sim = simulator(server, mode="probe", llm_checker=False)
+    with pytest.raises(RuntimeError, match="probes write nothing"):
+        await probe_sim.write_session_entry(date(2026, 3, 2), "x")
+
+
+# ------------------------------------------------------------------------- PRS
+
+
+async def test_rate_probe_reads_score_after_one_retry(server: ScriptedModelServer, model: Model) -> None:
+    model.queues["scripted-simulator"] = ['{"score": 9, "reason": "??"}', '{"score": 4, "reason": "Short enough."}']
+    client = LLMClient(server.profile())
+    score = await rate_probe(client, persona(), "verbosity", "Terse", "Ingrid: time?\nAssistant: 3pm.")
+    assert score == (4, "Short enough.")
+    first = prompt_text(sim_requests(server)[0])
+    assert "Acting sheet: Verbosity = Terse" in first and "Ingrid Salcedo" in first
+    assert "# Your memory" not in first
+    assert "from 1 to 5" in sim_requests(server)[1].messages[-1].content
+
+
+async def test_rate_probe_fails_clearly_instead_of_inventing(server: ScriptedModelServer, model: Model) -> None:
+    model.queues["scripted-simulator"] = ["pretty good", '{"reason": "ok"}']
+    client = LLMClient(server.profile())
+    with pytest.raises(PRSError, match="PRS for verbosity=Terse is missing"):
+        await rate_probe(client, persona(), "verbosity", "Terse", "Ingrid: time?\nAssistant: 3pm.")
+    assert len(sim_requests(server)) == 2
+
