@@ -9,7 +9,7 @@ seat in the TUI can fill it by driving the same :class:`~mempa_tui.agent.TurnAct
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING, Literal, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, Field
 
@@ -110,6 +110,7 @@ class AgentTurnResult(BaseModel):
     thinking: list[str] = Field(default_factory=list)
 
 
+@runtime_checkable
 class AgentSeat(Protocol):
     """The PA seat of an episode (a model loop or a person)."""
 
