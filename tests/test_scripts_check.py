@@ -167,7 +167,9 @@ def test_timeline_step_missing_and_file_not_on_timeline(worlds: Path) -> None:
     found = check_worlds(worlds)
     s2 = worlds / USER / "sessions/T-s2.yaml"
     assert {(v.path, v.line) for v in found} == {
-        (str(path), line_of(path, "T-s3")), (str(s2), line_of(s2, "id: T-s2"))}
+        (str(path), line_of(path, "T-s3")),
+        (str(s2), line_of(s2, "id: T-s2")),
+    }
     assert any("names no session or change event (closest: T-s2" in v.message for v in found)
 
 
@@ -210,9 +212,12 @@ def test_duplicate_final_probe(worlds: Path) -> None:
 def test_write_lock_attribute_must_declare_a_lock(worlds: Path) -> None:
     path = worlds / USER / "sessions/T-s2.yaml"
     text = path.read_text()
-    path.write_text(text[: text.index("write_lock:")] + text[text.index("tool_steps:"):])
+    path.write_text(text[: text.index("write_lock:")] + text[text.index("tool_steps:") :])
     v = only(check_worlds(worlds))
-    assert (v.path, v.line) == (str(path), line_of(path, "attribute: autonomy_level")) and "write_lock" in v.message
+    assert (v.path, v.line) == (
+        str(path),
+        line_of(path, "attribute: autonomy_level"),
+    ) and "write_lock" in v.message
 
 
 def test_write_lock_must_name_a_write_tool_and_bite(worlds: Path) -> None:
@@ -257,16 +262,22 @@ def test_change_event_scripted_call_is_replayed(worlds: Path) -> None:
 
 def test_fact_released_twice(worlds: Path) -> None:
     path = worlds / USER / "sessions/T-s1.yaml"
-    edit(path, "    conveys: Reacts to the summary and confirms the Friday deadline.\n",
-         "    conveys: Reacts to the summary and confirms the Friday deadline.\n    releases: [deadline]\n")
+    edit(
+        path,
+        "    conveys: Reacts to the summary and confirms the Friday deadline.\n",
+        "    conveys: Reacts to the summary and confirms the Friday deadline.\n    releases: [deadline]\n",
+    )
     v = only(check_worlds(worlds))
-    assert (v.path, v.line) == (str(path), line_of(path, "releases: [deadline]", 2)) and "already released" in v.message
+    assert (v.path, v.line) == (
+        str(path),
+        line_of(path, "releases: [deadline]", 2),
+    ) and "already released" in v.message
 
 
 def test_accumulation_needs_a_reaction_beat(worlds: Path) -> None:
     path = worlds / USER / "sessions/T-s2.yaml"
     text = path.read_text()
-    path.write_text(text[: text.index("  - id: reaction")] + text[text.index("write_lock:"):])
+    path.write_text(text[: text.index("  - id: reaction")] + text[text.index("write_lock:") :])
     v = only(check_worlds(worlds))
     assert (v.path, v.line) == (str(path), line_of(path, "decision_point:")) and "reaction" in v.message
 

@@ -57,7 +57,8 @@ def test_targets_apply_change_events_from_their_start() -> None:
     after = bundle.targets_at("work", event.starts_at)
     assert before["solution_breadth"] == "Low" and after["solution_breadth"] == "High"
     assert {k: v for k, v in before.items() if k != "solution_breadth"} == {
-        k: v for k, v in after.items() if k != "solution_breadth"}
+        k: v for k, v in after.items() if k != "solution_breadth"
+    }
     assert bundle.targets_at(Context.PERSONAL, event.starts_at)["solution_breadth"] == "High"
     assert len(after) == 14
 
@@ -77,7 +78,7 @@ def test_unknown_setting_points_at_its_value(worlds: Path) -> None:
     path = worlds / "users/T/preferences.yaml"
     text = path.read_text()
     first = text.index("setting: Terse")
-    path.write_text(text[:first] + "setting: Chatty" + text[first + len("setting: Terse"):])
+    path.write_text(text[:first] + "setting: Chatty" + text[first + len("setting: Terse") :])
     with pytest.raises(WorldFileError) as info:
         load_user(worlds, "T")
     assert info.value.path == str(path)
@@ -98,7 +99,11 @@ def test_unknown_key_points_at_the_key(worlds: Path) -> None:
     edit(path, "    conveys: Asks when", "    conveyz: Asks when")
     errors = scan_user(worlds, "T").errors
     found = {(e.path, e.line, e.message) for e in errors}
-    assert (str(path), line_of(path, "conveyz:"), "beats.0.conveyz: unknown field 'conveyz' (not allowed here)") in found
+    assert (
+        str(path),
+        line_of(path, "conveyz:"),
+        "beats.0.conveyz: unknown field 'conveyz' (not allowed here)",
+    ) in found
     assert (str(path), line_of(path, "- id: ask"), "beats.0: missing required field 'conveys'") in found
 
 

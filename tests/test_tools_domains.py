@@ -42,31 +42,53 @@ REJECTED: list[tuple[str, dict[str, Any], str]] = [
     ("email_message_read", {"message_id": "em_9999"}, "message_id 'em_9999' names no email in the inbox"),
     ("email_draft_read", {"draft_id": "dr_0099"}, "draft_id 'dr_0099' names no draft"),
     ("email_sent_read", {"limit": 0}, "limit 0 is invalid"),
-    ("email_draft_create", {"subject": "x", "body": "y", "to": ["not-an-address"]},
-     "to[0] 'not-an-address' is not an email address"),
+    (
+        "email_draft_create",
+        {"subject": "x", "body": "y", "to": ["not-an-address"]},
+        "to[0] 'not-an-address' is not an email address",
+    ),
     ("email_message_send", {"to": [], "subject": "s", "body": "b"}, "no recipient"),
     ("message_search", {"until": "2026-02-30"}, "until '2026-02-30' is not a real calendar date"),
     ("message_read", {"message_id": "msg_9"}, "message_id 'msg_9' names no text message"),
     ("message_send", {"contact": "Rafe Vail", "text": "hi"}, "contact 'Rafe Vail' names no one"),
-    ("calendar_event_search", {"start_date": "2026-03-20", "end_date": "2026-03-10"},
-     "end_date '2026-03-10' is before start_date '2026-03-20'"),
+    (
+        "calendar_event_search",
+        {"start_date": "2026-03-20", "end_date": "2026-03-10"},
+        "end_date '2026-03-10' is before start_date '2026-03-20'",
+    ),
     ("calendar_event_read", {"event_id": "ev_0099"}, "event_id 'ev_0099' names no calendar event"),
-    ("calendar_event_create", {"title": "Drill", "date": "2026-03-18", "start_time": "9am", "end_time": "10:00"},
-     "start_time '9am' is not a 24-hour HH:MM time"),
-    ("calendar_event_update", {"event_id": "ev_0001", "end_time": "09:00"}, "is not after start_time '10:00'"),
+    (
+        "calendar_event_create",
+        {"title": "Drill", "date": "2026-03-18", "start_time": "9am", "end_time": "10:00"},
+        "start_time '9am' is not a 24-hour HH:MM time",
+    ),
+    (
+        "calendar_event_update",
+        {"event_id": "ev_0001", "end_time": "09:00"},
+        "is not after start_time '10:00'",
+    ),
     ("copier_entitlement_read", {"holder": 5}, "holder 5 is invalid"),
     ("document_read", {"document_id": "doc_0099"}, "document_id 'doc_0099' names no document"),
-    ("corporate_reporting_submit", {"report_type": "timesheet", "period": "Feb 2026", "content": "x"},
-     "period 'Feb 2026' is not a reporting period"),
+    (
+        "corporate_reporting_submit",
+        {"report_type": "timesheet", "period": "Feb 2026", "content": "x"},
+        "period 'Feb 2026' is not a reporting period",
+    ),
     ("document_create", {"title": "  ", "content": "x"}, "title '  ' must not be empty"),
-    ("document_update", {"document_id": "doc_0001", "heading": "Costs", "body": "x", "mode": "replace"},
-     "heading 'Costs' names no section of doc_0001"),
+    (
+        "document_update",
+        {"document_id": "doc_0001", "heading": "Costs", "body": "x", "mode": "replace"},
+        "heading 'Costs' names no section of doc_0001",
+    ),
     ("document_delete", {"document_id": "doc_0099"}, "document_id 'doc_0099' names no document"),
     ("contact_search", {"limit": "many"}, "limit 'many' is invalid"),
     ("contact_read", {"contact_id": "ct_0099"}, "contact_id 'ct_0099' names no contact"),
     ("contact_create", {"name": "Dana Oduya"}, "name 'Dana Oduya' is already a contact (ct_0001)"),
-    ("contact_update", {"contact_id": "ct_0001", "email": "dana-at-northfield"},
-     "email 'dana-at-northfield' is not an email address"),
+    (
+        "contact_update",
+        {"contact_id": "ct_0001", "email": "dana-at-northfield"},
+        "email 'dana-at-northfield' is not an email address",
+    ),
 ]
 
 
@@ -98,7 +120,9 @@ FUTURE: list[tuple[str, dict[str, Any], str]] = [
 
 
 @pytest.mark.parametrize(("name", "args", "missing_id"), FUTURE, ids=[f[0] for f in FUTURE])
-def test_future_record_reads_as_missing(wc: WorkingCopy, name: str, args: dict[str, Any], missing_id: str) -> None:
+def test_future_record_reads_as_missing(
+    wc: WorkingCopy, name: str, args: dict[str, Any], missing_id: str
+) -> None:
     future_id = next(v for k, v in args.items() if k.endswith("_id"))
     future = fail(wc, name, **args).content
     missing = fail(wc, name, **{**args, next(k for k in args if k.endswith("_id")): missing_id}).content
@@ -126,8 +150,14 @@ def test_email_round_trip(wc: WorkingCopy) -> None:
     assert ok(wc, "email_message_search", sender="dana")["messages"][0]["id"] == "em_0003"
     mail = ok(wc, "email_message_read", message_id="em_0001")
     assert mail["subject"] == "Boiler inspection results" and mail["received_at"] == "2026-03-01T08:15"
-    draft = ok(wc, "email_draft_create", subject="Flue seal", body="12 March works.",
-               to="colm@pricehvac.example.com", in_reply_to="em_0002")
+    draft = ok(
+        wc,
+        "email_draft_create",
+        subject="Flue seal",
+        body="12 March works.",
+        to="colm@pricehvac.example.com",
+        in_reply_to="em_0002",
+    )
     assert draft["draft_id"] == "dr_0002"
     assert ok(wc, "email_draft_read", draft_id="dr_0002")["to"] == ["colm@pricehvac.example.com"]
     assert ok(wc, "email_draft_read")["count"] == 2
@@ -137,7 +167,10 @@ def test_email_round_trip(wc: WorkingCopy) -> None:
     assert ok(wc, "email_sent_read", sent_id="sent_0002")["sent_at"] == "2026-03-10T09:00"
     assert ok(wc, "email_sent_read", query="flue")["count"] == 1
     assert [(c.op, c.collection) for c in wc.change_log] == [
-        ("insert", "email/drafts"), ("insert", "email/sent"), ("delete", "email/drafts")]
+        ("insert", "email/drafts"),
+        ("insert", "email/sent"),
+        ("delete", "email/drafts"),
+    ]
     direct = ok(wc, "email_message_send", to=["dana@northfield.org"], subject="Hall", body="Fine.")
     assert direct["sent_id"] == "sent_0003"
 
@@ -152,8 +185,15 @@ def test_messages_round_trip(wc: WorkingCopy) -> None:
 
 
 def test_calendar_round_trip(wc: WorkingCopy) -> None:
-    new = ok(wc, "calendar_event_create", title="Fire drill", date="2026-03-18", start_time="14:00",
-             end_time="14:30", attendees="Dana Oduya")
+    new = ok(
+        wc,
+        "calendar_event_create",
+        title="Fire drill",
+        date="2026-03-18",
+        start_time="14:00",
+        end_time="14:30",
+        attendees="Dana Oduya",
+    )
     assert new["event_id"] == "ev_0003" and new["event"]["attendees"] == ["Dana Oduya"]
     day = ok(wc, "calendar_event_search", start_date="2026-03-18", end_date="2026-03-18")
     assert [e["id"] for e in day["events"]] == ["ev_0001", "ev_0003"]
@@ -175,7 +215,9 @@ def test_documents_round_trip(wc: WorkingCopy) -> None:
     ok(wc, "document_update", document_id=did, heading="Drill plan", body="Meet at the gate.", mode="replace")
     read = ok(wc, "document_read", document_id=did)
     assert [(s["heading"], s["body"]) for s in read["sections"]] == [
-        ("Drill plan", "Meet at the gate."), ("Wardens", "Dana and Tamsin.")]
+        ("Drill plan", "Meet at the gate."),
+        ("Wardens", "Dana and Tamsin."),
+    ]
     assert fail(wc, "document_update", document_id=did, heading="wardens", body="x").error is not None
     # a section still to come survives an update of the same document
     ok(wc, "document_update", document_id="doc_0001", heading="Costs", body="£40.")
@@ -189,13 +231,21 @@ def test_documents_round_trip(wc: WorkingCopy) -> None:
     assert rep["report_id"] == "rep_0002" and rep["report"]["period"] == "2026-03"
     again = fail(wc, "corporate_reporting_submit", report_type="timesheet", period="2026-03", content="x")
     assert "already has" in again.content
-    assert fail(wc, "corporate_reporting_submit", report_type="timesheet", period="2026-02",
-                content="x").error is not None
+    assert (
+        fail(wc, "corporate_reporting_submit", report_type="timesheet", period="2026-02", content="x").error
+        is not None
+    )
 
 
 def test_contacts_round_trip(wc: WorkingCopy) -> None:
-    new = ok(wc, "contact_create", name="Colm Price", email="colm@pricehvac.example.com",
-             phone="+44 1632 960222", relation="heating contractor")
+    new = ok(
+        wc,
+        "contact_create",
+        name="Colm Price",
+        email="colm@pricehvac.example.com",
+        phone="+44 1632 960222",
+        relation="heating contractor",
+    )
     assert new["contact_id"] == "ct_0004"
     assert [c["name"] for c in ok(wc, "contact_search", query="heating")["contacts"]] == ["Colm Price"]
     ok(wc, "contact_update", contact_id="ct_0004", notes="Prefers email.")

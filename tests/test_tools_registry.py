@@ -96,7 +96,9 @@ def test_schema_comes_from_signature_and_docstring() -> None:
 
     assert sample.parameters["required"] == ["word"]
     assert sample.parameters["properties"]["count"] == {
-        "type": "integer", "default": 2, "description": "how many times, at least one."
+        "type": "integer",
+        "default": 2,
+        "description": "how many times, at least one.",
     }
     assert sample.description.startswith("Repeat a word.")
 
@@ -169,8 +171,9 @@ def test_rejected_call_writes_nothing_even_after_a_partial_write(wc: WorkingCopy
 
 def test_write_lock_refuses_until_released(wc: WorkingCopy) -> None:
     reg = default_registry()
-    wc.add_write_lock(WriteLock(tool="email_message_send", match={"to": ["dana@northfield.org"]},
-                                unlocked_by="reply_text"))
+    wc.add_write_lock(
+        WriteLock(tool="email_message_send", match={"to": ["dana@northfield.org"]}, unlocked_by="reply_text")
+    )
     args = {"to": ["dana@northfield.org"], "subject": "Venue", "body": "Fine."}
     res = reg.call(wc, "mcp_state_email_message_send", args)
     assert not res.ok and "ask the user" in res.content and "not provided" in res.content

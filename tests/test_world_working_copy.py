@@ -102,11 +102,10 @@ def test_path_escape_is_a_path_error(state: WorldState) -> None:
 
 def test_transaction_rolls_back_everything(state: WorldState) -> None:
     wc = WorkingCopy(state, MARCH)
-    with pytest.raises(RuntimeError):
-        with wc.transaction(tool="t"):
-            wc.create("email/drafts", {"subject": "s", "body": "b"})
-            wc.delete("email/drafts", "dr_0001")
-            raise RuntimeError("boom")
+    with pytest.raises(RuntimeError), wc.transaction(tool="t"):
+        wc.create("email/drafts", {"subject": "s", "body": "b"})
+        wc.delete("email/drafts", "dr_0001")
+        raise RuntimeError("boom")
     assert [d.id for d in wc.records("email/drafts")] == ["dr_0001"]
     assert wc.change_log == [] and not wc.dirty
     assert wc.to_state() is state
@@ -133,7 +132,9 @@ def test_new_collection_file_is_created(state: WorldState) -> None:
 
 
 def test_bad_fixture_names_file_record_and_field() -> None:
-    bad = WorldState({"contacts/contacts.yaml": b"- id: ct_0001\n  entered_at: 2026-01-01T00:00\n  nmae: X\n"})
+    bad = WorldState(
+        {"contacts/contacts.yaml": b"- id: ct_0001\n  entered_at: 2026-01-01T00:00\n  nmae: X\n"}
+    )
     with pytest.raises(FixtureError) as info:
         WorkingCopy(bad, MARCH).records("contacts/contacts")
     err = info.value

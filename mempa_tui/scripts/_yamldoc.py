@@ -17,7 +17,7 @@ from pydantic import BaseModel, ValidationError
 
 __all__ = ["Loc", "WorldFileError", "YamlDoc", "validate_doc"]
 
-_Base: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # type: ignore[assignment]
+_Base: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 class _Loader(_Base):  # type: ignore[misc, valid-type]
@@ -219,7 +219,9 @@ def _problem_text(err: Any) -> tuple[Loc, str]:
     if kind == "extra_forbidden":
         return loc, f"{_dotted(loc)}: unknown field {str(loc[-1])!r} (not allowed here)"
     value = err.get("input")
-    shown = f" (got {value!r})" if isinstance(value, (str, int, float, bool)) and kind != "value_error" else ""
+    shown = (
+        f" (got {value!r})" if isinstance(value, (str, int, float, bool)) and kind != "value_error" else ""
+    )
     where = f"{_dotted(loc)}: " if loc else ""
     return loc, f"{where}{msg}{shown}"
 

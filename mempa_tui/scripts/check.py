@@ -129,9 +129,13 @@ class _UserChecker:
         for path, data in self.state.items():
             collection = known.get(path)
             if collection is None:
-                self.violations.append(Violation(
-                    str(fdir / path), 1,
-                    "not a known collection file; expected one of " + ", ".join(sorted(known))))
+                self.violations.append(
+                    Violation(
+                        str(fdir / path),
+                        1,
+                        "not a known collection file; expected one of " + ", ".join(sorted(known)),
+                    )
+                )
                 continue
             issues = collection_issues(collection, data)
             if issues:
@@ -160,8 +164,12 @@ class _UserChecker:
         """A bound record must exist in the fixture tree and be visible at ``when``."""
         collection, _, rid = ref.partition(":")
         if collection not in COLLECTIONS:
-            self.add(doc, loc, f"{what} {ref!r}: unknown collection {collection!r}; known: "
-                     + ", ".join(sorted(COLLECTIONS)))
+            self.add(
+                doc,
+                loc,
+                f"{what} {ref!r}: unknown collection {collection!r}; known: "
+                + ", ".join(sorted(COLLECTIONS)),
+            )
             return
         if collection in self.bad_collections or self.state is None:
             return  # the fixture problem is reported already
@@ -169,8 +177,12 @@ class _UserChecker:
         if record is None:
             self.add(doc, loc, f"{what} {ref!r}: no such record in the fixture tree")
         elif record.entered_at > when:
-            self.add(doc, loc, f"{what} {ref!r} enters the world at {record.entered_at:%Y-%m-%dT%H:%M}, "
-                     f"after the beat's time {when:%Y-%m-%dT%H:%M}")
+            self.add(
+                doc,
+                loc,
+                f"{what} {ref!r} enters the world at {record.entered_at:%Y-%m-%dT%H:%M}, "
+                f"after the beat's time {when:%Y-%m-%dT%H:%M}",
+            )
 
     # ---- timeline -----------------------------------------------------------------------
 
@@ -200,8 +212,12 @@ class _UserChecker:
                 self.add(tdoc, loc, f"step {sid!r} names no session or change event{extra}")
                 continue
             if previous is not None and when <= previous[1]:
-                self.add(tdoc, loc, f"step {sid!r} starts at {when:%Y-%m-%dT%H:%M}, not after the previous "
-                         f"step {previous[0]!r} at {previous[1]:%Y-%m-%dT%H:%M}")
+                self.add(
+                    tdoc,
+                    loc,
+                    f"step {sid!r} starts at {when:%Y-%m-%dT%H:%M}, not after the previous "
+                    f"step {previous[0]!r} at {previous[1]:%Y-%m-%dT%H:%M}",
+                )
             previous = (sid, when)
         for sid in known:
             if sid not in on_timeline:
@@ -214,14 +230,20 @@ class _UserChecker:
         attr = script.attr
         dp = script.decision_beat_index()
         if isinstance(script, AccumulationSession) and dp == len(script.beats) - 1:
-            self.add(doc, ("beats", dp, "decision_point"),
-                     "the decision point is the last beat; the next beat must carry the user's reaction")
+            self.add(
+                doc,
+                ("beats", dp, "decision_point"),
+                "the decision point is the last beat; the next beat must carry the user's reaction",
+            )
         released: dict[str, str] = {}
         for i, beat in enumerate(script.beats):
             for j, fid in enumerate(beat.releases):
                 if fid in released:
-                    self.add(doc, ("beats", i, "releases", j),
-                             f"fact {fid!r} is already released at beat {released[fid]!r}")
+                    self.add(
+                        doc,
+                        ("beats", i, "releases", j),
+                        f"fact {fid!r} is already released at beat {released[fid]!r}",
+                    )
                 else:
                     released[fid] = beat.id
         # bound records and world events, each at the beat's time
@@ -230,11 +252,19 @@ class _UserChecker:
             if beat.event is not None:
                 at = beat.event.at
                 if at <= script.starts_at:
-                    self.add(doc, ("beats", i, "event", "at"), f"event.at {at:%Y-%m-%dT%H:%M} is not after the "
-                             f"session start {script.starts_at:%Y-%m-%dT%H:%M}")
+                    self.add(
+                        doc,
+                        ("beats", i, "event", "at"),
+                        f"event.at {at:%Y-%m-%dT%H:%M} is not after the "
+                        f"session start {script.starts_at:%Y-%m-%dT%H:%M}",
+                    )
                 elif at < when:
-                    self.add(doc, ("beats", i, "event", "at"), f"event.at {at:%Y-%m-%dT%H:%M} is before an "
-                             f"earlier beat's event at {when:%Y-%m-%dT%H:%M}")
+                    self.add(
+                        doc,
+                        ("beats", i, "event", "at"),
+                        f"event.at {at:%Y-%m-%dT%H:%M} is before an "
+                        f"earlier beat's event at {when:%Y-%m-%dT%H:%M}",
+                    )
                 when = max(when, at)
                 for k, ref in enumerate(beat.event.records):
                     self.check_ref(doc, ("beats", i, "event", "records", k), ref, at, "event record")
@@ -247,16 +277,28 @@ class _UserChecker:
         if lock is not None:
             tdef = self.registry.get(lock.tool)
             if tdef is None:
-                self.add(doc, ("write_lock", "tool"), f"write_lock.tool: {self.registry.unknown_tool_message(lock.tool)}")
+                self.add(
+                    doc,
+                    ("write_lock", "tool"),
+                    f"write_lock.tool: {self.registry.unknown_tool_message(lock.tool)}",
+                )
             elif not tdef.write:
-                self.add(doc, ("write_lock", "tool"), f"write_lock.tool {lock.tool!r} is a read tool; a lock needs a write tool")
+                self.add(
+                    doc,
+                    ("write_lock", "tool"),
+                    f"write_lock.tool {lock.tool!r} is a read tool; a lock needs a write tool",
+                )
             if lock.unlocked_by not in released:
-                self.add(doc, ("write_lock", "unlocked_by"),
-                         f"write_lock.unlocked_by {lock.unlocked_by!r} is never released by a beat")
+                self.add(
+                    doc,
+                    ("write_lock", "unlocked_by"),
+                    f"write_lock.unlocked_by {lock.unlocked_by!r} is never released by a beat",
+                )
         self.run_tool_steps(script, doc, when, set(released))
 
-    def run_tool_steps(self, script: AccumulationSession | Probe, doc: YamlDoc | None,
-                       when: datetime, released: set[str]) -> None:
+    def run_tool_steps(
+        self, script: AccumulationSession | Probe, doc: YamlDoc | None, when: datetime, released: set[str]
+    ) -> None:
         """Run the intended path on a scratch copy (Table 8, condition 1).
 
         The clock is the script's start, or its last world event's time. The write lock is in
@@ -279,11 +321,18 @@ class _UserChecker:
                 lock_bites = True
             self.replay(doc, ("tool_steps", k), wc, step.tool, step.args, step.expect_error)
         if lock is not None and script.tool_steps and not lock_bites:
-            self.add(doc, ("write_lock",), "write_lock matches none of the tool_steps, so it would never "
-                     "refuse the write the user must dictate")
+            self.add(
+                doc,
+                ("write_lock",),
+                "write_lock matches none of the tool_steps, so it would never "
+                "refuse the write the user must dictate",
+            )
         if lock is not None and not script.tool_steps:
-            self.add(doc, ("write_lock",), "write_lock is declared but there are no tool_steps with the "
-                     "locked write")
+            self.add(
+                doc,
+                ("write_lock",),
+                "write_lock is declared but there are no tool_steps with the locked write",
+            )
 
     def _refused_by_lock(self, wc: WorkingCopy, step: ToolStep) -> bool:
         tdef = self.registry.get(step.tool)
@@ -296,8 +345,15 @@ class _UserChecker:
         values = {k: getattr(parsed, k) for k in tdef.args_model.model_fields}
         return wc.locked_by(tdef.name, values) is not None
 
-    def replay(self, doc: YamlDoc | None, loc: Loc, wc: WorkingCopy, tool: str,
-               args: dict[str, object], expect_error: bool = False) -> None:
+    def replay(
+        self,
+        doc: YamlDoc | None,
+        loc: Loc,
+        wc: WorkingCopy,
+        tool: str,
+        args: dict[str, object],
+        expect_error: bool = False,
+    ) -> None:
         """Run one scripted call through the real tools; report an unexpected outcome."""
         if self.registry.get(tool) is None:
             self.add(doc, (*loc, "tool"), f"tool: {self.registry.unknown_tool_message(tool)}")
@@ -314,7 +370,11 @@ class _UserChecker:
     # ---- probes -------------------------------------------------------------------------
 
     def check_probes(self) -> None:
-        steps = [t for t in (self.step_time(s) for s in (self.scan.timeline.steps if self.scan.timeline else [])) if t]
+        steps = [
+            t
+            for t in (self.step_time(s) for s in (self.scan.timeline.steps if self.scan.timeline else []))
+            if t
+        ]
         last = max(steps, default=None)
         finals: dict[tuple[Context, str], str] = {}
         pre: dict[str, str] = {}
@@ -322,12 +382,19 @@ class _UserChecker:
             doc = self.doc(probe.id)
             if probe.probe_kind is ProbeKind.FINAL:
                 if last is not None and probe.starts_at <= last:
-                    self.add(doc, ("starts_at",), f"starts_at: a final probe must start after the last step "
-                             f"({last:%Y-%m-%dT%H:%M})")
+                    self.add(
+                        doc,
+                        ("starts_at",),
+                        f"starts_at: a final probe must start after the last step ({last:%Y-%m-%dT%H:%M})",
+                    )
                 cell = (probe.context, probe.attribute)
                 if cell in finals:
-                    self.add(doc, ("attribute",), f"cell {probe.context.value}/{probe.attribute} already has "
-                             f"a final probe {finals[cell]!r}")
+                    self.add(
+                        doc,
+                        ("attribute",),
+                        f"cell {probe.context.value}/{probe.attribute} already has "
+                        f"a final probe {finals[cell]!r}",
+                    )
                 else:
                     finals[cell] = probe.id
                 continue
@@ -338,25 +405,46 @@ class _UserChecker:
                 self.add(doc, ("event",), f"event: {probe.event!r} names no change event")
                 continue
             if probe.event in pre:
-                self.add(doc, ("event",), f"event {probe.event!r} already has a pre-event probe {pre[probe.event]!r}")
+                self.add(
+                    doc,
+                    ("event",),
+                    f"event {probe.event!r} already has a pre-event probe {pre[probe.event]!r}",
+                )
             pre.setdefault(event.id, probe.id)
             if probe.starts_at != event.starts_at - timedelta(hours=1):
-                self.add(doc, ("starts_at",), f"starts_at: a pre-event probe starts exactly one hour before its "
-                         f"event ({event.starts_at - timedelta(hours=1):%Y-%m-%dT%H:%M})")
+                self.add(
+                    doc,
+                    ("starts_at",),
+                    f"starts_at: a pre-event probe starts exactly one hour before its "
+                    f"event ({event.starts_at - timedelta(hours=1):%Y-%m-%dT%H:%M})",
+                )
             if (probe.context, probe.attribute) != (event.context, event.attribute):
-                self.add(doc, ("attribute",), f"the probe tests {probe.context.value}/{probe.attribute} but its event "
-                         f"changes {event.context.value}/{event.attribute}")
-            between = [s for s in (self.scan.timeline.steps if self.scan.timeline else [])
-                       if (t := self.step_time(s)) is not None and probe.starts_at <= t < event.starts_at]
+                self.add(
+                    doc,
+                    ("attribute",),
+                    f"the probe tests {probe.context.value}/{probe.attribute} but its event "
+                    f"changes {event.context.value}/{event.attribute}",
+                )
+            between = [
+                s
+                for s in (self.scan.timeline.steps if self.scan.timeline else [])
+                if (t := self.step_time(s)) is not None and probe.starts_at <= t < event.starts_at
+            ]
             if between:
-                self.add(doc, ("starts_at",), f"step(s) {', '.join(between)} fall between the probe and its event")
+                self.add(
+                    doc, ("starts_at",), f"step(s) {', '.join(between)} fall between the probe and its event"
+                )
         for event in self.scan.events.values():
             if event.id not in pre:
                 self.add(self.doc(event.id), ("id",), f"change event {event.id!r} has no pre-event probe")
         missing = [f"{c.value}/{a}" for c, a in _context_cells() if (c, a) not in finals]
         if missing:
-            self.add(self.doc("timeline"), (), f"{len(missing)} of 28 cells have no final probe: "
-                     + ", ".join(missing), fallback=self.scan.root / "timeline.yaml")
+            self.add(
+                self.doc("timeline"),
+                (),
+                f"{len(missing)} of 28 cells have no final probe: " + ", ".join(missing),
+                fallback=self.scan.root / "timeline.yaml",
+            )
 
     # ---- change events ------------------------------------------------------------------
 
@@ -376,11 +464,17 @@ class _UserChecker:
                 current = self.scan.matrix.setting(event.context, event.attribute)
                 for earlier in events:
                     if earlier.starts_at < event.starts_at and (earlier.context, earlier.attribute) == (
-                            event.context, event.attribute):
+                        event.context,
+                        event.attribute,
+                    ):
                         current = earlier.new_setting
                 if event.old_setting != current:
-                    self.add(doc, ("old_setting",), f"old_setting {event.old_setting!r} is not the cell's setting "
-                             f"{current!r} at {event.starts_at:%Y-%m-%dT%H:%M}")
+                    self.add(
+                        doc,
+                        ("old_setting",),
+                        f"old_setting {event.old_setting!r} is not the cell's setting "
+                        f"{current!r} at {event.starts_at:%Y-%m-%dT%H:%M}",
+                    )
             self.replay_event(event, doc)
 
     def replay_event(self, event: ChangeEvent, doc: YamlDoc | None) -> None:
@@ -390,4 +484,3 @@ class _UserChecker:
         for t, turn in enumerate(event.transcript):
             for c, call in enumerate(turn.pa.tool_calls if turn.pa else []):
                 self.replay(doc, ("transcript", t, "pa", "tool_calls", c), wc, call.tool, call.args)
-

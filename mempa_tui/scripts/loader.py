@@ -229,7 +229,9 @@ def scan_user(worlds_dir: str | Path, label: str) -> UserScan:
     if doc:
         scan.sources["persona"] = doc
         if scan.persona and scan.persona.label != label:
-            scan.errors.append(doc.error(("label",), f"label: {scan.persona.label!r} is not the folder's label {label!r}"))
+            scan.errors.append(
+                doc.error(("label",), f"label: {scan.persona.label!r} is not the folder's label {label!r}")
+            )
     scan.matrix, doc = _read(scan, root / "preferences.yaml", PreferenceMatrix, "preferences")
     if doc:
         scan.sources["preferences"] = doc
@@ -237,7 +239,9 @@ def scan_user(worlds_dir: str | Path, label: str) -> UserScan:
     if doc:
         scan.sources["timeline"] = doc
         if scan.timeline and scan.timeline.user != label:
-            scan.errors.append(doc.error(("user",), f"user: {scan.timeline.user!r} is not the folder's label {label!r}"))
+            scan.errors.append(
+                doc.error(("user",), f"user: {scan.timeline.user!r} is not the folder's label {label!r}")
+            )
     if not scan.fixture_dir.is_dir():
         scan.errors.append(WorldFileError(scan.fixture_dir, 1, "missing fixtures folder (the fixture tree)"))
     seen: dict[str, Path] = {}
@@ -254,8 +258,11 @@ def scan_user(worlds_dir: str | Path, label: str) -> UserScan:
                 continue
             seen[sid] = path
             scan.sources[sid] = doc
-            target: dict[str, BaseModel] = {"sessions": scan.sessions, "events": scan.events,
-                                            "probes": scan.probes}[folder]  # type: ignore[assignment]
+            target: dict[str, BaseModel] = {
+                "sessions": scan.sessions,
+                "events": scan.events,
+                "probes": scan.probes,
+            }[folder]  # type: ignore[assignment]
             target[sid] = script
     return scan
 

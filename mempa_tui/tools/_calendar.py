@@ -130,8 +130,14 @@ def calendar_event_create(
     _check_order(start, end)
     event = wc.create(
         EVENTS,
-        {"title": title, "start": start, "end": end, "location": location,
-         "attendees": list(attendees), "notes": notes},
+        {
+            "title": title,
+            "start": start,
+            "end": end,
+            "location": location,
+            "attendees": list(attendees),
+            "notes": notes,
+        },
     )
     return {"event_id": event.id, "event": view(event, None)}
 
@@ -168,12 +174,25 @@ def calendar_event_update(
         the event as updated.
     """
     old = require(wc, EVENTS, CalendarEvent, event_id, "event_id", "calendar event")
-    given = {k: v for k, v in {"title": title, "date": date, "start_time": start_time,
-             "end_time": end_time, "end_date": end_date, "location": location,
-             "attendees": attendees, "notes": notes}.items() if v is not None}
+    given = {
+        k: v
+        for k, v in {
+            "title": title,
+            "date": date,
+            "start_time": start_time,
+            "end_time": end_time,
+            "end_date": end_date,
+            "location": location,
+            "attendees": attendees,
+            "notes": notes,
+        }.items()
+        if v is not None
+    }
     if not given:
-        raise ToolError("no field to change was given; pass at least one of title, date, "
-                        "start_time, end_time, end_date, location, attendees, notes")
+        raise ToolError(
+            "no field to change was given; pass at least one of title, date, "
+            "start_time, end_time, end_date, location, attendees, notes"
+        )
     start_day = date or old.start.date()
     start = datetime.combine(start_day, start_time or old.start.time())
     if end_time is None and end_date is None:

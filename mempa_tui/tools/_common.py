@@ -7,7 +7,7 @@ words (paper Appendix C.2, 'Argument checks'): dates ``YYYY-MM-DD``, times 24-ho
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from datetime import date, datetime, time, timedelta
 from typing import Annotated, Any, TypeVar
 
@@ -130,14 +130,16 @@ TextArg = Annotated[str, AfterValidator(_check_text)]
 EmailArg = Annotated[str, AfterValidator(_check_email)]
 #: An email address or the empty string (no address).
 OptionalEmailArg = Annotated[str, AfterValidator(_check_optional_email)]
+
+
 def _one_or_many(value: Any) -> Any:
     return [value] if isinstance(value, str) else value
 
 
 #: A list of email addresses (a single address is accepted as a list of one).
-EmailList = Annotated[list[EmailArg], BeforeValidator(_one_or_many)]
+EmailList = Annotated[Sequence[EmailArg], BeforeValidator(_one_or_many)]
 #: A list of names (a single name is accepted as a list of one).
-NameList = Annotated[list[TextArg], BeforeValidator(_one_or_many)]
+NameList = Annotated[Sequence[TextArg], BeforeValidator(_one_or_many)]
 #: A phone number or the empty string.
 PhoneArg = Annotated[str, AfterValidator(_check_phone)]
 #: How many results to return at most.
@@ -183,9 +185,7 @@ def matches(query: str, *fields: str | Iterable[str]) -> bool:
     return all(w in hay for w in words)
 
 
-def in_date_range(
-    start: datetime, end: datetime | None, since: date | None, until: date | None
-) -> bool:
+def in_date_range(start: datetime, end: datetime | None, since: date | None, until: date | None) -> bool:
     """Whether ``[start, end]`` overlaps the days ``since..until`` (both inclusive, None = open)."""
     end = end or start
     if since is not None and end < datetime.combine(since, time()):

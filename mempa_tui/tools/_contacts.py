@@ -8,7 +8,16 @@ from __future__ import annotations
 
 from pydantic import JsonValue
 
-from mempa_tui.tools._common import Limit, OptionalEmailArg, PhoneArg, TextArg, ToolError, matches, require, view
+from mempa_tui.tools._common import (
+    Limit,
+    OptionalEmailArg,
+    PhoneArg,
+    TextArg,
+    ToolError,
+    matches,
+    require,
+    view,
+)
 from mempa_tui.tools._registry import tool
 from mempa_tui.world import WorkingCopy
 from mempa_tui.world.records import Contact
@@ -88,8 +97,14 @@ def contact_create(
         raise ToolError(f"name {name!r} is already a contact ({clash.id}); use contact_update")
     contact = wc.create(
         CONTACTS,
-        {"name": name.strip(), "email": email, "phone": phone, "organization": organization,
-         "relation": relation, "notes": notes},
+        {
+            "name": name.strip(),
+            "email": email,
+            "phone": phone,
+            "organization": organization,
+            "relation": relation,
+            "notes": notes,
+        },
     )
     return {"contact_id": contact.id, "contact": view(contact, None)}
 
@@ -120,12 +135,23 @@ def contact_update(
         the contact as updated.
     """
     old = require(wc, CONTACTS, Contact, contact_id, "contact_id", "contact")
-    update = {k: v for k, v in {"name": name, "email": email, "phone": phone,
-              "organization": organization, "relation": relation, "notes": notes}.items()
-              if v is not None}
+    update = {
+        k: v
+        for k, v in {
+            "name": name,
+            "email": email,
+            "phone": phone,
+            "organization": organization,
+            "relation": relation,
+            "notes": notes,
+        }.items()
+        if v is not None
+    }
     if not update:
-        raise ToolError("no field to change was given; pass at least one of name, email, phone, "
-                        "organization, relation, notes")
+        raise ToolError(
+            "no field to change was given; pass at least one of name, email, phone, "
+            "organization, relation, notes"
+        )
     if name is not None:
         clash = _same_name(wc, name, other_than=contact_id)
         if clash is not None:

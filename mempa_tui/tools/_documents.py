@@ -68,7 +68,7 @@ def copier_entitlement_read(wc: WorkingCopy, holder: str = "") -> JsonValue:
     Returns:
         the matching entitlements, each with pages_left added.
     """
-    out = []
+    out: list[JsonValue] = []
     for e in wc.records_as(COPIER, CopierEntitlement):
         if matches(holder, e.holder, e.department):
             row = view(e, None)
@@ -104,7 +104,7 @@ def document_read(
         if matches(query, d.title, d.folder, [s.heading for s in d.sections], [s.body for s in d.sections])
         and matches(folder, d.folder)
     ]
-    rows = [
+    rows: list[JsonValue] = [
         {"id": d.id, "title": d.title, "folder": d.folder, "headings": [s.heading for s in d.sections]}
         for d in found[:limit]
     ]

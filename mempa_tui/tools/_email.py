@@ -93,7 +93,9 @@ def email_message_read(wc: WorkingCopy, message_id: str) -> JsonValue:
     Returns:
         the email with sender, recipients, subject, body and time received.
     """
-    return view(require(wc, INBOX, EmailMessage, message_id, "message_id", "email in the inbox"), "received_at")
+    return view(
+        require(wc, INBOX, EmailMessage, message_id, "message_id", "email in the inbox"), "received_at"
+    )
 
 
 @tool(domain="email")
@@ -128,9 +130,7 @@ def email_sent_read(
     """
     if sent_id is not None:
         return view(require(wc, SENT, SentEmail, sent_id, "sent_id", "sent email"), "sent_at")
-    found = [
-        s for s in wc.records_as(SENT, SentEmail) if matches(query, s.subject, s.body, s.to, s.cc)
-    ]
+    found = [s for s in wc.records_as(SENT, SentEmail) if matches(query, s.subject, s.body, s.to, s.cc)]
     found.sort(key=lambda s: s.entered_at, reverse=True)
     return {"count": len(found), "sent": [view(s, "sent_at") for s in found[:limit]]}
 
@@ -188,8 +188,13 @@ def email_message_send(
     Returns:
         the sent email's id and the email as sent.
     """
-    fields: dict[str, Any] = {"to": list(to), "cc": list(cc), "subject": subject, "body": body,
-                              "in_reply_to": in_reply_to}
+    fields: dict[str, Any] = {
+        "to": list(to),
+        "cc": list(cc),
+        "subject": subject,
+        "body": body,
+        "in_reply_to": in_reply_to,
+    }
     draft: EmailDraft | None = None
     if draft_id is not None:
         draft = require(wc, DRAFTS, EmailDraft, draft_id, "draft_id", "draft")

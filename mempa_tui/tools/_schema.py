@@ -100,7 +100,7 @@ def build_args_model(func: Callable[..., Any], name: str, docs: DocSections) -> 
     if extra:
         raise TypeError(f"tool {name}: docstring describes unknown parameter(s) {sorted(extra)}")
     model_name = "".join(part.title() for part in name.split("_")) + "Args"
-    return create_model(model_name, __config__=ConfigDict(extra="forbid"), **fields)  # type: ignore[call-overload, no-any-return]
+    return create_model(model_name, __config__=ConfigDict(extra="forbid"), **fields)
 
 
 def _strip_titles(node: Any, in_properties: bool = False) -> Any:

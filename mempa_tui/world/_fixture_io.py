@@ -24,8 +24,8 @@ __all__ = [
     "to_plain",
 ]
 
-_Loader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # type: ignore[assignment]
-_BaseDumper: type[yaml.SafeDumper] = getattr(yaml, "CSafeDumper", yaml.SafeDumper)  # type: ignore[assignment]
+_Loader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_BaseDumper: type[yaml.SafeDumper] = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 
 class FixtureError(WorldError):
@@ -128,9 +128,7 @@ def collection_issues(collection: str, data: bytes) -> list[FixtureError]:
     return _scan(collection, data, stop_at_first=False)[0]
 
 
-def _scan(
-    collection: str, data: bytes, *, stop_at_first: bool
-) -> tuple[list[FixtureError], list[Record]]:
+def _scan(collection: str, data: bytes, *, stop_at_first: bool) -> tuple[list[FixtureError], list[Record]]:
     model = COLLECTIONS[collection]
     try:
         items = _load_items(collection, data)

@@ -255,9 +255,7 @@ class WorkingCopy:
             pydantic.ValidationError: the fields do not make a valid record (nothing written).
         """
         model = COLLECTIONS[self.check_collection(collection)]
-        record = model.model_validate(
-            {**fields, "id": self.new_id(collection), "entered_at": self._now}
-        )
+        record = model.model_validate({**fields, "id": self.new_id(collection), "entered_at": self._now})
         self.insert(collection, record, tool=tool)
         return record
 
@@ -268,8 +266,15 @@ class WorkingCopy:
         self._dirty.add(collection)
         return records
 
-    def _log(self, tool: str | None, collection: str, op: str, rid: str,
-             before: Record | None, after: Record | None) -> None:
+    def _log(
+        self,
+        tool: str | None,
+        collection: str,
+        op: str,
+        rid: str,
+        before: Record | None,
+        after: Record | None,
+    ) -> None:
         self.change_log.append(
             Change(
                 tool=tool or self._current_tool or "direct",
