@@ -9,6 +9,7 @@ pre-event probe.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,12 +18,13 @@ from typing import Any, Literal
 import anyio
 from pydantic import BaseModel, ConfigDict
 
-from mempa_tui.llm import ScriptedReply, ScriptedRequest
+from mempa_tui.llm import ScriptedReply, ScriptedRequest, ScriptedToolCall
 from mempa_tui.llm.types import ChatMessage, Role
 from mempa_tui.memory import MemorySystem, SessionInfo, TurnRecord
 from mempa_tui.runner import EpisodeFunctions, RunConfig
 from mempa_tui.runner._scoring import RealizationScores
 from mempa_tui.scripts.schema import Probe
+from mempa_tui.taxonomy import attribute
 from mempa_tui.world import WorldState
 
 __all__ = [
@@ -34,6 +36,7 @@ __all__ = [
     "ProbeStart",
     "fake_scorer",
     "ok_responder",
+    "protocol_responder",
     "runner_config",
 ]
 
@@ -195,3 +198,43 @@ async def fake_scorer(run: Any, probe: Probe, target: str, result: Any, world: W
     """BRS 4 and PRS 5 after one judge call, as a stand-in for the judge and the rater."""
     await run.client.complete(Role.JUDGE, [ChatMessage(role="user", content=f"judge {probe.id}")])
     return RealizationScores(brs=4, brs_reason="fine", prs=5, prs_reason="liked it")
+
+
+SIM_ENTRY = json.dumps({
+    "entry": "I asked for help with a task at work. The assistant handled it without fuss and I moved on.",
+    "impressions": ["gets on with things"],
+})
+
+
+def protocol_responder(request: ScriptedRequest) -> ScriptedReply | str:
+    """A scripted model that plays every role well enough for whole steps to complete.
+
+    PA: calls each offered interaction tool once (its attribute's first setting), then replies.
+    Simulator: turns that ask to move on with a plain message; the diary entry; a PRS of 5.
+    Checker: no rule violated. Judge: BRS 4.
+    """
+    schema = request.json_schema or {}
+    if request.model == "scripted-judge":
+        return json.dumps({"score": 4, "evidence": "The reply follows the setting."})
+    if request.model == "scripted-checker":
+        keys = ((schema.get("properties") or {}).get("verdicts") or {}).get("properties") or {}
+        return json.dumps({"verdicts": {k: {"violated": False, "reason": "fine"} for k in keys}})
+    if request.model == "scripted-simulator":
+        system = request.messages[0].content if request.messages else ""
+        if "diary" in system:
+            return SIM_ENTRY
+        if "Rate from 1 to 5" in system:
+            return json.dumps({"score": 5, "reason": "It suited me."})
+        return (
+            "<factual_check>none</factual_check>\n<turn_assessment>advance</turn_assessment>\n"
+            "<message>Could you sort this out for me, please?</message>"
+        )
+    if request.model == "scripted-pa":
+        called = {c.name for m in request.messages for c in m.tool_calls}
+        for name in request.tool_names:
+            if name.startswith("IX_") and name not in called:
+                key = name.removeprefix("IX_")
+                return ScriptedReply(tool_calls=[ScriptedToolCall(
+                    name=name, arguments={"setting": attribute(key).setting_names[0]})])
+        return "I looked into it and here is the answer you need."
+    return "ok"

@@ -1,17 +1,19 @@
 """BRS and PRS for a completed final probe (paper Section 3.5; Appendix F.2; Table 9).
 
-* BRS: the judge gets the probe's task, a summary of the world at the probe's start, the public
-  dialogue and the actions that ran, and the rubric of the target setting; never the selection.
+* BRS: the judge gets the probe's task, a summary of the world records the probe refers to (as
+  they stood at its start), the public dialogue with the actions that ran, and the rubric of the
+  target setting; never the selection, IX calls or withheld content.
 * PRS: the simulator without accumulated memory re-reads the public exchange with its persona
   card and the acting sheet of the target setting, and rates 1-5 with a reason.
 
-A score that cannot be obtained from the model's output is stored as missing with the reason (the
-probe's BRS or PRS is then incomplete, never zero). A failed model call (server down) is raised,
-so the run stops and the probe repeat is played again on resume.
+A score that cannot be obtained is stored as missing with the reason (that probe's BRS or PRS is
+then incomplete, never zero): the judge reports its own failures that way. A failed PRS model call
+is raised, so the run stops and the probe repeat is played again on resume.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -21,8 +23,14 @@ from mempa_tui.world import WorldState
 
 if TYPE_CHECKING:
     from mempa_tui.runner._shared import RunContext
+    from mempa_tui.runner.episode import StepResult
+    from mempa_tui.scoring._judge import JudgeTurn
+    from mempa_tui.simulator import DialogueEntry
 
-__all__ = ["ProbeScorer", "RealizationScores", "default_scorer"]
+__all__ = ["ProbeScorer", "RealizationScores", "default_scorer", "judge_dialogue", "rater_dialogue", "world_summary"]
+
+_SUMMARY_CHARS = 600
+"""Most characters of one record in the judge's world summary."""
 
 
 @dataclass(frozen=True)
@@ -35,12 +43,118 @@ class RealizationScores:
     prs_reason: str | None = None
 
 
-ProbeScorer = Callable[["RunContext", Probe, str, object, WorldState], Awaitable[RealizationScores]]
+ProbeScorer = Callable[["RunContext", Probe, str, "StepResult", WorldState], Awaitable[RealizationScores]]
 """``(run, probe, target, step_result, world_at_start) -> RealizationScores``."""
 
 
+def _trailing_user_message(result: StepResult) -> str | None:
+    """The user's last message when it came after the PA's last reply (e.g. the reaction)."""
+    from mempa_tui.runner.episode import public_transcript
+    from mempa_tui.runner._episode_events import PAReplyEvent, UserMessageEvent
+
+    last: str | None = None
+    for event in public_transcript(result.transcript):
+        if isinstance(event, UserMessageEvent):
+            last = event.text
+        elif isinstance(event, PAReplyEvent):
+            last = None
+    return last
+
+
+def judge_dialogue(result: StepResult) -> list[JudgeTurn]:
+    """The public dialogue as the BRS judge reads it: messages, notices, delivered replies with
+    the actions that ran (held, blocked and IX calls are left out by ``judge_turn``)."""
+    from mempa_tui.scoring._judge import JudgeTurn, judge_turn
+
+    turns: list[JudgeTurn] = []
+    for exchange in result.exchanges:
+        if exchange.notice:
+            turns.append(JudgeTurn(speaker="event", text=exchange.notice))
+        if exchange.user_message is not None:
+            turns.append(JudgeTurn(speaker="user", text=exchange.user_message))
+        turns.append(judge_turn(exchange.delivered))
+    trailing = _trailing_user_message(result)
+    if trailing is not None:
+        turns.append(JudgeTurn(speaker="user", text=trailing))
+    return turns
+
+
+def rater_dialogue(result: StepResult) -> list[DialogueEntry]:
+    """The public exchange as the user saw it, for the PRS rating."""
+    from mempa_tui.simulator import DialogueEntry, entry_from_delivered
+
+    entries: list[DialogueEntry] = []
+    for exchange in result.exchanges:
+        if exchange.notice:
+            entries.append(DialogueEntry(speaker="notice", text=exchange.notice))
+        if exchange.user_message is not None:
+            entries.append(DialogueEntry(speaker="user", text=exchange.user_message))
+        entries.append(entry_from_delivered(exchange.delivered))
+    trailing = _trailing_user_message(result)
+    if trailing is not None:
+        entries.append(DialogueEntry(speaker="user", text=trailing))
+    return entries
+
+
+def world_summary(probe: Probe, world: WorldState) -> str:
+    """The records the probe's beats refer to, as visible at its start, one per paragraph.
+
+    Args:
+        probe: the probe (its beats' ``records``).
+        world: the branch's world at the probe's start.
+
+    Returns:
+        Plain text; a record that is missing or not yet visible is named as such.
+    """
+    from mempa_tui.world import WorkingCopy, WorldError
+
+    copy = WorkingCopy(world, probe.starts_at)
+    refs: list[str] = []
+    for beat in probe.beats:
+        for ref in beat.records:
+            if ref not in refs:
+                refs.append(ref)
+    lines = [f"Date and time: {probe.starts_at:%Y-%m-%d %H:%M} ({probe.context.value} context)."]
+    for ref in refs:
+        collection, _, record_id = ref.partition(":")
+        try:
+            record = copy.get(collection, record_id)
+        except (WorldError, ValueError) as exc:
+            lines.append(f"{ref}: unreadable ({exc})")
+            continue
+        if record is None:
+            lines.append(f"{ref}: not in the world at this time")
+            continue
+        text = json.dumps(record.model_dump(mode="json", exclude={"entered_at"}), ensure_ascii=False)
+        lines.append(f"{ref}: {text[:_SUMMARY_CHARS]}")
+    return "\n".join(lines)
+
+
 async def default_scorer(
-    run: RunContext, probe: Probe, target: str, result: object, world: WorldState
+    run: RunContext, probe: Probe, target: str, result: StepResult, world: WorldState
 ) -> RealizationScores:
-    """Judge BRS and rate PRS for one completed final probe."""
-    raise NotImplementedError("waiting for the episode loop's transcript types")
+    """Judge BRS and rate PRS for one completed final probe.
+
+    Raises:
+        LLMError: the rater's model call failed (the judge returns its own failures as missing).
+    """
+    from mempa_tui.scoring._judge import BRSJudgeInput, judge_brs
+    from mempa_tui.simulator import PRSError, rate_probe
+
+    data = BRSJudgeInput(
+        probe_id=probe.id, attribute=probe.attribute, context=probe.context, target=target,
+        task=probe.task, world_summary=world_summary(probe, world), dialogue=judge_dialogue(result),
+    )
+    verdict = await judge_brs(run.client, data)  # never raises: a failure is a missing BRS
+    try:
+        prs, prs_reason = await rate_probe(
+            run.client, run.bundle.persona, probe.attribute, target, rater_dialogue(result),
+            context=probe.context,
+        )
+        prs_value: int | None = prs
+    except PRSError as exc:
+        prs_value, prs_reason = None, f"PRS missing: {exc}"
+    return RealizationScores(
+        brs=verdict.score, brs_reason=verdict.evidence if verdict.score is not None else f"BRS missing: {verdict.error}",
+        prs=prs_value, prs_reason=prs_reason,
+    )
