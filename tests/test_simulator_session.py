@@ -136,7 +136,9 @@ def goal_of(request: ScriptedRequest) -> str:
 # ------------------------------------------------------------------------- progression
 
 
-async def test_withheld_fact_absent_before_its_beat_and_present_after(server: ScriptedModelServer, model: Model) -> None:
+async def test_withheld_fact_absent_before_its_beat_and_present_after(
+    server: ScriptedModelServer, model: Model
+) -> None:
     model.queues["scripted-simulator"] = [
         turn("find the rota email?"),  # open_ask, first message
         turn("unused draft", "advance"), turn("which shifts move?"),  # -> gather_shifts
@@ -157,7 +159,9 @@ async def test_withheld_fact_absent_before_its_beat_and_present_after(server: Sc
     assert third.message == "what time works?"
 
 
-async def test_skills_full_on_declaring_beat_reception_next_then_dropped(server: ScriptedModelServer, model: Model) -> None:
+async def test_skills_full_on_declaring_beat_reception_next_then_dropped(
+    server: ScriptedModelServer, model: Model
+) -> None:
     model.queues["scripted-simulator"] = [
         turn("find it?"), turn("x", "advance"), turn("shifts?"), turn("x", "advance"), turn("time?"),
         turn("x", "advance"), turn("got it, 3pm, booking"), turn("x", "advance"), turn("done, thanks"),
@@ -180,7 +184,9 @@ async def test_skills_full_on_declaring_beat_reception_next_then_dropped(server:
     }
 
 
-async def test_session_done_after_last_beat_and_early_done_is_not_a_skip(server: ScriptedModelServer, model: Model) -> None:
+async def test_session_done_after_last_beat_and_early_done_is_not_a_skip(
+    server: ScriptedModelServer, model: Model
+) -> None:
     model.queues["scripted-simulator"] = [
         turn("find it?"), turn("x", "done"), turn("shifts?"),  # 'done' with protected beats ahead
         turn("x", "advance"), turn("time?"), turn("x", "advance"), turn("fine, 3pm"),
@@ -211,7 +217,9 @@ async def test_max_turns_moves_ahead_to_the_declaring_beat(server: ScriptedModel
     assert SHIFT_FACT in prompt_text(sim_requests(server)[-1])
 
 
-async def test_event_beat_waits_for_the_loop_then_user_reacts(server: ScriptedModelServer, model: Model) -> None:
+async def test_event_beat_waits_for_the_loop_then_user_reacts(
+    server: ScriptedModelServer, model: Model
+) -> None:
     dp = {"attribute": "proactive_outreach", "reactions": {"Low": "carry on", "High": "complain you found out alone"},
           "falls_short": "ask what happened"}
     script = AccumulationSession.model_validate({
@@ -286,7 +294,9 @@ async def test_setting_name_leak_is_rewritten_then_invalid_after_three_rewrites(
     assert after.done and len(sim_requests(server)) == 4
 
 
-async def test_leak_fixed_on_the_third_rewrite_is_delivered(server: ScriptedModelServer, model: Model) -> None:
+async def test_leak_fixed_on_the_third_rewrite_is_delivered(
+    server: ScriptedModelServer, model: Model
+) -> None:
     leak = turn("next time, keep it terse")
     model.queues["scripted-simulator"] = [leak, leak, leak, turn("find the rota email?")]
     sim = simulator(server, llm_checker=False)
@@ -394,7 +404,9 @@ async def test_probe_prompt_forbids_earlier_sessions_and_gives_no_memory_or_rece
 # ------------------------------------------------------------------------- memory
 
 
-async def test_session_entry_written_and_shown_next_session(server: ScriptedModelServer, model: Model) -> None:
+async def test_session_entry_written_and_shown_next_session(
+    server: ScriptedModelServer, model: Model
+) -> None:
     model.queues["scripted-simulator"] = [
         turn("find it?"),
         '{"entry": "It booked the 14:30 slot. Fine.", "impressions": ["quick"]}',
@@ -444,7 +456,9 @@ async def test_rate_probe_reads_score_after_one_retry(server: ScriptedModelServe
     assert "from 1 to 5" in sim_requests(server)[1].messages[-1].content
 
 
-async def test_rate_probe_fails_clearly_instead_of_inventing(server: ScriptedModelServer, model: Model) -> None:
+async def test_rate_probe_fails_clearly_instead_of_inventing(
+    server: ScriptedModelServer, model: Model
+) -> None:
     model.queues["scripted-simulator"] = ["pretty good", '{"reason": "ok"}']
     client = LLMClient(server.profile())
     with pytest.raises(PRSError, match="PRS for verbosity=Terse is missing"):

@@ -23,13 +23,8 @@ from mempa_tui.simulator._memory import (
 )
 from mempa_tui.simulator._prompt import ActiveSkill, TurnPromptInput, build_turn_messages, render_persona
 from mempa_tui.simulator._prs import PRSError, rate_probe, read_rating
-from mempa_tui.simulator._simulator import (
-    RejectedAttempt,
-    SimulatorStateError,
-    UserSeat,
-    UserSimulator,
-    UserTurn,
-)
+from mempa_tui.simulator._seat import RejectedAttempt, SimulatorStateError, UserSeat, UserTurn
+from mempa_tui.simulator._simulator import UserSimulator
 from mempa_tui.simulator._skills import (
     PreferenceSkill,
     Reception,

@@ -28,7 +28,7 @@ from mempa_tui.simulator._memory import SimulatorMemory
 from mempa_tui.simulator._skills import PreferenceSkill
 from mempa_tui.taxonomy import attribute
 
-__all__ = ["ActiveSkill", "TurnPromptInput", "build_turn_messages", "render_persona"]
+__all__ = ["ActiveSkill", "SkillSide", "TurnPromptInput", "build_turn_messages", "render_persona"]
 
 SkillSide = Literal["full", "reception", "production"]
 
@@ -196,10 +196,6 @@ def _script_block(inp: TurnPromptInput) -> str:
         f"- What you want to say or ask: {beat.conveys}",
         f"- This starts: {_plain(beat.starts_when)}",
     ]
-    if inp.turns_in_beat == 0:
-        lines.append("- This is your first message for this goal.")
-    else:
-        lines.append(f"- You have sent {inp.turns_in_beat} message(s) for this goal (at most {beat.max_turns}).")
     if inp.released:
         lines.append("Details you have at hand:")
         lines += [f"- {f.text}" for f in inp.released]
@@ -246,8 +242,9 @@ def build_turn_messages(
             order; each adds the rejected reply and a note asking for the turn again.
 
     Returns:
-        ``[system, user]`` plus an assistant/user pair per rewrite. The system part is stable
-        within a beat, so a KV cache can reuse it across turns.
+        ``[system, user]`` plus an assistant/user pair per rewrite. The system part changes only
+        when the beat, the released facts or the waiting items change, so a KV cache can reuse it
+        across the turns of a beat; everything that changes each turn is in the user part.
     """
     sections = [render_persona(inp.persona), _TOOLS_RULE]
     if inp.mode == "accumulation":
@@ -266,6 +263,13 @@ def build_turn_messages(
     if inp.pending:
         user.append("Items waiting for your decision:")
         user += [render_held(h) for h in inp.pending]
+    if inp.turns_in_beat == 0:
+        user.append("(This is your first message for the goal where you are now.)")
+    else:
+        user.append(
+            f"(You have sent {inp.turns_in_beat} message(s) for the goal where you are now; "
+            f"at most {inp.beat.max_turns}.)"
+        )
     user.append("Write your next turn now.")
     messages = [ChatMessage(role="system", content=system), ChatMessage(role="user", content="\n".join(user))]
     for draft, note in rewrites:

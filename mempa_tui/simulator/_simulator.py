@@ -23,100 +23,32 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping, Sequence
 from datetime import date
-from typing import Literal, Protocol, runtime_checkable
+from typing import Literal
 
 from pydantic import BaseModel, Field
 
 from mempa_tui.ix.types import DeliveredTurn, HeldItem
 from mempa_tui.llm.types import Role
-from mempa_tui.scripts.schema import AccumulationSession, Beat, Fact, Persona, Probe
-from mempa_tui.simulator._blocks import Assessment, ParsedTurn, parse_turn
+from mempa_tui.scripts.schema import Beat, Fact, Persona, Probe
+from mempa_tui.simulator._blocks import ParsedTurn, parse_turn
 from mempa_tui.simulator._checker import ModelClient, check_message
 from mempa_tui.simulator._dialogue import DialogueEntry, entry_from_delivered
 from mempa_tui.simulator._leaks import LeakRules, rule_check
 from mempa_tui.simulator._memory import SessionEntryResult, SimulatorMemory, write_session_entry
-from mempa_tui.simulator._prompt import ActiveSkill, TurnPromptInput, build_turn_messages, render_persona
+from mempa_tui.simulator._prompt import (
+    ActiveSkill,
+    SkillSide,
+    TurnPromptInput,
+    build_turn_messages,
+    render_persona,
+)
+from mempa_tui.simulator._seat import RejectedAttempt, Script, SimulatorStateError, UserTurn
 from mempa_tui.simulator._skills import SkillBook, default_skills
 from mempa_tui.taxonomy import Context, attribute
 
-__all__ = ["RejectedAttempt", "SimulatorStateError", "UserSeat", "UserSimulator", "UserTurn"]
+__all__ = ["UserSimulator"]
 
 log = logging.getLogger(__name__)
-
-Script = AccumulationSession | Probe
-
-
-class SimulatorStateError(RuntimeError):
-    """The simulator was used out of order (e.g. ``next_turn`` before ``start``)."""
-
-
-class RejectedAttempt(BaseModel):
-    """A reply that was not delivered, with the problems that stopped it (for the audit)."""
-
-    reply: str
-    problems: list[str]
-
-
-class UserTurn(BaseModel):
-    """One user turn as the episode loop receives it.
-
-    Attributes:
-        message: the visible message to deliver to the PA; empty when nothing is to be delivered
-            (``done``, ``invalid`` or ``waiting_for_event``).
-        consent: held item id -> approve (True) or deny (False).
-        beat_id: the beat the message belongs to (for logs; never shown to the PA).
-        done: the session is over; nothing more will be said.
-        invalid: every attempt failed the checks; the episode loop marks the session invalid.
-        invalid_reason: the problems of the last rejected attempt.
-        waiting_for_event: the current beat opens with a world event: deliver it to the PA, then
-            call ``advance_beat()`` and ``next_turn`` with what the PA delivered.
-        released_facts: ids of facts released since the previous turn (write-lock releases).
-        factual_check: the private factual check of the delivered attempt.
-        assessment: the private turn assessment of the delivered attempt.
-        rejected: attempts that failed the checks, in order.
-        checker_warnings: message-checker failures that were recorded and passed.
-    """
-
-    message: str = ""
-    consent: dict[str, bool] = Field(default_factory=dict)
-    beat_id: str | None = None
-    done: bool = False
-    invalid: bool = False
-    invalid_reason: str | None = None
-    waiting_for_event: bool = False
-    released_facts: list[str] = Field(default_factory=list)
-    factual_check: str = ""
-    assessment: Assessment | None = None
-    rejected: list[RejectedAttempt] = Field(default_factory=list)
-    checker_warnings: list[str] = Field(default_factory=list)
-
-
-@runtime_checkable
-class UserSeat(Protocol):
-    """The user's seat in the episode loop: a simulator or a person can take it."""
-
-    def start(self, script: Script, targets: Mapping[str, str], context: Context | None = None) -> None:
-        """Begin a session or probe with the user's current settings of its context."""
-        ...
-
-    async def next_turn(self, delivered: DeliveredTurn | None) -> UserTurn:
-        """Read what the PA delivered (None before the first turn) and write the next turn."""
-        ...
-
-    @property
-    def current_beat(self) -> Beat | None:
-        """The beat in play, or None when the session is over."""
-        ...
-
-    def advance_beat(self) -> Beat | None:
-        """Move past the current beat (used after a world-event beat); the new beat or None."""
-        ...
-
-    @property
-    def released_facts(self) -> tuple[str, ...]:
-        """Ids of all facts released so far."""
-        ...
-
 
 class _Outcome(BaseModel):
     parsed: ParsedTurn | None = None
@@ -257,7 +189,7 @@ class UserSimulator:
         before = beats[self._index - 1].active_attributes if self._index > 0 else []
         active: list[ActiveSkill] = []
         for key in here:
-            side = "production" if self.mode == "probe" else "full"
+            side: SkillSide = "production" if self.mode == "probe" else "full"
             active.append(ActiveSkill(skill=self._skills.get(key, self._targets[key]), side=side))
         if self.mode == "accumulation":
             for key in before:
@@ -340,7 +272,8 @@ class UserSimulator:
                 self._dialogue.append(entry_from_delivered(delivered))
                 return
         if after_event:
-            self._dialogue.append(DialogueEntry(speaker="notice", text="time passed; the assistant did not get in touch"))
+            silence = "time passed; the assistant did not get in touch"
+            self._dialogue.append(DialogueEntry(speaker="notice", text=silence))
         elif delivered is not None:
             self._dialogue.append(DialogueEntry(speaker="notice", text="the assistant sent no reply"))
 
@@ -363,18 +296,27 @@ class UserSimulator:
             del self._pending[real]
         return decided
 
-    def _closing_turn(self, outcome: _Outcome | None = None, **flags: bool) -> UserTurn:
+    def _closing_turn(
+        self,
+        outcome: _Outcome | None = None,
+        *,
+        done: bool = False,
+        invalid: bool = False,
+        waiting_for_event: bool = False,
+    ) -> UserTurn:
         parsed = outcome.parsed if outcome else None
         beat = self.current_beat
         return UserTurn(
             consent=self._consent(parsed),
             beat_id=beat.id if beat else None,
+            done=done,
+            invalid=invalid,
+            waiting_for_event=waiting_for_event,
             released_facts=self._new_facts(),
             factual_check=parsed.factual_check if parsed else "",
             assessment=parsed.assessment if parsed else None,
             rejected=outcome.rejected if outcome else [],
             checker_warnings=outcome.warnings if outcome else [],
-            **flags,
         )
 
     async def next_turn(self, delivered: DeliveredTurn | None) -> UserTurn:
