@@ -1,0 +1,178 @@
+"""The ``mempa`` command line: user errors as one line with exit code 2, a whole run with its
+progress lines and report, listing and reprinting runs, refusing a changed config, and a run
+killed with SIGKILL that the same command resumes."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+
+from mempa_tui.cli.main import main
+from mempa_tui.llm import ScriptedModelServer
+
+from test_runner_support import WORLDS, protocol_responder
+
+
+@pytest.fixture
+def server() -> Iterator[ScriptedModelServer]:
+    with ScriptedModelServer(protocol_responder) as srv:
+        yield srv
+
+
+@pytest.fixture
+def profile_file(server: ScriptedModelServer, tmp_path: Path) -> Path:
+    path = tmp_path / "scripted.yaml"
+    path.write_text(yaml.safe_dump(server.profile(context_window=131072).model_dump(mode="json")))
+    return path
+
+
+def _run_args(tmp_path: Path, profile: Path, *extra: str) -> list[str]:
+    return [
+        "run", "--user", "R", "--memory", "file", "--model", str(profile), "--repeats", "1",
+        "--worlds", str(WORLDS), "--saves", str(tmp_path / "saves"),
+        "--local-memory", str(tmp_path / "local_memory"), *extra,
+    ]
+
+
+def _steps(saves: Path, run_id: str) -> list[str]:
+    with sqlite3.connect(saves / "mempa.sqlite") as db:
+        return [r[0] for r in db.execute("SELECT step_id FROM steps WHERE run_id = ? ORDER BY idx", (run_id,))]
+
+
+def _calls(saves: Path, run_id: str, step_id: str) -> int:
+    with sqlite3.connect(saves / "mempa.sqlite") as db:
+        row = db.execute("SELECT COUNT(*) FROM llm_calls WHERE run_id = ? AND step_id = ?", (run_id, step_id))
+        return int(row.fetchone()[0])
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (["run"], "the following arguments are required: --user"),
+        (["run", "--user", "A", "--repeats", "zero"], "--repeats: 'zero' is not a whole number"),
+        (["run", "--user", "Z", "--worlds", str(WORLDS), "--model", "embedded"], "unknown user 'Z'"),
+        (["run", "--user", "R", "--worlds", str(WORLDS), "--model", "no-such-profile"], "no-such-profile"),
+        (["run", "--user", "R", "--worlds", str(WORLDS), "--memory", "bogus", "--model", "embedded"],
+         "unknown memory condition 'bogus'"),
+        (["report", "X", "--saves", "/nonexistent-folder"], "no run database"),
+        (["frobnicate"], "invalid choice"),
+    ],
+)
+def test_user_errors_are_one_line_with_exit_code_2(
+    argv: list[str], expected: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("mempa: error:") and expected in err
+    assert len(err.splitlines()) == 1 and "Traceback" not in err
+
+
+def test_broken_world_file_names_path_and_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    worlds = tmp_path / "worlds"
+    shutil.copytree(WORLDS, worlds)
+    session = worlds / "users" / "R" / "sessions" / "R-s1.yaml"
+    session.write_text(session.read_text().replace("context: work", "context: wrok"))
+    assert main(["run", "--user", "R", "--worlds", str(worlds), "--model", "embedded"]) == 2
+    err = capsys.readouterr().err
+    assert f"{session}:2:" in err and "Traceback" not in err
+    assert main(["worlds", "check", str(worlds)]) == 1
+    out = capsys.readouterr().out
+    assert f"{session}:2:" in out
+
+
+def test_worlds_check_exit_codes_and_lines(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # user R is a slice: the checker's one complaint is the missing final probes, as path:line
+    assert main(["worlds", "check", str(WORLDS)]) == 1
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert lines == [l for l in lines if l.startswith(f"{WORLDS / 'users' / 'R' / 'timeline.yaml'}:1: ")]
+    assert len(lines) == 1 and "have no final probe" in lines[0]
+    assert main(["worlds", "check", str(tmp_path / "nowhere")]) == 2
+    assert "not a worlds folder" in capsys.readouterr().err
+    # no violation: exit 0 and a one-line summary (a full 28-probe user is too big for a fixture)
+    import mempa_tui.scripts.check as check
+
+    monkeypatch.setattr(check, "check_worlds", lambda folder: [])
+    assert main(["worlds", "check", str(WORLDS)]) == 0
+    out = capsys.readouterr().out.strip().splitlines()
+    assert out == [f"{WORLDS}: 1 user(s) (R) checked, no problems"]
+
+
+@pytest.mark.timeout(400)
+def test_run_prints_progress_and_scores_then_runs_and_report(
+    tmp_path: Path, profile_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(_run_args(tmp_path, profile_file)) == 0
+    out = capsys.readouterr().out
+    for line in ("step 1/3 R-s1 completed", "step 3/3 R-ev1 completed", "probe 3/3"):
+        assert line in out
+    assert "PSA" in out and "File memory" in out
+    report = tmp_path / "saves" / "R-file-scripted-s0" / "report.md"
+    assert f"report: {report}" in out and report.is_file()
+
+    assert main(["runs", "--saves", str(tmp_path / "saves")]) == 0
+    listing = capsys.readouterr().out
+    assert "R-file-scripted-s0" in listing and "completed" in listing and "3/3" in listing
+
+    report.unlink()
+    assert main(["report", "R-file-scripted-s0", "--saves", str(tmp_path / "saves")]) == 0
+    assert "PSA" in capsys.readouterr().out and report.is_file()
+    assert main(["report", "R-nope", "--saves", str(tmp_path / "saves")]) == 2
+    assert "R-file-scripted-s0" in capsys.readouterr().err
+
+    # the same run with another repeat count is refused, naming the field and --fresh
+    assert main(_run_args(tmp_path, profile_file)[:-6] + ["--repeats", "2", *_run_args(tmp_path, profile_file)[-6:]]) == 2
+    err = capsys.readouterr().err
+    assert "repeats: 1 -> 2" in err and "--fresh" in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.timeout(400)
+def test_run_killed_with_sigkill_resumes_with_each_step_once(tmp_path: Path, profile_file: Path) -> None:
+    args = _run_args(tmp_path, profile_file)
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mempa_tui.cli.main", *args],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
+    )
+    seen: list[str] = []
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        seen.append(line)
+        if line.startswith("step 2/3 R-s2"):  # the second session has started
+            os.kill(proc.pid, signal.SIGKILL)
+            break
+    proc.wait()
+    proc.stdout.close()
+    assert proc.returncode == -signal.SIGKILL, "".join(seen)
+    saves = tmp_path / "saves"
+    run_id = "R-file-scripted-s0"
+    assert _steps(saves, run_id) == ["R-s1"]
+    calls_s1 = _calls(saves, run_id, "R-s1")
+
+    assert main(args) == 0  # the same command resumes
+    assert _steps(saves, run_id) == ["R-s1", "R-s2", "R-ev1"]
+    assert _calls(saves, run_id, "R-s1") == calls_s1
+    with sqlite3.connect(saves / "mempa.sqlite") as db:
+        probes = db.execute("SELECT COUNT(*) FROM probe_results WHERE run_id = ?", (run_id,)).fetchone()[0]
+        checkpoints = [r[0] for r in db.execute(
+            "SELECT step_idx FROM checkpoints WHERE run_id = ? ORDER BY step_idx", (run_id,))]
+    assert probes == 3 and checkpoints == [-1, 0, 1, 2]
+
+
+def test_models_list_and_check(profile_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["models", "list"]) == 0
+    listing = capsys.readouterr().out
+    assert "embedded" in listing and "ollama" in listing
+    assert main(["models", "check", str(profile_file)]) == 0
+    out = capsys.readouterr().out
+    assert "scripted-pa" in out and "valid" in out
