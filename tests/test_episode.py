@@ -310,6 +310,10 @@ async def test_table9_boundaries_in_a_probe(rig: Rig) -> None:
     assert a.world is None and mem_a.records == [] and mem_b.records == []
     assert [(c.tool, c.op) for c in a.change_log] == [("contact_create", "insert")]
     assert a.simulator_entry is None
+    # what memory was handed does not depend on the target either
+    assert [_without_server_ids(r.model_dump(mode="json")) for r in a.turn_records] == [
+        _without_server_ids(r.model_dump(mode="json")) for r in b.turn_records
+    ]
 
 
 async def test_oracle_probe_puts_the_target_in_the_prompt_only_then(rig: Rig) -> None:
@@ -369,3 +373,38 @@ async def test_change_event_with_a_rejected_canned_call_fails_without_commit(rig
     result = await replay_change_event(bad, ctx(rig, memory))
     assert result.status == "failed" and "Nobody Known" in (result.reason or "")
     assert result.world is None and memory.records == []
+
+
+class ScriptedPASeat:
+    """A non-model PA seat driving TurnActions directly, as a person at the TUI would."""
+
+    def __init__(self) -> None:
+        self.starts: list[Any] = []
+        self.inputs: list[Any] = []
+
+    def begin_session(self, start: Any) -> None:
+        self.starts.append(start)
+
+    async def respond(self, turn: Any, actions: Any) -> Any:
+        from mempa_tui.agent import AgentTurnResult
+
+        self.inputs.append(turn)
+        actions.ix("reasoning_visibility", {"setting": "Show", "rationale": "Colm chairs the review."})
+        actions.world("h1", "mcp_state_contact_search", {"query": "Colm"})
+        return AgentTurnResult(reply="Tell Colm first.", calls=list(actions.calls))
+
+
+async def test_a_human_pa_seat_plugs_in_and_results_serialise(rig: Rig) -> None:
+    rig.sim_replies.append(sim("Who should hear about the review first?"))
+    seat = ScriptedPASeat()
+    result = await run_probe(reasoning_probe(), ctx(rig, RecordingMemory(), probe=True, agent_seat=seat))
+    assert result.status == "completed" and result.selection == "Show"
+    assert rig.queue.pa_requests == []  # no PA model call
+    (turn,) = seat.inputs
+    assert turn.required_ix == "reasoning_visibility" and turn.offered_ix == ["reasoning_visibility"]
+    assert result.exchanges[0].delivered.reply == "Colm chairs the review.\n\nTell Colm first."
+    assert seat.starts[0].is_probe and seat.starts[0].oracle is None
+    # what the runner stores: the result without the world, as JSON, and back
+    dumped = result.model_dump_json(exclude={"world"})
+    again = StepResult.model_validate_json(dumped)
+    assert again.transcript == result.transcript and again.turn_records == result.turn_records
