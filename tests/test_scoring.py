@@ -13,6 +13,7 @@ from mempa_tui.scoring import (
     ProbeOutcome,
     backbone_defaults,
     breakdown,
+    carry_over,
     score_conditions,
     score_group,
 )
@@ -209,6 +210,8 @@ def test_carry_over_counts_same_non_default_target_in_both_contexts() -> None:
     assert file_row.carry_over.eligible == 3
     assert file_row.carry_over.passing == 1
     assert file_row.carry_over.mean == pytest.approx(100 / 3)
+    direct = carry_over(file_mem, backbone_defaults(no_memory), intervals=False)
+    assert (direct.passing, direct.eligible) == (1, 3)
     # without any No Memory outcomes there is no default, hence no carry-over row
     (alone,) = score_conditions(file_mem, intervals=False)
     assert alone.carry_over is None

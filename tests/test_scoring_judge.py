@@ -9,7 +9,14 @@ from dataclasses import dataclass, field
 import pytest
 from pydantic import ValidationError
 
-from mempa_tui.ix.types import CallStatus, DeliveredTurn, ExecutedCall, HeldItem, IXCall, ScoringTrace
+from mempa_tui.ix.types import (
+    CallStatus,
+    DeliveredTurn,
+    ExecutedCall,
+    HeldItem,
+    IXCall,
+    ScoringTrace,
+)
 from mempa_tui.llm import LLMClient, ScriptedModelServer, ScriptedReply, ScriptedRequest
 from mempa_tui.scoring import (
     RUBRICS,

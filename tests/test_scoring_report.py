@@ -6,10 +6,14 @@ import csv
 from pathlib import Path
 
 import pytest
-
-from mempa_tui.scoring import ProbeOutcome, format_table, score_conditions, write_reports
-
 from test_scoring import all_repeats
+
+from mempa_tui.scoring import (
+    ProbeOutcome,
+    format_table,
+    score_conditions,
+    write_reports,
+)
 
 
 def data() -> list[ProbeOutcome]:

@@ -13,7 +13,12 @@ from mempa_tui.memory._file import (
     HistoryEntry,
     default_thresholds,
 )
-from mempa_tui.memory._reference import NoMemory, OracleMemory, OracleTarget, SnapshotError
+from mempa_tui.memory._reference import (
+    NoMemory,
+    OracleMemory,
+    OracleTarget,
+    SnapshotError,
+)
 from mempa_tui.memory.base import (
     Evidence,
     EvidenceItem,

@@ -27,7 +27,11 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from mempa_tui.llm.types import ChatMessage
-from mempa_tui.memory._consolidation import CompletionClient, archive_summary, consolidate
+from mempa_tui.memory._consolidation import (
+    CompletionClient,
+    archive_summary,
+    consolidate,
+)
 from mempa_tui.memory._reference import SnapshotError
 from mempa_tui.memory.base import (
     Evidence,

@@ -1,6 +1,10 @@
 """Scoring: PSA, CS, PET, BRS, PRS, carry-over, intervals and reports (SPEC 4.9; paper 3.5, App. F)."""
 
-from mempa_tui.scoring._defaults import BackboneDefaults, DefaultSetting, backbone_defaults
+from mempa_tui.scoring._defaults import (
+    BackboneDefaults,
+    DefaultSetting,
+    backbone_defaults,
+)
 from mempa_tui.scoring._judge import (
     JUDGE_SCHEMA,
     BRSJudgeInput,
@@ -18,14 +22,25 @@ from mempa_tui.scoring._metrics import (
     ConditionScores,
     Difference,
     breakdown,
+    carry_over,
     differences_from,
     metric_tables,
     score_conditions,
     score_group,
 )
-from mempa_tui.scoring._outcome import CONDITION_LABELS, ProbeOutcome, ProbeStatus, condition_label
+from mempa_tui.scoring._outcome import (
+    CONDITION_LABELS,
+    ProbeOutcome,
+    ProbeStatus,
+    condition_label,
+)
 from mempa_tui.scoring._report import ReportPaths, format_table, write_reports
-from mempa_tui.scoring._rubrics import RUBRICS, AttributeRubric, SettingCriteria, rubric_text
+from mempa_tui.scoring._rubrics import (
+    RUBRICS,
+    AttributeRubric,
+    SettingCriteria,
+    rubric_text,
+)
 from mempa_tui.scoring._stats import (
     DEFAULT_RESAMPLES,
     Interval,
@@ -69,6 +84,7 @@ __all__ = [
     "bootstrap_distribution",
     "bootstrap_interval",
     "breakdown",
+    "carry_over",
     "condition_label",
     "differences_from",
     "format_table",

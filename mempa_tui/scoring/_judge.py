@@ -25,9 +25,9 @@ from mempa_tui.scoring._rubrics import rubric_text
 from mempa_tui.taxonomy import Context, attribute
 
 __all__ = [
+    "JUDGE_SCHEMA",
     "BRSJudgeInput",
     "BRSVerdict",
-    "JUDGE_SCHEMA",
     "JudgeClient",
     "JudgeToolStep",
     "JudgeTurn",
@@ -257,13 +257,13 @@ def judge_messages(data: BRSJudgeInput) -> list[ChatMessage]:
 def _score(raw: object) -> int:
     """Accept an integer score, or a whole number written as a float or a numeric string."""
     if isinstance(raw, bool):
-        raise ValueError("score: a boolean is not a score")
+        raise ValueError("score: a boolean is not a score")  # noqa: TRY004 - malformed output
     if isinstance(raw, str) and raw.strip().isdigit():
         raw = int(raw.strip())
     if isinstance(raw, float) and raw.is_integer():
         raw = int(raw)
     if not isinstance(raw, int):
-        raise ValueError(f"score: expected an integer 1-5, got {raw!r}")
+        raise ValueError(f"score: expected an integer 1-5, got {raw!r}")  # noqa: TRY004
     if not 1 <= raw <= 5:
         raise ValueError(f"score: {raw} is outside 1-5")
     return raw

@@ -14,7 +14,12 @@ from typing import Literal
 from pydantic import BaseModel
 
 from mempa_tui.scoring._defaults import BackboneDefaults, backbone_defaults
-from mempa_tui.scoring._outcome import CONDITION_LABELS, ProbeOutcome, ProbeStatus, condition_label
+from mempa_tui.scoring._outcome import (
+    CONDITION_LABELS,
+    ProbeOutcome,
+    ProbeStatus,
+    condition_label,
+)
 from mempa_tui.scoring._stats import (
     DEFAULT_RESAMPLES,
     Interval,
@@ -37,6 +42,7 @@ __all__ = [
     "ConditionScores",
     "Difference",
     "breakdown",
+    "carry_over",
     "differences_from",
     "metric_tables",
     "score_conditions",
@@ -180,6 +186,33 @@ def score_group(
         floored=sum(o.status is ProbeStatus.FLOORED for o in outcomes),
         incomplete=sum(o.status is ProbeStatus.INCOMPLETE for o in outcomes),
     )
+
+
+def carry_over(
+    outcomes: Sequence[ProbeOutcome],
+    defaults: BackboneDefaults,
+    *,
+    intervals: bool = True,
+    resamples: int = DEFAULT_RESAMPLES,
+    seed: int = 0,
+) -> MetricSummary:
+    """Carry-over of one memory condition (Appendix F.3): the share of CS pair instances in which
+    the PA selects the same setting in both contexts, that setting is the target of one context,
+    and it differs from the backbone's default under No Memory.
+
+    Args:
+        outcomes: one memory condition's outcomes (one or several backbones).
+        defaults: from :func:`backbone_defaults` on the No Memory outcomes.
+        intervals / resamples / seed: bootstrap settings (pairs are the resampled units).
+
+    Returns:
+        The summary in %: ``passing`` counts carry-overs, ``eligible`` the pair instances.
+    """
+    table = carry_over_units(outcomes, defaults.setting)
+    summary = summarise("Carry-over", table, unit="%")
+    if intervals:
+        summary.interval = bootstrap_interval(table, unit="%", resamples=resamples, seed=seed)
+    return summary
 
 
 def _memory_order(memory: str) -> tuple[int, str]:

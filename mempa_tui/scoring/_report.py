@@ -74,7 +74,10 @@ def format_table(rows: Sequence[ConditionScores]) -> str:
     """
     header, body = _main_rows(rows)
     widths = [max(len(x) for x in col) for col in zip(header, *body, strict=True)]
-    line = lambda cells: "  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)).rstrip()  # noqa: E731
+
+    def line(cells: list[str]) -> str:
+        return "  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)).rstrip()
+
     return "\n".join([line(header), "  ".join("-" * w for w in widths), *(line(b) for b in body)])
 
 
@@ -213,8 +216,7 @@ def write_reports(
     folder.mkdir(parents=True, exist_ok=True)
     found = backbone_defaults(items, no_memory=no_memory)
     defaults = found if found.entries else None
-    opts = {"resamples": resamples, "seed": seed}
-    main = score_conditions(items, defaults=defaults, no_memory=no_memory, **opts)
+    main = score_conditions(items, defaults=defaults, no_memory=no_memory, resamples=resamples, seed=seed)
     models = {o.model for o in items}
     has_ref = any(o.memory == no_memory for o in items)
     md = ["# MemPABench results\n", "## Per memory condition and backbone\n"]
@@ -231,8 +233,14 @@ def write_reports(
         incomplete_csv=folder / "incomplete.csv",
     )
     if len(models) > 1 or has_ref:
-        pooled = score_conditions(items, pool_models=True, defaults=defaults, no_memory=no_memory, **opts)
-        diffs = differences_from(items, reference=no_memory, defaults=defaults, **opts) if has_ref else []
+        pooled = score_conditions(
+            items, pool_models=True, defaults=defaults, no_memory=no_memory, resamples=resamples, seed=seed
+        )
+        diffs = (
+            differences_from(items, reference=no_memory, defaults=defaults, resamples=resamples, seed=seed)
+            if has_ref
+            else []
+        )
         md.append(f"\n## Pooled over backbones; Δ from {condition_label(no_memory)}\n")
         header, body = _main_rows(pooled)
         for row, r in zip(body, pooled, strict=True):
