@@ -127,7 +127,7 @@ class MemorySystem(abc.ABC):
     async def retrieve(self, user_message: str, session: SessionInfo) -> Evidence:
         """Return evidence for the PA's next turn (the access mechanism R of paper Eq. 2)."""
 
-    async def end_session(self, session: SessionInfo) -> None:
+    async def end_session(self, session: SessionInfo) -> None:  # noqa: B027 - optional hook
         """Called after a session's last turn; default does nothing."""
 
     @abc.abstractmethod
