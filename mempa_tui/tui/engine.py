@@ -1,0 +1,311 @@
+"""The app's only door to the engine: choices for the launcher, running a request, saved runs.
+
+Imports nothing from Textual (like toolong's ``log_file.py``), so it can be driven from a script
+or a test. A run is built exactly as ``mempa run`` builds it: :func:`~mempa_tui.cli._run.
+build_run_config` checks the user and its world files, :func:`~mempa_tui.cli._run.prepare_runtime`
+starts the embedded server or checks Ollama, then :class:`~mempa_tui.runner.Runner` plays it.
+"""
+
+from __future__ import annotations
+
+import io
+import tempfile
+from collections.abc import Callable, Sequence
+from contextlib import AsyncExitStack
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+from pydantic import BaseModel, Field, ValidationError
+
+from mempa_tui.cli._errors import user_error_message
+from mempa_tui.cli._run import build_run_config, database_path, prepare_runtime
+from mempa_tui.llm import LLMClient, ModelProfile, ProfileError, load_profile
+from mempa_tui.llm.types import ChatMessage, Completion, Role, ToolSpec
+from mempa_tui.memory import MEMORY_BUILDERS, MemoryInspection, make_memory
+from mempa_tui.runner import RunConfig, RunObserver, Runner, RunOutcome, StepEvent
+from mempa_tui.runner._episode_events import episode_event_adapter
+from mempa_tui.runner._scoring import ProbeScorer
+from mempa_tui.scripts.loader import list_users
+from mempa_tui.store import RunStore, RunSummary
+from mempa_tui.tools import default_registry
+from mempa_tui.tui.book import RunRequest
+from mempa_tui.tui.settings import AppSettings
+
+__all__ = [
+    "LauncherChoices",
+    "ProfileChoice",
+    "RunService",
+    "RunnerOptions",
+    "StoredEvent",
+    "discover_choices",
+    "error_line",
+    "request_from_record",
+]
+
+
+class ProfileChoice(BaseModel):
+    """A model profile file as the launcher offers it."""
+
+    name: str
+    """The file's stem (what ``--model`` takes)."""
+    description: str = ""
+    """The profile's description, or why it cannot be used."""
+    valid: bool = True
+    """False when the file does not load (``description`` says why)."""
+
+
+class LauncherChoices(BaseModel):
+    """What the launcher's pickers offer."""
+
+    users: list[str] = Field(default_factory=list)
+    """User labels under ``worlds/users``."""
+    memories: list[str] = Field(default_factory=list)
+    """Registered memory conditions."""
+    profiles: list[ProfileChoice] = Field(default_factory=list)
+    """Profiles under the models folder."""
+
+
+@dataclass(frozen=True)
+class RunnerOptions:
+    """Runner settings the app does not show (tests substitute the scorer and fewer resamples).
+
+    Attributes:
+        scorer: computes BRS and PRS of final probes (None: the runner's judge and rater).
+        resamples: bootstrap resamples of the report (paper: 5,000).
+    """
+
+    scorer: ProbeScorer | None = None
+    resamples: int = 5000
+
+
+class StoredEvent(BaseModel):
+    """An event row that is not a known episode event (shown by its kind only)."""
+
+    kind: str
+    """The stored kind tag."""
+    text: str
+    """The stored JSON, as text."""
+
+
+def discover_choices(settings: AppSettings) -> LauncherChoices:
+    """List users, memory conditions and profiles (file reads only; no server is contacted)."""
+    profiles: list[ProfileChoice] = []
+    folder = settings.models_dir
+    for path in sorted(folder.glob("*.yaml")) if folder.is_dir() else []:
+        try:
+            profile = load_profile(path)
+        except ProfileError as exc:
+            profiles.append(ProfileChoice(name=path.stem, description=str(exc), valid=False))
+            continue
+        profiles.append(ProfileChoice(name=path.stem, description=profile.description))
+    return LauncherChoices(
+        users=list_users(settings.worlds_dir), memories=list(MEMORY_BUILDERS), profiles=profiles
+    )
+
+
+def error_line(exc: BaseException) -> str:
+    """One line for an error: the CLI's wording for user-fixable errors, else type and message."""
+    known = user_error_message(exc)
+    return known if known is not None else f"{type(exc).__name__}: {exc}"
+
+
+def request_from_record(config_json: str, repeats: int | None = None) -> RunRequest:
+    """The request that resumes a stored run (same user, condition, profile, seed, options).
+
+    Raises:
+        ValueError: the stored configuration cannot be read.
+    """
+    try:
+        config = RunConfig.model_validate_json(config_json)
+    except ValidationError as exc:
+        raise ValueError(f"stored run configuration is not readable: {exc.errors()[0]['msg']}") from None
+    return RunRequest(
+        user=config.user, memory=config.memory, profile=config.profile,
+        repeats=repeats or config.repeats, seed=config.seed,
+        memory_options=dict(config.memory_options), donor_run=config.donor_run,
+    )
+
+
+class _LineSink(io.StringIO):
+    """A text stream that hands each complete line to a callback (the runtime's progress lines)."""
+
+    def __init__(self, say: Callable[[str], None]) -> None:
+        super().__init__()
+        self._say = say
+        self._partial = ""
+
+    def write(self, text: str) -> int:
+        """Forward complete lines; keep the rest until its newline arrives."""
+        lines = (self._partial + text).split("\n")
+        self._partial = lines.pop()
+        for line in lines:
+            if line.strip():
+                self._say(line.strip())
+        return len(text)
+
+
+class _NoModel:
+    """The model client of a memory rebuilt only to be inspected: it must never be called."""
+
+    async def complete(
+        self, role: Role, messages: Sequence[ChatMessage], *, tools: Sequence[ToolSpec] | None = None,
+        tool_choice: str | None = None, json_schema: dict[str, Any] | None = None,
+    ) -> Completion:
+        """Refuse: inspecting a checkpoint makes no model call."""
+        raise RuntimeError("inspecting a stored memory makes no model call")
+
+    def count_tokens(self, text: str) -> int:
+        """A rough token estimate (four characters a token) for the inspection's counters."""
+        return (len(text) + 3) // 4
+
+
+class RunService:
+    """Opens the run store, brings up model runtimes once per profile, and plays requests.
+
+    Args:
+        settings: the app's folders.
+        options: runner settings the app does not show.
+
+    Use :meth:`aclose` when the app ends (closes the store, stops embedded servers).
+    """
+
+    def __init__(self, settings: AppSettings, options: RunnerOptions | None = None) -> None:
+        self.settings = settings
+        self.options = options or RunnerOptions()
+        self._store: RunStore | None = None
+        self._stack = AsyncExitStack()
+        self._lock = anyio.Lock()
+        self._runtime_lock = anyio.Lock()
+        self._clients: dict[str, LLMClient] = {}
+
+    @property
+    def database(self) -> Path:
+        """The run database's path."""
+        return database_path(self.settings.saves_dir)
+
+    async def store(self) -> RunStore:
+        """The open run store (opened, and created if missing, on first use).
+
+        Raises:
+            StoreError: the file is not a usable run database.
+        """
+        async with self._lock:
+            if self._store is None:
+                self._store = await RunStore(self.database).open()
+            return self._store
+
+    async def saved_runs(self) -> list[RunSummary]:
+        """Stored runs with their progress, newest first; none when no database exists yet."""
+        if self._store is None and not self.database.is_file():
+            return []
+        store = await self.store()
+        summaries = await store.summaries()
+        return sorted(summaries, key=lambda s: s.run.updated_at, reverse=True)
+
+    async def _client(self, profile_name: str, say: Callable[[str], None]) -> LLMClient:
+        """One client per profile, its runtime prepared once (embedded server kept running)."""
+        async with self._runtime_lock:
+            client = self._clients.get(profile_name)
+            if client is None:
+                profile: ModelProfile = load_profile(profile_name, self.settings.models_dir)
+                profile = await prepare_runtime(profile, self._stack, _LineSink(say))
+                client = self._clients[profile_name] = LLMClient(profile)
+            return client
+
+    async def execute(
+        self, request: RunRequest, observer: RunObserver, say: Callable[[str], None]
+    ) -> RunOutcome:
+        """Play one request to its end (or until cancelled: the run is then stored as stopped).
+
+        Args:
+            request: what to run.
+            observer: receives the runner's events (must not block).
+            say: receives progress lines while the runtime comes up.
+
+        Returns:
+            The run's outcome.
+
+        Raises:
+            UserError / WorldFileError / ProfileError / ConfigMismatchError / DonorError /
+            StoreError / LLMError: as ``mempa run`` raises them (see :func:`error_line`).
+        """
+        profile = load_profile(request.profile, self.settings.models_dir)
+        config = await anyio.to_thread.run_sync(lambda: build_run_config(
+            user=request.user, memory=request.memory, profile=profile, worlds=self.settings.worlds_dir,
+            repeats=request.repeats, seed=request.seed, donor=request.donor_run,
+            memory_options=dict(request.memory_options),
+            probe_concurrency=self.settings.probe_concurrency,
+        ))
+        client = await self._client(request.profile, say)
+        store = await self.store()
+        extra: dict[str, Any] = {"resamples": self.options.resamples}
+        if self.options.scorer is not None:
+            extra["scorer"] = self.options.scorer
+        runner = Runner(
+            config, store, client, default_registry(), observer,
+            memory_root=self.settings.local_memory_dir, reports_root=self.settings.saves_dir,
+            fresh=request.fresh, **extra,
+        )
+        return await runner.run()
+
+    async def stored_events(self, run_id: str, last_steps: int = 3) -> list[StepEvent | StoredEvent]:
+        """The stored transcript of a run's last ``last_steps`` timeline steps, in order.
+
+        Rows that are not episode events come back as :class:`StoredEvent`.
+        """
+        store = await self.store()
+        steps = (await store.steps(run_id))[-last_steps:]
+        out: list[StepEvent | StoredEvent] = []
+        for step in steps:
+            for row in await store.transcript(run_id, step.step_id):
+                try:
+                    event = episode_event_adapter.validate_json(row.event_json)
+                except ValidationError:
+                    out.append(StoredEvent(kind=row.kind, text=row.event_json))
+                    continue
+                out.append(StepEvent(run_id=run_id, step_id=step.step_id, event=event))
+        return out
+
+    async def checkpoint_memory(self, run_id: str) -> tuple[MemoryInspection, str] | None:
+        """The memory as stored in the run's latest checkpoint, and which step that was.
+
+        The memory is rebuilt in a scratch folder (the run's own folder is left alone) from the
+        stored snapshot and inspected; no model is called.
+
+        Returns:
+            ``(inspection, origin)``, or None when the run has no checkpoint with a memory.
+
+        Raises:
+            MemoryConfigError / SnapshotError: the stored condition or snapshot is unusable.
+        """
+        store = await self.store()
+        record = await store.get_run(run_id)
+        checkpoint = await store.latest_checkpoint(run_id)
+        if record is None or checkpoint is None or checkpoint.memory_blob is None:
+            return None
+        config = RunConfig.model_validate_json(record.config_json)
+        blob = await store.load_blob(checkpoint.memory_blob)
+
+        def rebuild() -> MemoryInspection:
+            with tempfile.TemporaryDirectory(prefix="mempa-inspect-") as folder:
+                memory = make_memory(config.memory, client=_NoModel(), folder=Path(folder),
+                                     **config.memory_options)
+                memory.restore(blob)
+                return memory.inspect()
+
+        inspection = await anyio.to_thread.run_sync(rebuild)
+        where = "the start" if checkpoint.step_index < 0 else f"step {checkpoint.step_index + 1} ({checkpoint.step_id})"
+        return inspection, f"checkpoint after {where}"
+
+    async def aclose(self) -> None:
+        """Close the store and stop the model runtimes this service started (idempotent)."""
+        async with self._lock, self._runtime_lock:
+            store, self._store = self._store, None
+            self._clients.clear()
+            try:
+                if store is not None:
+                    await store.close()
+            finally:
+                await self._stack.aclose()

@@ -1,0 +1,196 @@
+"""Dashboard (SPEC section 4.11): one row per run with a progress bar for the timeline and one for
+the probes, tokens, errors and status. The dashboard owns the runs: each plays in its own async
+worker (group ``run:<key>``), so several run at once and a failing one never stops the others."""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import TYPE_CHECKING, cast
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.css.query import NoMatches
+from textual.screen import Screen
+from textual.widgets import Footer, Header, Label
+from textual.worker import Worker, WorkerState
+
+from mempa_tui.runner import RunEvent, StepEvent
+from mempa_tui.store import RunStatus
+from mempa_tui.tui.book import RunEntry, RunRequest
+from mempa_tui.tui.engine import error_line
+from mempa_tui.tui.widgets import RunCard
+
+if TYPE_CHECKING:
+    from mempa_tui.tui.app import MempaApp
+
+__all__ = ["DashboardScreen"]
+
+RUN_GROUP = "run:"
+"""Prefix of the worker group of each run."""
+
+
+class DashboardScreen(Screen[None]):
+    """Every run started in this session, live."""
+
+    CSS_PATH = "dashboard.tcss"
+    BINDINGS = [
+        Binding("x", "stop", "Pause run", id="dashboard.stop",
+                tooltip="Stop the focused run after its current model call; resume continues it"),
+        Binding("r", "resume", "Resume run", id="dashboard.resume",
+                tooltip="Play the focused run again from its last checkpoint"),
+        Binding("v", "view", "View session", id="dashboard.view",
+                tooltip="Open the session view of the focused run"),
+    ]
+
+    @property
+    def mempa(self) -> MempaApp:
+        """The app, typed."""
+        return cast("MempaApp", self.app)
+
+    def compose(self) -> ComposeResult:
+        """The list of run rows (empty at first)."""
+        yield Header()
+        yield Label("No runs in this session yet: start one from the launcher (l).", id="dash-empty")
+        yield VerticalScroll(id="cards")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        """Show rows for runs already in the book."""
+        for entry in self.mempa.book:
+            self._card(entry)
+
+    # ---- rows -----------------------------------------------------------------------------
+
+    def _card(self, entry: RunEntry) -> RunCard:
+        """The row of ``entry``, mounted if new."""
+        for card in self.query(RunCard):
+            if card.entry is entry:
+                return card
+        card = RunCard(entry)
+        self.query_one("#cards", VerticalScroll).mount(card)
+        self.set_class(True, "-has-runs")
+        return card
+
+    def _refresh(self, entry: RunEntry) -> None:
+        try:
+            card = next(c for c in self.query(RunCard) if c.entry is entry)
+        except StopIteration:
+            return
+        if card.is_mounted:
+            try:
+                card.show()
+            except NoMatches:  # the row is still composing; it shows itself on mount
+                return
+
+    def _focused_entry(self) -> RunEntry | None:
+        focused = self.focused
+        if isinstance(focused, RunCard):
+            return focused.entry
+        entries = list(self.mempa.book)
+        if len(entries) == 1:
+            return entries[0]
+        self.notify("focus a run first (tab)", severity="warning", title="Dashboard")
+        return None
+
+    # ---- running --------------------------------------------------------------------------
+
+    def start_run(self, request: RunRequest) -> RunEntry | None:
+        """Register ``request`` and play it in its own worker.
+
+        Returns:
+            The run's entry, or None when that run is already being played (a notification says so).
+        """
+        try:
+            entry = self.mempa.book.add(request)
+        except ValueError as exc:
+            self.notify(str(exc), severity="warning", title="Dashboard")
+            return None
+        card = self._card(entry)
+        self._refresh(entry)
+        card.focus()
+        self.run_worker(
+            self._play(entry), name=entry.key, group=RUN_GROUP + entry.key, exclusive=True,
+            exit_on_error=False, description=f"run {entry.key}",
+        )
+        self.mempa.publish(entry.key, None)
+        return entry
+
+    async def _play(self, entry: RunEntry) -> None:
+        say = partial(self.notify, title=entry.label, timeout=6)
+        outcome = await self.mempa.service.execute(entry.request, partial(self._observe, entry), say)
+        entry.state = "completed" if outcome.status is RunStatus.COMPLETED else "stopped"
+        if outcome.status is not RunStatus.COMPLETED:
+            entry.error = entry.error or "; ".join(outcome.notes) or "stopped before the end"
+        self._refresh(entry)
+        self.mempa.publish(entry.key, None)
+        severity = "information" if entry.state == "completed" else "warning"
+        self.notify(f"run {outcome.run_id} {outcome.status.value}", severity=severity, title="Run finished")
+
+    def _observe(self, entry: RunEntry, item: RunEvent | StepEvent) -> None:
+        """The runner's observer: fold the item in, redraw the row on run-level news, tell the app."""
+        entry.apply(item)
+        if isinstance(item, RunEvent):
+            self._refresh(entry)
+        self.mempa.publish(entry.key, item)
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        """A run's error shows on its row and as a notification; a cancelled run shows as stopped."""
+        worker = event.worker
+        if not worker.group.startswith(RUN_GROUP):
+            return
+        entry = self.mempa.book.get(worker.group.removeprefix(RUN_GROUP))
+        if entry is None:
+            return
+        if event.state is WorkerState.ERROR and worker.error is not None:
+            entry.fail(error_line(worker.error))
+            self.notify(entry.error or "run failed", severity="error", title=f"run {entry.label} failed",
+                        timeout=12)
+        elif event.state is WorkerState.CANCELLED:
+            entry.stop("stopped; press r to resume it from its last checkpoint")
+        else:
+            return
+        self._refresh(entry)
+        self.mempa.publish(entry.key, None)
+
+    async def on_unmount(self) -> None:
+        """Stop the runs still playing and wait until each has stored its stopped state."""
+        workers = [
+            w for w in self.mempa.workers
+            if w.node is self and w.group.startswith(RUN_GROUP) and not w.is_finished
+        ]
+        for worker in workers:
+            worker.cancel()
+        await self.mempa.workers.wait_for_complete(workers)
+
+    # ---- actions --------------------------------------------------------------------------
+
+    def stop_run(self, entry: RunEntry) -> None:
+        """Cancel ``entry``'s worker; the runner stores the run as stopped (resumable)."""
+        if not entry.active:
+            self.notify(f"run {entry.label} is not running", severity="warning", title="Dashboard")
+            return
+        self.mempa.workers.cancel_group(self, RUN_GROUP + entry.key)
+        self.notify(f"stopping run {entry.label}", title="Dashboard")
+
+    def action_stop(self) -> None:
+        """Pause the focused run."""
+        entry = self._focused_entry()
+        if entry is not None:
+            self.stop_run(entry)
+
+    def action_resume(self) -> None:
+        """Play the focused run again (it resumes from its last checkpoint)."""
+        entry = self._focused_entry()
+        if entry is not None:
+            self.start_run(entry.request.model_copy(update={"fresh": False}))
+
+    def action_view(self) -> None:
+        """Open the focused run's session view."""
+        entry = self._focused_entry()
+        if entry is not None:
+            self.mempa.call_later(self.mempa.show_session, entry.key)
+
+    def on_run_card_opened(self, message: RunCard.Opened) -> None:
+        """Enter or a click on a row opens its session view."""
+        self.mempa.call_later(self.mempa.show_session, message.key)

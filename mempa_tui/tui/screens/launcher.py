@@ -1,0 +1,232 @@
+"""Launcher (SPEC section 4.11): pick a user, memory condition, model profile and repeats; start a
+run. Runs stored in ``saves/`` are listed with their progress and can be resumed or viewed."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, cast
+
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.message import Message
+from textual.screen import Screen
+from textual.widgets import Button, DataTable, Footer, Header, Label, Select
+from textual.worker import Worker, WorkerState
+
+from mempa_tui.store import RunSummary, StoreError
+from mempa_tui.tui.book import RunRequest
+from mempa_tui.tui.engine import LauncherChoices, discover_choices, error_line, request_from_record
+
+if TYPE_CHECKING:
+    from mempa_tui.tui.app import MempaApp, RunUpdate
+
+__all__ = ["LauncherScreen"]
+
+REPEAT_CHOICES = (1, 2, 3, 5, 10)
+"""Repeats the launcher offers (the paper uses three)."""
+
+
+class LauncherScreen(Screen[None]):
+    """Start runs and pick up stored ones."""
+
+    CSS_PATH = "launcher.tcss"
+    BINDINGS = [
+        Binding("n", "start", "Start run", id="launcher.start",
+                tooltip="Start (or resume) the run chosen in the form"),
+        Binding("r", "resume", "Resume saved", id="launcher.resume",
+                tooltip="Resume the saved run under the cursor from its last checkpoint"),
+        Binding("v", "view", "View saved", id="launcher.view",
+                tooltip="Open the session view of the saved run under the cursor"),
+        Binding("f5", "refresh", "Refresh", id="launcher.refresh",
+                tooltip="Read the users, profiles and saved runs again"),
+    ]
+
+    class StartRequested(Message):
+        """The user asked to start or resume a run (handler: ``on_launcher_screen_start_requested``)."""
+
+        def __init__(self, request: RunRequest) -> None:
+            self.request = request
+            """What to run."""
+            super().__init__()
+
+    class ViewRequested(Message):
+        """The user asked to view a saved run (handler: ``on_launcher_screen_view_requested``)."""
+
+        def __init__(self, summary: RunSummary) -> None:
+            self.summary = summary
+            """The stored run with its progress."""
+            super().__init__()
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.choices = LauncherChoices()
+        self.saved: list[RunSummary] = []
+
+    @property
+    def mempa(self) -> MempaApp:
+        """The app, typed."""
+        return cast("MempaApp", self.app)
+
+    def compose(self) -> ComposeResult:
+        """The form on the left, the saved runs on the right."""
+        yield Header()
+        with Horizontal(id="launcher"):
+            with Vertical(id="form"):
+                yield Label("New run", classes="section-title")
+                yield Label("User", classes="field-label")
+                yield Select[str]([], id="user", prompt="choose a user")
+                yield Label("Memory condition", classes="field-label")
+                yield Select[str]([], id="memory", prompt="choose a condition")
+                yield Label("Model profile", classes="field-label")
+                yield Select[str]([], id="profile", prompt="choose a profile")
+                yield Label("", id="profile-note")
+                yield Label("Repeats per probe", classes="field-label")
+                yield Select[int]([(str(n), n) for n in REPEAT_CHOICES], id="repeats", value=3,
+                                  allow_blank=False)
+                yield Button("Start run", id="start", variant="primary")
+            with Vertical(id="saved"):
+                yield Label("Saved runs", classes="section-title")
+                yield DataTable(id="saved-runs", cursor_type="row", zebra_stripes=True)
+                yield Label("r resume · v view · f5 refresh", id="saved-hint")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        """Fill the pickers, list the saved runs, follow run updates."""
+        table = self.query_one("#saved-runs", DataTable)
+        table.add_columns("run", "status", "timeline", "probes", "tokens", "updated")
+        self.fill_choices()
+        self.load_saved()
+        self.mempa.run_signal.subscribe(self, self._on_run_update)
+
+    def on_screen_resume(self) -> None:
+        """Coming back to the launcher: the saved runs may have moved on."""
+        if self.is_mounted:
+            self.load_saved()
+
+    def _on_run_update(self, update: RunUpdate) -> None:
+        kind = getattr(update.item, "kind", None)
+        if update.item is None or kind in ("run_started", "step_finished", "run_finished", "run_failed",
+                                           "run_stopped"):
+            self.load_saved()
+
+    # ---- pickers --------------------------------------------------------------------------
+
+    def fill_choices(self) -> None:
+        """Read users, conditions and profiles from the folders; keep current picks if still valid."""
+        self.choices = discover_choices(self.mempa.settings)
+        self._set_options("#user", [(u, u) for u in self.choices.users])
+        self._set_options("#memory", [(m, m) for m in self.choices.memories])
+        self._set_options("#profile", [
+            (p.name if p.valid else f"{p.name} (invalid)", p.name) for p in self.choices.profiles
+        ])
+        self.set_class(not self.choices.users, "-no-users")
+
+    def _set_options(self, selector: str, options: list[tuple[str, str]]) -> None:
+        select = self.query_one(selector, Select)
+        current = select.value
+        select.set_options(options)
+        values = [v for _, v in options]
+        if current in values:
+            select.value = current
+        elif len(values) == 1:
+            select.value = values[0]
+
+    def on_select_changed(self, event: Select.Changed) -> None:
+        """Show the chosen profile's description (or why it is invalid)."""
+        if event.select.id != "profile":
+            return
+        chosen = next((p for p in self.choices.profiles if p.name == event.value), None)
+        note = self.query_one("#profile-note", Label)
+        note.update(chosen.description if chosen else "")
+        note.set_class(bool(chosen and not chosen.valid), "-invalid")
+
+    def request(self) -> RunRequest | None:
+        """The form as a request, or None (with a notification naming the missing field)."""
+        values: dict[str, object] = {}
+        for field in ("user", "memory", "profile", "repeats"):
+            value = self.query_one(f"#{field}", Select).value
+            if value is Select.NULL:
+                self.notify(f"choose a {field} first", severity="warning", title="Launcher")
+                return None
+            values[field] = value
+        chosen = next((p for p in self.choices.profiles if p.name == values["profile"]), None)
+        if chosen is not None and not chosen.valid:
+            self.notify(chosen.description, severity="error", title=f"profile {chosen.name}")
+            return None
+        return RunRequest.model_validate(values)
+
+    def action_start(self) -> None:
+        """Start the run chosen in the form."""
+        request = self.request()
+        if request is not None:
+            self.post_message(self.StartRequested(request))
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        """The Start button."""
+        if event.button.id == "start":
+            self.action_start()
+
+    # ---- saved runs -----------------------------------------------------------------------
+
+    @work(exclusive=True, group="saves", exit_on_error=False)
+    async def load_saved(self) -> None:
+        """Read the stored runs and their progress into the table."""
+        try:
+            summaries = await self.mempa.service.saved_runs()
+        except StoreError as exc:
+            self.notify(str(exc), severity="error", title="Run database")
+            return
+        self.saved = summaries
+        table = self.query_one("#saved-runs", DataTable)
+        cursor = table.cursor_row
+        table.clear()
+        for s in summaries:
+            run = s.run
+            timeline = f"{s.steps_done}/{run.total_steps}" if run.total_steps else "—"
+            table.add_row(
+                run.id, run.status.value, timeline, f"{s.probes_done}/{run.total_probes}",
+                f"{s.tokens.total:,}", f"{run.updated_at:%Y-%m-%d %H:%M}", key=run.id,
+            )
+        if summaries:
+            table.move_cursor(row=min(cursor, len(summaries) - 1))
+        self.set_class(not summaries, "-no-saved")
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        """A failed listing shows as a notification; the app carries on."""
+        if event.state is WorkerState.ERROR and event.worker.error is not None:
+            self.notify(error_line(event.worker.error), severity="error", title="Saved runs")
+
+    def _summary_under_cursor(self) -> RunSummary | None:
+        table = self.query_one("#saved-runs", DataTable)
+        if not self.saved or table.cursor_row < 0 or table.cursor_row >= len(self.saved):
+            self.notify("no saved run selected", severity="warning", title="Saved runs")
+            return None
+        return self.saved[table.cursor_row]
+
+    def action_resume(self) -> None:
+        """Resume the saved run under the cursor with its stored configuration."""
+        summary = self._summary_under_cursor()
+        if summary is None:
+            return
+        try:
+            request = request_from_record(summary.run.config_json)
+        except ValueError as exc:
+            self.notify(str(exc), severity="error", title=summary.run.id)
+            return
+        self.post_message(self.StartRequested(request))
+
+    def action_view(self) -> None:
+        """Open the saved run under the cursor in the session view."""
+        summary = self._summary_under_cursor()
+        if summary is not None:
+            self.post_message(self.ViewRequested(summary))
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        """Enter on a saved run views it."""
+        self.action_view()
+
+    def action_refresh(self) -> None:
+        """Read the folders and the saved runs again."""
+        self.fill_choices()
+        self.load_saved()

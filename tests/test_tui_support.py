@@ -1,0 +1,125 @@
+"""Shared helpers of the TUI tests (no tests here).
+
+A scripted model plays every role of a real run of the tiny user ``R`` (tests/fixtures_runner):
+the simulator writes a valid turn and advances a beat each time, the PA selects the first setting
+of every interaction tool it is offered and then answers, and JSON requests (message checker,
+simulator memory entry) get an object shaped by the requested schema. The profile is written as a
+YAML file into a temporary models folder, so the app loads it like any other profile.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from mempa_tui.llm import ModelProfile, ScriptedReply, ScriptedRequest, ScriptedToolCall
+from mempa_tui.scripts.schema import Probe
+from mempa_tui.tui import AppSettings
+from mempa_tui.world import WorldState
+
+__all__ = [
+    "PA_REPLY",
+    "USER_MESSAGE",
+    "WORLDS",
+    "TuiFolders",
+    "make_folders",
+    "fixed_scorer",
+    "run_responder",
+    "write_profile",
+]
+
+WORLDS = Path(__file__).parent / "fixtures_runner"
+"""The worlds folder of the runner tests: user R (two sessions, a change event, three probes)."""
+
+USER_MESSAGE = "Could you look into this for me please?"
+"""What the scripted simulator says on every turn."""
+
+PA_REPLY = "Here is what I found in your files."
+"""What the scripted PA answers once its interaction tools are called."""
+
+_SESSION_ENTRY = "I asked my assistant for help with a task today. It answered and we finished quickly."
+
+
+def _fill(schema: dict[str, Any]) -> object:
+    """A value matching a JSON schema (booleans false: no checker rule is violated)."""
+    kind = schema.get("type")
+    if "enum" in schema:
+        return schema["enum"][0]
+    if kind == "object":
+        props: dict[str, Any] = schema.get("properties", {})
+        return {key: (_SESSION_ENTRY if key == "entry" else _fill(sub)) for key, sub in props.items()}
+    if kind == "array":
+        return ["The assistant answers plainly."]
+    if kind == "boolean":
+        return False
+    if kind in ("integer", "number"):
+        return max(int(schema.get("minimum", 4)), min(4, int(schema.get("maximum", 4))))
+    return "fine"
+
+
+def run_responder(request: ScriptedRequest) -> ScriptedReply | str:
+    """Plays every role of a run (see the module docstring)."""
+    schema = request.json_schema
+    if schema is not None:
+        import json
+
+        return json.dumps(_fill(schema))
+    if request.model.endswith("-pa"):
+        last_user = max((i for i, m in enumerate(request.messages) if m.role == "user"), default=0)
+        called = {
+            call.name
+            for message in request.messages[last_user:]
+            if message.role == "assistant"
+            for call in (message.tool_calls or [])
+        }
+        for tool in request.tools:
+            if tool.name.startswith("IX_") and tool.name not in called:
+                setting = tool.parameters["properties"]["setting"]["enum"][0]
+                return ScriptedReply(tool_calls=[ScriptedToolCall(name=tool.name, arguments={"setting": setting})])
+        return ScriptedReply(text=PA_REPLY, prompt_tokens=40, completion_tokens=8)
+    if request.model.endswith("-simulator"):
+        if any('"entry"' in (m.content or "") for m in request.messages):  # the session entry
+            import json
+
+            return json.dumps({"entry": _SESSION_ENTRY, "impressions": ["The assistant answers plainly."]})
+        return (
+            "<factual_check>none</factual_check><turn_assessment>advance</turn_assessment>"
+            f"<message>{USER_MESSAGE}</message>"
+        )
+    return "ok"
+
+
+def write_profile(profile: ModelProfile, models_dir: Path, name: str = "scripted") -> Path:
+    """Write ``profile`` as ``<models_dir>/<name>.yaml`` (what ``load_profile`` reads back)."""
+    models_dir.mkdir(parents=True, exist_ok=True)
+    data = profile.model_dump(mode="json", exclude_none=True)
+    data["name"] = name
+    path = models_dir / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    return path
+
+
+@dataclass
+class TuiFolders:
+    """The app's folders under a test's temporary directory."""
+
+    root: Path
+    settings: AppSettings
+
+
+def make_folders(root: Path, worlds: Path = WORLDS) -> TuiFolders:
+    """Settings with the given worlds and fresh models, saves and memory folders under ``root``."""
+    return TuiFolders(root, AppSettings(
+        worlds_dir=worlds, models_dir=root / "models", saves_dir=root / "saves",
+        local_memory_dir=root / "local_memory",
+    ))
+
+
+async def fixed_scorer(run: Any, probe: Probe, target: str, result: Any, world: WorldState) -> Any:
+    """BRS 4 and PRS 5 without a judge call (scoring is not what the TUI tests check)."""
+    from mempa_tui.runner._scoring import RealizationScores
+
+    return RealizationScores(brs=4, brs_reason="fixed in the TUI tests", prs=5, prs_reason="fixed")
