@@ -440,3 +440,19 @@ async def test_concurrency_is_limited_per_endpoint() -> None:
                 group.start_soon(client.complete, Role.PA if i % 2 else Role.JUDGE, [user(f"q{i}")])
     assert state["peak"] == 2
     assert len(client.calls) == 6 and all(r.ok for r in client.calls)
+
+
+@pytest.mark.parametrize(
+    ("choice", "tools", "sent"),
+    [
+        (None, [LOOKUP, SEND], "auto"),
+        ("required", [LOOKUP, SEND], "auto"),
+        ("required", [SEND], {"type": "function", "function": {"name": "send"}}),
+        ("lookup", [LOOKUP, SEND], {"type": "function", "function": {"name": "lookup"}}),
+    ],
+)
+async def test_llama_cpp_tool_choice_shapes(script: Script, choice: str | None, tools: list[ToolSpec], sent: object) -> None:
+    async with ScriptedModelServer(script, emulate_llama_cpp=True) as server:
+        client = LLMClient(server.profile({Role.PA: "openai/scripted-pa"}, wire="llama_cpp"))
+        await client.complete(Role.PA, [user("go")], tools=tools, tool_choice=choice)
+        assert server.requests[-1].body["tool_choice"] == sent

@@ -1,9 +1,11 @@
 """Context-window budgeting and prompt-prefix accounting.
 
 Token counts come from litellm's offline counter (tiktoken ``cl100k_base`` for models it does not
-know). Local models use other tokenizers, so the budget check inflates the count: the estimate is
-``ceil(1.15 * counted) + 32``. Qwen2.5 splits digits one per token, hence the margin; the
-benchmark script ``benchmarks/embedded_model.py`` prints the measured ratio.
+know) plus :func:`digit_allowance`: Qwen and Llama-3 style tokenizers give every digit its own
+token where ``cl100k_base`` groups up to three. Measured on Qwen2.5 with
+``benchmarks/embedded_model.py``: prose and JSON schemas count the same (ratio 1.00), a line of
+dates and amounts 1.41 without the allowance and 1.00 with it. Other models' tokenizers differ,
+so the budget check inflates the count: the estimate is ``ceil(1.15 * counted) + 32``.
 
 Trim rule (one rule, applied only when prompt estimate + ``max_tokens`` exceeds the window):
 drop the oldest droppable unit first, and repeat until it fits. Units are single messages, except
@@ -15,16 +17,36 @@ droppable is left and it still does not fit, the caller raises ``ContextWindowEr
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["ESTIMATE_FACTOR", "ESTIMATE_MARGIN", "TrimResult", "estimate", "reused_prefix", "trim_to_fit"]
+__all__ = [
+    "ESTIMATE_FACTOR",
+    "ESTIMATE_MARGIN",
+    "TrimResult",
+    "digit_allowance",
+    "estimate",
+    "reused_prefix",
+    "trim_to_fit",
+]
 
 ESTIMATE_FACTOR = 1.15
 """Multiplier on the counted tokens in the budget check (tokenizer mismatch allowance)."""
 ESTIMATE_MARGIN = 32
 """Tokens added in the budget check for chat-template framing."""
+
+
+_DIGIT_RUN = re.compile(r"[0-9]+")
+
+
+def digit_allowance(text: str) -> int:
+    """Extra tokens a one-digit-per-token tokenizer needs over ``cl100k_base`` for ``text``.
+
+    A run of ``n`` digits is ``ceil(n / 3)`` tokens in ``cl100k_base`` and ``n`` tokens in Qwen2.5.
+    """
+    return sum(len(run) - math.ceil(len(run) / 3) for run in _DIGIT_RUN.findall(text))
 
 
 def estimate(counted: int) -> int:

@@ -97,16 +97,29 @@ def tools_for(tools: list[ToolSpec] | None, tool_choice: str | None, wire: WireN
     ]
 
 
-def tool_choice_for(tool_choice: str | None, wire: WireName) -> str | dict[str, Any] | None:
+def tool_choice_for(tool_choice: str | None, wire: WireName, tool_names: list[str]) -> str | dict[str, Any] | None:
     """The ``tool_choice`` value to send (None: send nothing).
 
-    OpenAI-compatible servers and llama.cpp get ``"auto"``/``"required"``/``"none"`` as strings and
-    a forced tool as ``{"type": "function", "function": {"name": ...}}``. Ollama gets nothing
-    (litellm drops it; :func:`tools_for` narrows the tools instead).
+    OpenAI-compatible servers get ``"auto"``/``"required"``/``"none"`` as strings and a forced tool
+    as ``{"type": "function", "function": {"name": ...}}``. Ollama gets nothing (litellm drops it;
+    :func:`tools_for` narrows the tools instead). llama-cpp-python's ``chatml-function-calling``
+    format hides the tools when no choice is sent and fails an assertion on ``"required"``, so the
+    llama.cpp dialect sends ``"auto"`` for None and for ``"required"`` (a forced call when exactly
+    one tool is offered).
+
+    Args:
+        tool_choice: None, ``auto``, ``required``, ``none`` or a tool name.
+        wire: the dialect.
+        tool_names: names of the tools being offered.
     """
-    if tool_choice is None or wire == "ollama":
+    if wire == "ollama":
         return None
-    if tool_choice in ("auto", "required", "none"):
+    if wire == "llama_cpp":
+        if tool_choice == "required" and len(tool_names) == 1:
+            tool_choice = tool_names[0]
+        elif tool_choice in (None, "required"):
+            tool_choice = "auto"
+    if tool_choice is None or tool_choice in ("auto", "required", "none"):
         return tool_choice
     return {"type": "function", "function": {"name": tool_choice}}
 

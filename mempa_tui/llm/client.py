@@ -23,7 +23,7 @@ from typing import Any
 import anyio
 import httpx
 
-from mempa_tui.llm._context import estimate, reused_prefix, trim_to_fit
+from mempa_tui.llm._context import digit_allowance, estimate, reused_prefix, trim_to_fit
 from mempa_tui.llm._parse import CallIds, RawToolCall, normalise_tool_calls, recover_tool_calls, split_thinking
 from mempa_tui.llm._wire import WireName, response_format_for, tool_choice_for, tools_for, wire_messages
 from mempa_tui.llm.errors import (
@@ -187,7 +187,10 @@ class LLMClient:
         return completion
 
     def count_tokens(self, text: str) -> int:
-        """Tokens in ``text`` by litellm's offline counter (cached); the budget check inflates it."""
+        """Tokens in ``text``: litellm's offline counter plus the digit allowance (cached).
+
+        The budget check inflates this further (see :mod:`mempa_tui.llm._context`).
+        """
         return self._count(text)
 
     # -- request -----------------------------------------------------------------------------
@@ -206,7 +209,7 @@ class LLMClient:
     def _count(self, text: str) -> int:
         cached = self._token_cache.get(text)
         if cached is None:
-            cached = int(_litellm().token_counter(model="", text=text))
+            cached = int(_litellm().token_counter(model="", text=text)) + digit_allowance(text)
             if len(self._token_cache) > 20_000:
                 self._token_cache.clear()
             self._token_cache[text] = cached
@@ -248,7 +251,7 @@ class LLMClient:
             role_free["seed"] = spec.seed
         if tools:
             role_free["tools"] = tools
-        choice = tool_choice_for(tool_choice, wire) if tools else None
+        choice = tool_choice_for(tool_choice, wire, [t["function"]["name"] for t in tools]) if tools else None
         if choice is not None:
             role_free["tool_choice"] = choice
         response_format = response_format_for(json_schema, wire)

@@ -211,6 +211,8 @@ class EmbeddedServer:
         self.weights = weights
         self.python = python
         self.process: subprocess.Popen[bytes] | None = None
+        self.pid: int | None = None
+        """Process id of the last server started (kept after it stops, for logs)."""
         self._log: tempfile._TemporaryFileWrapper[bytes] | None = None
 
     def _check_installed(self) -> None:
@@ -238,6 +240,7 @@ class EmbeddedServer:
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
         )
+        self.pid = self.process.pid
         base = f"http://127.0.0.1:{port}/v1"
         try:
             await self._wait_ready(base)

