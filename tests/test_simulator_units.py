@@ -18,6 +18,7 @@ from mempa_tui.simulator import (
     SimulatorMemory,
     SkillFileError,
     UserSimulator,
+    acting_sheet,
     default_skills,
     entry_from_delivered,
     entry_problems,
@@ -73,7 +74,7 @@ def test_reception_render_has_no_production_and_full_has_both() -> None:
 
 def test_acting_sheet_names_the_cell() -> None:
     skill = default_skills().get("autonomy_level", "Self-directed")
-    sheet = skill.acting_sheet()
+    sheet = acting_sheet("autonomy_level", "Self-directed")
     assert sheet.startswith("Acting sheet: Autonomy Level = Self-directed")
     assert skill.reception.on_against[0] in sheet
 
@@ -248,6 +249,8 @@ def test_entry_problems(text: str, fragment: str) -> None:
 def test_entry_problems_accepts_a_clean_entry() -> None:
     text = "I asked it to sort out a meeting. It answered briefly and I decided to go. Nothing is open."
     assert entry_problems(text) == []
+    assert entry_problems("It asked whether to call and/or write. I said write.") == []
+    assert entry_problems("It filed it under work/reports/march. I was fine with that.")
 
 
 def test_memory_round_trip_and_note() -> None:

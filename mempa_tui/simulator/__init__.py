@@ -31,6 +31,7 @@ from mempa_tui.simulator._skills import (
     SkillBook,
     SkillExamples,
     SkillFileError,
+    acting_sheet,
     default_skills,
     load_skills,
 )
@@ -59,6 +60,7 @@ __all__ = [
     "UserSeat",
     "UserSimulator",
     "UserTurn",
+    "acting_sheet",
     "build_turn_messages",
     "check_message",
     "default_skills",

@@ -31,7 +31,11 @@ log = logging.getLogger(__name__)
 MAX_IMPRESSIONS = 6
 _IMPRESSION_CHARS = 200
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
-_PATH = re.compile(r"[\w.-]+/[\w./-]+|\\\\|\b[\w-]+\.(?:pdf|docx?|xlsx?|csv|txt|md|json|ya?ml|png|jpe?g|ics)\b", re.I)
+_PATH = re.compile(
+    r"[\w.-]+(?:/[\w.-]+){2,}|[\w.-]+/[\w-]+\.\w{1,5}\b|\\\\"
+    r"|\b[\w-]+\.(?:pdf|docx?|xlsx?|csv|txt|md|json|ya?ml|png|jpe?g|ics)\b",
+    re.I,
+)
 _EMAIL = re.compile(r"\b\S+@\S+\.\w+\b")
 
 

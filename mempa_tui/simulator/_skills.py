@@ -27,6 +27,7 @@ __all__ = [
     "SkillBook",
     "SkillExamples",
     "SkillFileError",
+    "acting_sheet",
     "default_skills",
     "load_skills",
 ]
@@ -252,3 +253,15 @@ def load_skills(path: str | Path | None = None) -> SkillBook:
 def default_skills() -> SkillBook:
     """The packaged skills, loaded once (raises :class:`SkillFileError` if the file is broken)."""
     return load_skills()
+
+
+def acting_sheet(
+    attribute_key: str, setting: str, context: Context | None = None, skills: SkillBook | None = None
+) -> str:
+    """The acting sheet of one setting (PRS rater, human user seat); see
+    :meth:`PreferenceSkill.acting_sheet`.
+
+    Raises:
+        KeyError: unknown attribute or setting.
+    """
+    return (skills or default_skills()).get(attribute_key, setting).acting_sheet(context)
