@@ -246,6 +246,8 @@ class ToolRegistry:
             the value and the reason.
 
         Raises:
+            FixtureError: a collection file of the world is invalid (a broken fixture, not bad
+                input); nothing is written.
             Exception: only a bug in a tool (not bad input) propagates, after its writes are undone.
         """
         logged: JsonValue = _loggable(arguments)

@@ -1,0 +1,166 @@
+"""Shared state and helpers of the ``worlds check`` rules: violations, fixture index, replays.
+
+See :mod:`mempa_tui.scripts.check` for the list of rules.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+from mempa_tui.scripts._yamldoc import Loc, WorldFileError, YamlDoc
+from mempa_tui.scripts.loader import UserScan
+from mempa_tui.tools import ToolRegistry
+from mempa_tui.world import (
+    COLLECTIONS,
+    FixtureError,
+    Record,
+    WorkingCopy,
+    WorldError,
+    WorldState,
+    collection_issues,
+)
+
+__all__ = ["CheckerBase", "Violation"]
+
+
+@dataclass(frozen=True, order=True)
+class Violation:
+    """One broken rule, located in a file.
+
+    Attributes:
+        path: the file (as reached from the ``worlds`` folder given).
+        line: 1-based line of the offending key or value (1 for a whole-file problem).
+        message: what is wrong.
+    """
+
+    path: str
+    line: int
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}: {self.message}"
+
+
+class CheckerBase:
+    """One user's scan, the tools, the fixture index, and the violations found so far.
+
+    Args:
+        scan: the user's files as read by :func:`~mempa_tui.scripts.loader.scan_user`.
+        registry: the tools scripted calls must name.
+    """
+
+    def __init__(self, scan: UserScan, registry: ToolRegistry) -> None:
+        self.scan = scan
+        self.registry = registry
+        self.violations: list[Violation] = [Violation(e.path, e.line, e.message) for e in scan.errors]
+        self.state: WorldState | None = None
+        self.index: dict[str, dict[str, Record]] = {}
+        self.bad_collections: set[str] = set()
+
+    # ---- helpers ------------------------------------------------------------------------
+
+    def add(self, doc: YamlDoc | None, loc: Loc, message: str, fallback: Path | None = None) -> None:
+        """Record a violation at ``loc`` of ``doc`` (or line 1 of ``fallback`` when there is no doc)."""
+        if doc is not None:
+            self.violations.append(Violation(str(doc.path), doc.line(loc), message))
+        else:
+            self.violations.append(Violation(str(fallback or self.scan.root), 1, message))
+
+    def doc(self, key: str) -> YamlDoc | None:
+        """The parsed file of a script id (or ``persona``/``preferences``/``timeline``), if valid."""
+        return self.scan.sources.get(key)
+
+    # ---- fixture tree -------------------------------------------------------------------
+
+    def check_fixtures(self) -> None:
+        """Read the fixture tree; report bad files and records; build the record index."""
+        fdir = self.scan.fixture_dir
+        if not fdir.is_dir():
+            return  # reported by the scan
+        try:
+            self.state = WorldState.from_directory(fdir)
+        except WorldError as exc:
+            self.violations.append(Violation(str(fdir), 1, str(exc)))
+            return
+        known = {f"{c}.yaml": c for c in COLLECTIONS}
+        for path, data in self.state.items():
+            collection = known.get(path)
+            if collection is None:
+                self.violations.append(
+                    Violation(
+                        str(fdir / path),
+                        1,
+                        "not a known collection file; expected one of " + ", ".join(sorted(known)),
+                    )
+                )
+                continue
+            issues = collection_issues(collection, data)
+            if issues:
+                self.bad_collections.add(collection)
+            for issue in issues:
+                self.violations.append(self._fixture_violation(fdir / path, data, issue))
+        wc = WorkingCopy(self.state, datetime.max)
+        for collection in COLLECTIONS:
+            if collection not in self.bad_collections:
+                self.index[collection] = {r.id: r for r in wc._all_records(collection)}
+
+    @staticmethod
+    def _fixture_violation(path: Path, data: bytes, issue: FixtureError) -> Violation:
+        line = issue.line or 1
+        if issue.index is not None:
+            try:
+                doc: YamlDoc | None = YamlDoc.parse(path, data.decode("utf-8"))
+            except (WorldFileError, UnicodeDecodeError):
+                doc = None
+            if doc is not None:
+                line = doc.line((issue.index, *(issue.field.split(".") if issue.field else ())))
+        message = str(issue).removeprefix(issue.path).lstrip(": ")
+        return Violation(str(path), line, message)
+
+    def check_ref(self, doc: YamlDoc | None, loc: Loc, ref: str, when: datetime, what: str) -> None:
+        """A bound record must exist in the fixture tree and be visible at ``when``."""
+        collection, _, rid = ref.partition(":")
+        if collection not in COLLECTIONS:
+            self.add(
+                doc,
+                loc,
+                f"{what} {ref!r}: unknown collection {collection!r}; known: "
+                + ", ".join(sorted(COLLECTIONS)),
+            )
+            return
+        if collection in self.bad_collections or self.state is None:
+            return  # the fixture problem is reported already
+        record = self.index.get(collection, {}).get(rid)
+        if record is None:
+            self.add(doc, loc, f"{what} {ref!r}: no such record in the fixture tree")
+        elif record.entered_at > when:
+            self.add(
+                doc,
+                loc,
+                f"{what} {ref!r} enters the world at {record.entered_at:%Y-%m-%dT%H:%M}, "
+                f"after the beat's time {when:%Y-%m-%dT%H:%M}",
+            )
+
+    def replay(
+        self,
+        doc: YamlDoc | None,
+        loc: Loc,
+        wc: WorkingCopy,
+        tool: str,
+        args: dict[str, object],
+        expect_error: bool = False,
+    ) -> None:
+        """Run one scripted call through the real tools; report an unexpected outcome."""
+        if self.registry.get(tool) is None:
+            self.add(doc, (*loc, "tool"), f"tool: {self.registry.unknown_tool_message(tool)}")
+            return
+        try:
+            result = self.registry.call(wc, tool, args)
+        except FixtureError:
+            return  # reported with the fixture tree
+        if not result.ok and not expect_error:
+            self.add(doc, loc, f"tool step fails: {result.error}")
+        elif result.ok and expect_error:
+            self.add(doc, loc, f"tool step {tool!r} was expected to fail (expect_error) but succeeded")
