@@ -15,11 +15,10 @@ from pathlib import Path
 
 import pytest
 import yaml
+from test_runner_support import WORLDS, protocol_responder
 
 from mempa_tui.cli.main import main
 from mempa_tui.llm import ScriptedModelServer
-
-from test_runner_support import WORLDS, protocol_responder
 
 
 @pytest.fixture
@@ -100,7 +99,7 @@ def test_worlds_check_exit_codes_and_lines(
     assert main(["worlds", "check", str(tmp_path / "nowhere")]) == 2
     assert "not a worlds folder" in capsys.readouterr().err
     # no violation: exit 0 and a one-line summary (a full 28-probe user is too big for a fixture)
-    import mempa_tui.scripts.check as check
+    from mempa_tui.scripts import check
 
     monkeypatch.setattr(check, "check_worlds", lambda folder: [])
     assert main(["worlds", "check", str(WORLDS)]) == 0

@@ -14,13 +14,25 @@ from typing import Any
 
 import anyio
 import pytest
+from test_runner_support import (
+    LOG,
+    FakeEpisodes,
+    fake_scorer,
+    ok_responder,
+    runner_config,
+)
 
 from mempa_tui.llm import LLMClient, ScriptedModelServer
-from mempa_tui.runner import ConfigMismatchError, RunEvent, Runner, RunOutcome, StepEvent, run_many
+from mempa_tui.runner import (
+    ConfigMismatchError,
+    RunEvent,
+    Runner,
+    RunOutcome,
+    StepEvent,
+    run_many,
+)
 from mempa_tui.store import RunStatus, RunStore
 from mempa_tui.tools import default_registry
-
-from test_runner_support import LOG, FakeEpisodes, fake_scorer, ok_responder, runner_config
 
 
 @dataclass

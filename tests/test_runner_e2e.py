@@ -11,14 +11,13 @@ from pathlib import Path
 
 import anyio
 import pytest
+from test_runner_support import protocol_responder, runner_config
 
 from mempa_tui.llm import LLMClient, ScriptedModelServer
 from mempa_tui.memory import FileMemory
 from mempa_tui.runner import RunEvent, Runner, StepEvent
 from mempa_tui.store import RunStatus, RunStore
 from mempa_tui.tools import default_registry
-
-from test_runner_support import protocol_responder, runner_config
 
 
 @pytest.fixture
@@ -53,7 +52,7 @@ async def test_full_run_with_the_real_episode_loop(client: LLMClient, tmp_path: 
         assert len(results) == 6 and {r.status for r in results} == {"completed"}
         assert {(r.brs, r.prs) for r in results if r.kind == "final"} == {(4, 5)}
         # the committed world differs from the fixture (the change event's canned search ran)
-        world, memory_blob, sim = await _final(store, run_id)
+        _world, memory_blob, sim = await _final(store, run_id)
         assert sim.count(b"without fuss") == 2 and b"change_note" in sim  # two diary entries, one note
         assert b"R-ev1" in memory_blob and b"R-final" not in memory_blob
     assert outcome.status is RunStatus.COMPLETED and outcome.report is not None

@@ -54,10 +54,10 @@ def ok_responder(request: ScriptedRequest) -> ScriptedReply:
 
 def runner_config(**overrides: Any) -> RunConfig:
     """User R, File memory, the scripted profile, two repeats, File memory thresholds high."""
-    base: dict[str, Any] = dict(
-        user="R", profile="scripted", memory="file", repeats=2, worlds_dir=WORLDS,
-        memory_options={"consolidate_at_tokens": 50_000, "consolidate_to_tokens": 20_000},
-    )
+    base: dict[str, Any] = {
+        "user": "R", "profile": "scripted", "memory": "file", "repeats": 2, "worlds_dir": WORLDS,
+        "memory_options": {"consolidate_at_tokens": 50_000, "consolidate_to_tokens": 20_000},
+    }
     if overrides.get("memory") in ("none", "oracle"):
         base["memory_options"] = {}
     base.update(overrides)

@@ -26,10 +26,10 @@ from mempa_tui.store._codec import sha256_hex
 
 
 def _run(run_id: str = "A-file-test-s0", **kw: object) -> RunRecord:
-    base: dict[str, object] = dict(
-        id=run_id, user="A", profile="test", memory="file", seed=0, repeats=3,
-        config_json="{}", config_hash="h1", total_steps=3,
-    )
+    base: dict[str, object] = {
+        "id": run_id, "user": "A", "profile": "test", "memory": "file", "seed": 0, "repeats": 3,
+        "config_json": "{}", "config_hash": "h1", "total_steps": 3,
+    }
     base.update(kw)
     return RunRecord.model_validate(base)
 
@@ -48,10 +48,10 @@ def _ckpt(index: int, files: dict[str, bytes], memory: bytes | None = b"mem", si
 
 def _step(index: int, status: str = "completed") -> StepRecord:
     now = utc_now()
-    return StepRecord.model_validate(dict(
-        index=index, step_id=f"A-s{index}", kind="accumulation", status=status,
-        started_at=now, finished_at=now, result_json='{"x": 1}',
-    ))
+    return StepRecord.model_validate({
+        "index": index, "step_id": f"A-s{index}", "kind": "accumulation", "status": status,
+        "started_at": now, "finished_at": now, "result_json": '{"x": 1}',
+    })
 
 
 def _events(n: int) -> list[TranscriptEventRecord]:

@@ -50,7 +50,12 @@ class ProgressPrinter:
 
 
 async def _prepare_embedded(profile: ModelProfile, stack: AsyncExitStack, out: TextIO) -> ModelProfile:
-    from mempa_tui.llm.embedded import GGUF_NAME, EmbeddedError, EmbeddedServer, ensure_weights
+    from mempa_tui.llm.embedded import (
+        GGUF_NAME,
+        EmbeddedError,
+        EmbeddedServer,
+        ensure_weights,
+    )
 
     folder = Path(profile.options.embedded.weights_dir)
     if not (folder / f"{GGUF_NAME}.verified").is_file():
@@ -179,7 +184,7 @@ async def cmd_run(args: argparse.Namespace, out: TextIO | None = None) -> int:
         )
         outcome = await runner.run()
     if outcome.report is not None:
-        print("", file=out)
+        print(file=out)
         print(outcome.report.table, file=out)
         print(f"\nreport: {outcome.report.paths.main_md}\ntables: {outcome.report.paths.main_csv}", file=out)
     if outcome.status is not RunStatus.COMPLETED:

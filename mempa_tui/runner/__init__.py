@@ -25,9 +25,16 @@ from mempa_tui.runner.config import (
     profile_fingerprint,
     worlds_digest,
 )
-from mempa_tui.runner.progress import RunEvent, RunEventKind, RunObserver, RunPhase, RunProgress, StepEvent
+from mempa_tui.runner.progress import (
+    RunEvent,
+    RunEventKind,
+    RunObserver,
+    RunPhase,
+    RunProgress,
+    StepEvent,
+)
 from mempa_tui.runner.report import RunReport, outcome_of, write_run_report
-from mempa_tui.runner.runner import DonorError, RunOutcome, Runner, run_many
+from mempa_tui.runner.runner import DonorError, Runner, RunOutcome, run_many
 
 __all__ = [
     "PROBE_ONLY_CONDITIONS",

@@ -26,7 +26,12 @@ import anyio
 
 from mempa_tui.memory import OracleMemory
 from mempa_tui.runner._scoring import ProbeScorer, RealizationScores
-from mempa_tui.runner._shared import EventCollector, RunContext, call_rows, capture_calls
+from mempa_tui.runner._shared import (
+    EventCollector,
+    RunContext,
+    call_rows,
+    capture_calls,
+)
 from mempa_tui.scripts.schema import Probe, ProbeKind
 from mempa_tui.store import ProbeResultRecord, StoreError, TokenTotals, utc_now
 from mempa_tui.world import WorldState

@@ -49,8 +49,8 @@ ProbeScorer = Callable[["RunContext", Probe, str, "StepResult", WorldState], Awa
 
 def _trailing_user_message(result: StepResult) -> str | None:
     """The user's last message when it came after the PA's last reply (e.g. the reaction)."""
-    from mempa_tui.runner.episode import public_transcript
     from mempa_tui.runner._episode_events import PAReplyEvent, UserMessageEvent
+    from mempa_tui.runner.episode import public_transcript
 
     last: str | None = None
     for event in public_transcript(result.transcript):

@@ -12,7 +12,13 @@ from mempa_tui.llm.types import LLMCallRecord, Role
 from mempa_tui.memory import MemorySystem, make_memory
 from mempa_tui.runner._calls import capture_calls
 from mempa_tui.runner.config import RunConfig
-from mempa_tui.runner.progress import RunEvent, RunEventKind, RunObserver, RunProgress, StepEvent
+from mempa_tui.runner.progress import (
+    RunEvent,
+    RunEventKind,
+    RunObserver,
+    RunProgress,
+    StepEvent,
+)
 from mempa_tui.store import LLMCallRow, RunStore, TokenTotals, TranscriptEventRecord
 
 if TYPE_CHECKING:
@@ -135,7 +141,7 @@ class RunContext:
             return
         try:
             self.observer(item)
-        except Exception as exc:  # a display bug must never stop a run
+        except Exception as exc:  # noqa: BLE001 - a display bug must never stop a run
             self._observer_broken = True
             self.progress.errors.append(f"observer disabled after it raised: {exc!r}")
 

@@ -66,6 +66,8 @@ def apply_step_entry(memory: SimulatorMemory, result: object, when: datetime) ->
     text = " ".join(str(text).split())
     if any(" ".join(e.text.split()) == text for e in memory.entries):
         return memory
-    kind = "change_note" if getattr(result, "kind", "") == "change_event" else "session"
-    memory.entries.append(MemoryEntry(on=when.date(), kind=kind, text=text))
+    if getattr(result, "kind", "") == "change_event":
+        memory.entries.append(MemoryEntry(on=when.date(), kind="change_note", text=text))
+    else:
+        memory.entries.append(MemoryEntry(on=when.date(), kind="session", text=text))
     return memory

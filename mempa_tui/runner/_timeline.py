@@ -26,7 +26,12 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from mempa_tui.memory import MemorySystem
-from mempa_tui.runner._shared import EventCollector, RunContext, call_rows, capture_calls
+from mempa_tui.runner._shared import (
+    EventCollector,
+    RunContext,
+    call_rows,
+    capture_calls,
+)
 from mempa_tui.runner._simmem import (
     SimulatorMemoryState,
     apply_step_entry,
@@ -36,7 +41,13 @@ from mempa_tui.runner._simmem import (
     new_simulator_memory,
 )
 from mempa_tui.scripts.schema import AccumulationSession, ChangeEvent
-from mempa_tui.store import CheckpointData, StepAttemptRecord, StepRecord, TokenTotals, utc_now
+from mempa_tui.store import (
+    CheckpointData,
+    StepAttemptRecord,
+    StepRecord,
+    TokenTotals,
+    utc_now,
+)
 from mempa_tui.world import WorldState
 
 __all__ = ["RunState", "play_timeline"]

@@ -15,7 +15,7 @@ warning and then ignored, so a broken display never stops a run.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Literal, Union
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -116,5 +116,5 @@ class StepEvent(BaseModel):
     """The :class:`~mempa_tui.runner.episode.EpisodeEvent` as the episode loop emitted it."""
 
 
-RunObserver = Callable[[Union[RunEvent, StepEvent]], None]
+RunObserver = Callable[[RunEvent | StepEvent], None]
 """Receives every :class:`RunEvent` and :class:`StepEvent` of a run, in order."""

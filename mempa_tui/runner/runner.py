@@ -12,7 +12,6 @@ moves the stored run aside (``<id>~N``) and starts over.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -25,7 +24,14 @@ from mempa_tui.runner._probes import plan_probes, run_probes
 from mempa_tui.runner._scoring import ProbeScorer, default_scorer
 from mempa_tui.runner._shared import EpisodeFunctions, RunContext
 from mempa_tui.runner._timeline import play_timeline
-from mempa_tui.runner.config import PROBE_ONLY_CONDITIONS, ConfigMismatchError, RunConfig, config_diff, profile_fingerprint, worlds_digest
+from mempa_tui.runner.config import (
+    PROBE_ONLY_CONDITIONS,
+    ConfigMismatchError,
+    RunConfig,
+    config_diff,
+    profile_fingerprint,
+    worlds_digest,
+)
 from mempa_tui.runner.progress import RunObserver, RunProgress
 from mempa_tui.runner.report import RunReport, write_run_report
 from mempa_tui.scripts.loader import load_user
@@ -289,7 +295,7 @@ async def run_many(
         runner = Runner(configs[i], store, client, registry, observer, **runner_options)  # type: ignore[arg-type]
         try:
             results[i] = await runner.run()
-        except Exception as exc:  # returned to the caller in the run's place
+        except Exception as exc:  # noqa: BLE001 - returned to the caller in the run's place
             results[i] = exc
 
     for wave in (True, False):

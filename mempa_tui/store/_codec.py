@@ -16,6 +16,7 @@ __all__ = [
     "sha256_hex",
     "to_iso",
     "unpack_text",
+    "when",
 ]
 
 Codec = Literal["raw", "zlib"]
@@ -84,3 +85,8 @@ def to_iso(value: datetime | None) -> str | None:
 def from_iso(value: str | None) -> datetime | None:
     """Parse ISO 8601 text written by :func:`to_iso` (None stays None)."""
     return datetime.fromisoformat(value) if value is not None else None
+
+
+def when(value: str) -> datetime:
+    """Parse a NOT NULL ISO 8601 column written by :func:`to_iso`."""
+    return datetime.fromisoformat(value)

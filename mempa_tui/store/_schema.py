@@ -16,7 +16,7 @@ Design notes:
 
 from __future__ import annotations
 
-__all__ = ["SCHEMA_VERSION", "SCHEMA_SQL"]
+__all__ = ["SCHEMA_SQL", "SCHEMA_VERSION"]
 
 SCHEMA_VERSION = 1
 """Bumped with every change to :data:`SCHEMA_SQL`; older databases are migrated on open."""

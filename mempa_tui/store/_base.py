@@ -1,0 +1,240 @@
+"""The run store's connection layer: lifecycle, schema, transactions and content-addressed blobs.
+
+WAL mode with a busy timeout lets the TUI and a ``mempa run`` in another terminal read while a run
+writes. Writes are prepared statements run in one transaction shielded from cancellation; a killed
+process leaves the transaction unapplied (SQLite rolls it back when the database is next opened).
+``synchronous=NORMAL`` keeps commits fast and, in WAL mode, survives a killed process (only a power
+loss can drop the last commits).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Self
+
+import aiosqlite
+import anyio
+
+from mempa_tui.store import _codec
+from mempa_tui.store._schema import SCHEMA_SQL, SCHEMA_VERSION
+from mempa_tui.store._sql import Statement
+
+__all__ = ["StepAlreadyStoredError", "StoreBase", "StoreError"]
+
+_BUSY_TIMEOUT_MS = 15_000
+
+
+class StoreError(Exception):
+    """The database cannot be used: unreadable, made by a newer version, or a missing row."""
+
+
+class StepAlreadyStoredError(StoreError):
+    """A step (or probe repeat) that is already stored was written again; nothing was written."""
+
+
+class StoreBase:
+    """The connection, transactions and blobs of :class:`~mempa_tui.store.RunStore`.
+
+    Args:
+        path: the SQLite file; its folder is created on open.
+    """
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self._db: aiosqlite.Connection | None = None
+        self._lock: anyio.Lock | None = None
+        self._known_blobs: set[str] = set()
+
+    # ---- lifecycle ------------------------------------------------------------------------
+
+    async def open(self) -> Self:
+        """Open (and create or migrate) the database.
+
+        Raises:
+            StoreError: the file is not a usable database or was written by a newer schema.
+        """
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = anyio.Lock()
+        try:
+            db = await aiosqlite.connect(self.path, isolation_level=None, timeout=_BUSY_TIMEOUT_MS / 1000)
+        except sqlite3.Error as exc:
+            raise StoreError(f"{self.path}: cannot open the run database ({exc})") from exc
+        self._db = db
+        db.row_factory = sqlite3.Row
+        try:
+            await db.execute(f"PRAGMA busy_timeout = {_BUSY_TIMEOUT_MS}")
+            await db.execute("PRAGMA journal_mode = WAL")
+            await db.execute("PRAGMA synchronous = NORMAL")
+            await db.execute("PRAGMA foreign_keys = ON")
+            await self._ensure_schema(db)
+        except sqlite3.DatabaseError as exc:
+            await self.close()
+            raise StoreError(f"{self.path}: not a usable run database ({exc})") from exc
+        except StoreError:
+            await self.close()
+            raise
+        return self
+
+    async def close(self) -> None:
+        """Close the connection (idempotent)."""
+        if self._db is not None:
+            db, self._db = self._db, None
+            await db.close()
+
+    async def __aenter__(self) -> Self:
+        return await self.open()
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        with anyio.CancelScope(shield=True):
+            await self.close()
+
+    async def _ensure_schema(self, db: aiosqlite.Connection) -> None:
+        async with db.execute(
+            "SELECT name FROM sqlite_master WHERE type='table' AND name='schema_version'"
+        ) as cur:
+            exists = await cur.fetchone() is not None
+        if exists:
+            async with db.execute("SELECT MAX(version) FROM schema_version") as cur:
+                row = await cur.fetchone()
+            version = int(row[0]) if row and row[0] is not None else 0
+            if version > SCHEMA_VERSION:
+                raise StoreError(
+                    f"{self.path}: written by a newer mempa (schema {version}, this one reads "
+                    f"up to {SCHEMA_VERSION}); upgrade mempa or use another --saves folder"
+                )
+            if version == SCHEMA_VERSION:
+                return
+        await db.executescript("BEGIN IMMEDIATE;\n" + SCHEMA_SQL + "\nCOMMIT;")
+        await db.execute("DELETE FROM schema_version")
+        await db.execute("INSERT INTO schema_version (version) VALUES (?)", (SCHEMA_VERSION,))
+
+    @property
+    def db(self) -> aiosqlite.Connection:
+        """The open connection.
+
+        Raises:
+            StoreError: the store is not open.
+        """
+        if self._db is None:
+            raise StoreError(f"{self.path}: the run store is not open (use 'async with RunStore(...)')")
+        return self._db
+
+    async def pragma(self, name: str) -> str:
+        """The value of a PRAGMA (e.g. ``journal_mode``), as text."""
+        if not name.isidentifier():
+            raise ValueError(f"not a pragma name: {name!r}")
+        async with self.db.execute(f"PRAGMA {name}") as cur:
+            row = await cur.fetchone()
+        return str(row[0]) if row else ""
+
+    # ---- transactions -----------------------------------------------------------------------
+
+    async def _apply(self, statements: Iterable[Statement]) -> None:
+        """Run prepared statements in one transaction, shielded from cancellation."""
+        db = self.db
+        assert self._lock is not None
+        async with self._lock:
+            with anyio.CancelScope(shield=True):
+                await db.execute("BEGIN IMMEDIATE")
+                try:
+                    for sql, params, many in statements:
+                        if many:
+                            await db.executemany(sql, params)
+                        else:
+                            await db.execute(sql, params)
+                    await db.execute("COMMIT")
+                except BaseException:
+                    if db.in_transaction:
+                        await db.execute("ROLLBACK")
+                    raise
+
+    async def _fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[sqlite3.Row]:
+        db = self.db
+        assert self._lock is not None
+        async with self._lock, db.execute(sql, params) as cur:
+            rows = await cur.fetchall()
+        return list(rows)
+
+    async def _fetchone(self, sql: str, params: Sequence[Any] = ()) -> sqlite3.Row | None:
+        rows = await self._fetchall(sql, params)
+        return rows[0] if rows else None
+
+    # ---- blobs ----------------------------------------------------------------------------
+
+    async def _missing_blobs(self, digests: Iterable[str]) -> set[str]:
+        unknown = sorted(set(digests) - self._known_blobs)
+        present: set[str] = set()
+        for start in range(0, len(unknown), 500):
+            chunk = unknown[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            rows = await self._fetchall(f"SELECT sha256 FROM blobs WHERE sha256 IN ({marks})", chunk)
+            present.update(str(r["sha256"]) for r in rows)
+        self._known_blobs.update(present)
+        return set(unknown) - present
+
+    async def load_blob(self, digest: str) -> bytes:
+        """The bytes of one blob.
+
+        Raises:
+            StoreError: no blob with that digest.
+        """
+        row = await self._fetchone("SELECT codec, data FROM blobs WHERE sha256 = ?", (digest,))
+        if row is None:
+            raise StoreError(f"{self.path}: blob {digest} is missing")
+        return _codec.decode_blob(str(row["codec"]), bytes(row["data"]), key=digest)
+
+    async def load_world(self, manifest: Mapping[str, str]) -> dict[str, bytes]:
+        """The files of a world manifest (path -> sha256) as path -> bytes.
+
+        Raises:
+            StoreError: a blob of the manifest is missing.
+        """
+        digests = sorted(set(manifest.values()))
+        found: dict[str, bytes] = {}
+        for start in range(0, len(digests), 500):
+            chunk = digests[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            rows = await self._fetchall(
+                f"SELECT sha256, codec, data FROM blobs WHERE sha256 IN ({marks})", chunk
+            )
+            for r in rows:
+                key = str(r["sha256"])
+                found[key] = _codec.decode_blob(str(r["codec"]), bytes(r["data"]), key=key)
+        files: dict[str, bytes] = {}
+        for path, digest in manifest.items():
+            if digest not in found:
+                raise StoreError(f"{self.path}: world file {path!r} (blob {digest}) is missing")
+            files[path] = found[digest]
+        return files
+
+    async def blob_stats(self) -> tuple[int, int]:
+        """(number of blobs, stored bytes) in the database."""
+        row = await self._fetchone("SELECT COUNT(*) AS n, COALESCE(SUM(LENGTH(data)), 0) AS b FROM blobs")
+        assert row is not None
+        return int(row["n"]), int(row["b"])
+
+    async def delete_unreferenced_blobs(self) -> int:
+        """Delete blobs no checkpoint refers to (after runs were deleted).
+
+        Returns:
+            How many blobs were deleted.
+        """
+        referenced: set[str] = set()
+        for row in await self._fetchall(
+            "SELECT world_manifest, memory_blob, simulator_blob FROM checkpoints"
+        ):
+            referenced.update(json.loads(row["world_manifest"]).values())
+            for key in ("memory_blob", "simulator_blob"):
+                if row[key]:
+                    referenced.add(str(row[key]))
+        all_blobs = {str(r["sha256"]) for r in await self._fetchall("SELECT sha256 FROM blobs")}
+        dead = sorted(all_blobs - referenced)
+        await self._apply([("DELETE FROM blobs WHERE sha256 = ?", [(d,) for d in dead], True)])
+        self._known_blobs -= set(dead)
+        return len(dead)
