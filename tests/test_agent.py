@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
 import pytest
+from test_agent_support import START, PAQueue, call, tiny_world
 
 from mempa_tui.agent import (
     AgentSessionStart,
@@ -24,8 +25,6 @@ from mempa_tui.taxonomy import Context
 from mempa_tui.tools import ToolRegistry, default_registry
 from mempa_tui.world import WorkingCopy
 
-from test_agent_support import START, PAQueue, call, tiny_world
-
 
 @dataclass
 class Rig:
@@ -41,7 +40,11 @@ class Rig:
 
     def tool_results(self, index: int) -> list[str]:
         """Tool-result messages in the PA request ``index``."""
-        return [m.content for m in self.queue.pa_requests[index].messages if m.role == "tool"]
+        return [
+            m.content
+            for m in self.queue.pa_requests[index].messages
+            if m.role == "tool"
+        ]
 
 
 @pytest.fixture
@@ -51,42 +54,69 @@ async def rig() -> AsyncIterator[Rig]:
         registry = default_registry()
         wc = WorkingCopy(tiny_world(), START)
         agent = PersonalAgent(LLMClient(server.profile(context_window=131072)))
-        agent.begin_session(AgentSessionStart(step_id="A-w-01", context=Context.WORK, starts_at=START))
+        agent.begin_session(
+            AgentSessionStart(step_id="A-w-01", context=Context.WORK, starts_at=START)
+        )
         yield Rig(queue, server, agent, registry, wc, IXWrapper(registry, wc))
 
 
-def _turn(message: str = "Please text Colm that I'm late.", **kw: object) -> AgentTurnInput:
+def _turn(
+    message: str = "Please text Colm that I'm late.", **kw: object
+) -> AgentTurnInput:
     return AgentTurnInput(user_message=message, now=START, **kw)  # type: ignore[arg-type]
 
 
-async def test_unknown_and_empty_tool_names_get_errors_with_close_matches(rig: Rig) -> None:
+async def test_unknown_and_empty_tool_names_get_errors_with_close_matches(
+    rig: Rig,
+) -> None:
     rig.queue.push(
-        ScriptedReply(tool_calls=[call("mcp_state_contact_serch", {"query": "Colm"}), call("", {})]),
+        ScriptedReply(
+            tool_calls=[
+                call("mcp_state_contact_serch", {"query": "Colm"}),
+                call("", {}),
+            ]
+        ),
         "Sorry, done.",
     )
     result = await rig.agent.respond(_turn(), rig.actions())
     assert result.status == "ok" and result.reply == "Sorry, done."
     first, second = rig.tool_results(1)
-    assert "no tool named 'mcp_state_contact_serch'" in first and "mcp_state_contact_search" in first
+    assert (
+        "no tool named 'mcp_state_contact_serch'" in first
+        and "mcp_state_contact_search" in first
+    )
     assert "must name a tool" in second
-    assert [c.status for c in result.calls] == [CallStatus.REJECTED, CallStatus.REJECTED]
+    assert [c.status for c in result.calls] == [
+        CallStatus.REJECTED,
+        CallStatus.REJECTED,
+    ]
     assert rig.wc.call_log == []  # nothing reached the registry
 
 
 async def test_bad_json_arguments_come_back_as_an_error(rig: Rig) -> None:
-    rig.queue.push(ScriptedReply(tool_calls=[call("mcp_state_contact_search", '{"query": "Col')]), "ok")
+    rig.queue.push(
+        ScriptedReply(tool_calls=[call("mcp_state_contact_search", '{"query": "Col')]),
+        "ok",
+    )
     result = await rig.agent.respond(_turn(), rig.actions())
     (message,) = rig.tool_results(1)
-    assert "could not be read" in message and result.calls[0].status is CallStatus.REJECTED
+    assert (
+        "could not be read" in message and result.calls[0].status is CallStatus.REJECTED
+    )
 
 
 async def test_call_written_as_json_in_text_is_recovered_and_runs(rig: Rig) -> None:
-    text = json.dumps({"name": "mcp_state_contact_search", "arguments": {"query": "Colm"}})
+    text = json.dumps(
+        {"name": "mcp_state_contact_search", "arguments": {"query": "Colm"}}
+    )
     rig.queue.push(ScriptedReply(text=text), "Found him.")
     result = await rig.agent.respond(_turn(), rig.actions())
     assert result.reply == "Found him."
     assert [c.tool for c in result.calls] == ["contact_search"]
-    assert result.calls[0].status is CallStatus.EXECUTED and "Colm Averill" in result.calls[0].result
+    assert (
+        result.calls[0].status is CallStatus.EXECUTED
+        and "Colm Averill" in result.calls[0].result
+    )
 
 
 async def test_missing_and_repeated_call_ids_are_replaced(rig: Rig) -> None:
@@ -103,13 +133,16 @@ async def test_missing_and_repeated_call_ids_are_replaced(rig: Rig) -> None:
     result = await rig.agent.respond(_turn(), rig.actions())
     ids = [c.call_id for c in result.calls]
     assert len(set(ids)) == 3 and all(ids)
-    tool_ids = [m.tool_call_id for m in rig.queue.pa_requests[1].messages if m.role == "tool"]
+    tool_ids = [
+        m.tool_call_id for m in rig.queue.pa_requests[1].messages if m.role == "tool"
+    ]
     assert tool_ids == ids
 
 
 async def test_forty_model_calls_at_most_per_turn(rig: Rig) -> None:
     rig.queue.fallback = lambda _r: ScriptedReply(
-        text="still looking", tool_calls=[call("mcp_state_contact_search", {"query": "x"})]
+        text="still looking",
+        tool_calls=[call("mcp_state_contact_search", {"query": "x"})],
     )
     result = await rig.agent.respond(_turn(), rig.actions())
     assert result.status == "capped" and result.model_calls == 40
@@ -127,7 +160,11 @@ async def test_reminder_then_forced_call_then_floor(rig: Rig) -> None:
     assert result.reply == ""
     assert len(rig.queue.pa_requests) == 3
     second = rig.queue.pa_requests[1].messages[-1]
-    assert second.role == "user" and "Harness note" in second.content and "IX_autonomy_level" in second.content
+    assert (
+        second.role == "user"
+        and "Harness note" in second.content
+        and "IX_autonomy_level" in second.content
+    )
     # the forced call: on Ollama only the forced tool is offered
     assert rig.queue.pa_requests[2].tool_names == ["IX_autonomy_level"]
     assert "IX_autonomy_level" in rig.queue.pa_requests[0].tool_names
@@ -136,8 +173,17 @@ async def test_reminder_then_forced_call_then_floor(rig: Rig) -> None:
 async def test_reminder_is_enough_when_the_pa_then_selects(rig: Rig) -> None:
     rig.queue.push(
         "I'll send it.",
-        ScriptedReply(tool_calls=[call("IX_autonomy_level", {"setting": "Self-directed"})]),
-        ScriptedReply(tool_calls=[call("mcp_state_message_send", {"contact": "Colm Averill", "text": "Late"})]),
+        ScriptedReply(
+            tool_calls=[call("IX_autonomy_level", {"setting": "Self-directed"})]
+        ),
+        ScriptedReply(
+            tool_calls=[
+                call(
+                    "mcp_state_message_send",
+                    {"contact": "Colm Averill", "text": "Late"},
+                )
+            ]
+        ),
         "Ready to send once you approve.",
     )
     result = await rig.agent.respond(
@@ -152,9 +198,15 @@ async def test_reminder_is_enough_when_the_pa_then_selects(rig: Rig) -> None:
 
 async def test_missing_required_payload_is_reminded(rig: Rig) -> None:
     rig.queue.push(
-        ScriptedReply(tool_calls=[call("IX_reasoning_visibility", {"setting": "Show"})]),
+        ScriptedReply(
+            tool_calls=[call("IX_reasoning_visibility", {"setting": "Show"})]
+        ),
         "Pick room B.",
-        ScriptedReply(tool_calls=[call("IX_reasoning_visibility", {"rationale": "B holds 40 people."})]),
+        ScriptedReply(
+            tool_calls=[
+                call("IX_reasoning_visibility", {"rationale": "B holds 40 people."})
+            ]
+        ),
         "Pick room B.",
     )
     actions = rig.actions(["reasoning_visibility"])
@@ -166,9 +218,20 @@ async def test_missing_required_payload_is_reminded(rig: Rig) -> None:
 
 
 async def test_write_lock_refusal_reaches_the_pa(rig: Rig) -> None:
-    rig.wc.add_write_lock(WriteLock(tool="message_send", match={"contact": "Colm Averill"}, unlocked_by="delay"))
+    rig.wc.add_write_lock(
+        WriteLock(
+            tool="message_send", match={"contact": "Colm Averill"}, unlocked_by="delay"
+        )
+    )
     rig.queue.push(
-        ScriptedReply(tool_calls=[call("mcp_state_message_send", {"contact": "Colm Averill", "text": "Late"})]),
+        ScriptedReply(
+            tool_calls=[
+                call(
+                    "mcp_state_message_send",
+                    {"contact": "Colm Averill", "text": "Late"},
+                )
+            ]
+        ),
         "How late will you be?",
     )
     result = await rig.agent.respond(_turn(), rig.actions())
@@ -180,13 +243,22 @@ async def test_write_lock_refusal_reaches_the_pa(rig: Rig) -> None:
 
 async def test_ix_text_in_task_arguments_floors_and_does_not_run(rig: Rig) -> None:
     rig.queue.push(
-        ScriptedReply(tool_calls=[call("IX_autonomy_level", {"setting": "Self-directed"})]),
         ScriptedReply(
-            tool_calls=[call("mcp_state_contact_update", {"contact_id": "ct_0001", "notes": "Self-directed"})]
+            tool_calls=[call("IX_autonomy_level", {"setting": "Self-directed"})]
+        ),
+        ScriptedReply(
+            tool_calls=[
+                call(
+                    "mcp_state_contact_update",
+                    {"contact_id": "ct_0001", "notes": "Self-directed"},
+                )
+            ]
         ),
         "done",
     )
-    result = await rig.agent.respond(_turn(offered_ix=["autonomy_level"]), rig.actions(["autonomy_level"]))
+    result = await rig.agent.respond(
+        _turn(offered_ix=["autonomy_level"]), rig.actions(["autonomy_level"])
+    )
     assert result.status == "floored" and "selected setting" in (result.reason or "")
     assert rig.wc.change_log == [] and rig.wc.call_log == []
 
@@ -194,14 +266,19 @@ async def test_ix_text_in_task_arguments_floors_and_does_not_run(rig: Rig) -> No
 def test_ix_text_detection_ignores_ordinary_values() -> None:
     sel = {"proactive_outreach": "High", "autonomy_level": "Reactive"}
     assert ix_text_in_arguments({"priority": "high"}, sel) is None
-    assert ix_text_in_arguments({"body": "See you at the reactive maintenance talk"}, sel) is None
+    assert (
+        ix_text_in_arguments({"body": "See you at the reactive maintenance talk"}, sel)
+        is None
+    )
     assert ix_text_in_arguments({"body": "Reactive"}, sel) is not None
     assert ix_text_in_arguments({"notes": ["call IX_verbosity first"]}, sel) is not None
     assert ix_text_in_arguments({"body": "Autonomy level: reactive"}, sel) is not None
 
 
 async def test_ix_tool_not_yet_offered_is_an_error(rig: Rig) -> None:
-    rig.queue.push(ScriptedReply(tool_calls=[call("IX_verbosity", {"setting": "Terse"})]), "ok")
+    rig.queue.push(
+        ScriptedReply(tool_calls=[call("IX_verbosity", {"setting": "Terse"})]), "ok"
+    )
     await rig.agent.respond(_turn(), rig.actions())
     (message,) = rig.tool_results(1)
     assert "not offered at this point" in message
@@ -209,8 +286,13 @@ async def test_ix_tool_not_yet_offered_is_an_error(rig: Rig) -> None:
     assert "IX_verbosity" not in rig.queue.pa_requests[0].tool_names
 
 
-async def test_prompt_holds_evidence_or_oracle_and_grows_only_at_its_end(rig: Rig) -> None:
-    rig.queue.push(ScriptedReply(tool_calls=[call("mcp_state_contact_search", {"query": "Colm"})]), "ok")
+async def test_prompt_holds_evidence_or_oracle_and_grows_only_at_its_end(
+    rig: Rig,
+) -> None:
+    rig.queue.push(
+        ScriptedReply(tool_calls=[call("mcp_state_contact_search", {"query": "Colm"})]),
+        "ok",
+    )
     evidence = Evidence(system_text="MEMO: prefers one-line replies.")
     await rig.agent.respond(_turn(evidence=evidence), rig.actions())
     first, second = rig.queue.pa_requests
@@ -223,7 +305,10 @@ async def test_prompt_holds_evidence_or_oracle_and_grows_only_at_its_end(rig: Ri
     oracle = PersonalAgent(LLMClient(rig.server.profile()))
     oracle.begin_session(
         AgentSessionStart(
-            step_id="A-p", context=Context.WORK, starts_at=START, is_probe=True,
+            step_id="A-p",
+            context=Context.WORK,
+            starts_at=START,
+            is_probe=True,
             oracle=OracleHint(attribute="verbosity", setting="Terse"),
         )
     )

@@ -12,7 +12,14 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from mempa_tui.llm import ScriptedReply, ScriptedRequest, ScriptedToolCall
-from mempa_tui.memory.base import Evidence, EvidenceItem, MemoryInspection, MemorySystem, SessionInfo, TurnRecord
+from mempa_tui.memory.base import (
+    Evidence,
+    EvidenceItem,
+    MemoryInspection,
+    MemorySystem,
+    SessionInfo,
+    TurnRecord,
+)
 from mempa_tui.world import WorldState
 
 __all__ = ["PAQueue", "RecordingMemory", "call", "tiny_world"]
@@ -40,9 +47,13 @@ def tiny_world() -> WorldState:
     return WorldState({"contacts/contacts.yaml": _CONTACTS.encode()})
 
 
-def call(name: str | None, arguments: dict[str, object] | str | None = None, **kw: object) -> ScriptedToolCall:
+def call(
+    name: str | None, arguments: dict[str, object] | str | None = None, **kw: object
+) -> ScriptedToolCall:
     """A scripted tool call (``arguments`` may be a raw string for invalid JSON)."""
-    return ScriptedToolCall(name=name, arguments={} if arguments is None else arguments, **kw)  # type: ignore[arg-type]
+    return ScriptedToolCall(
+        name=name, arguments={} if arguments is None else arguments, **kw
+    )  # type: ignore[arg-type]
 
 
 @dataclass
@@ -83,7 +94,9 @@ class RecordingMemory(MemorySystem):
 
     name = "recording"
 
-    def __init__(self, evidence_text: str = "The user once asked for short answers.") -> None:
+    def __init__(
+        self, evidence_text: str = "The user once asked for short answers."
+    ) -> None:
         self.records: list[TurnRecord] = []
         self.sessions_ended: list[str] = []
         self.evidence_text = evidence_text
@@ -109,4 +122,6 @@ class RecordingMemory(MemorySystem):
         self.records = [TurnRecord.model_validate(r) for r in json.loads(data)]
 
     def inspect(self) -> MemoryInspection:
-        return MemoryInspection(system=self.name, stored=[r.as_text() for r in self.records])
+        return MemoryInspection(
+            system=self.name, stored=[r.as_text() for r in self.records]
+        )

@@ -86,13 +86,21 @@ def test_every_attribute_gets_a_generated_ix_tool() -> None:
 
 def test_setting_is_matched_leniently_and_bad_payload_is_named() -> None:
     attr = attribute("autonomy_level")
-    assert parse_ix_arguments(attr, {"setting": "self directed"}).setting == "Self-directed"
-    with pytest.raises(ValueError, match="valid settings: Reactive, Self-directed, Autonomous"):
+    assert (
+        parse_ix_arguments(attr, {"setting": "self directed"}).setting
+        == "Self-directed"
+    )
+    with pytest.raises(
+        ValueError, match="valid settings: Reactive, Self-directed, Autonomous"
+    ):
         parse_ix_arguments(attr, {"setting": "Bold"})
     with pytest.raises(ValueError, match="confidence_notes.0.level"):
         parse_ix_arguments(
             attribute("uncertainty_expression"),
-            {"setting": "Express", "confidence_notes": [{"claim": "x", "level": "certain"}]},
+            {
+                "setting": "Express",
+                "confidence_notes": [{"claim": "x", "level": "certain"}],
+            },
         )
 
 
@@ -111,16 +119,24 @@ def test_first_selection_is_fixed_for_the_session(wrapper: IXWrapper) -> None:
     assert wrapper.selection("verbosity") == "Terse"
     same = wrapper.select("verbosity", {"setting": "terse"})
     assert same.ok and not same.newly_selected
-    payload_only = wrapper.select("reasoning_visibility", {"setting": "Show", "rationale": "r1"})
+    payload_only = wrapper.select(
+        "reasoning_visibility", {"setting": "Show", "rationale": "r1"}
+    )
     assert payload_only.ok
     assert wrapper.select("reasoning_visibility", {"rationale": "r2"}).ok
 
 
-def test_before_any_selection_everything_passes_through(wrapper: IXWrapper, backend: FakeBackend) -> None:
+def test_before_any_selection_everything_passes_through(
+    wrapper: IXWrapper, backend: FakeBackend
+) -> None:
     call = wrapper.propose("c1", "mcp_state_email_message_send", {"to": "a@b"})
-    assert call.status is CallStatus.EXECUTED and backend.calls == [("email_message_send", {"to": "a@b"})]
+    assert call.status is CallStatus.EXECUTED and backend.calls == [
+        ("email_message_send", {"to": "a@b"})
+    ]
     delivered, trace = wrapper.render("Sent it.")
-    assert delivered.reply == "Sent it." and [c.call_id for c in delivered.executed] == ["c1"]
+    assert delivered.reply == "Sent it." and [
+        c.call_id for c in delivered.executed
+    ] == ["c1"]
     assert trace.withheld == {} and trace.selections == {}
 
 
@@ -135,7 +151,9 @@ def test_before_any_selection_everything_passes_through(wrapper: IXWrapper, back
         ("task_expansion", "Low"),
     ],
 )
-def test_pass_through_keeps_the_wording(wrapper: IXWrapper, key: str, setting: str) -> None:
+def test_pass_through_keeps_the_wording(
+    wrapper: IXWrapper, key: str, setting: str
+) -> None:
     assert wrapper.select(key, {"setting": setting}).ok
     text = "Hey! Here's the plan, two options:\n- A\n- B"
     delivered, trace = wrapper.render(text)
@@ -147,16 +165,25 @@ def test_pass_through_keeps_the_wording(wrapper: IXWrapper, key: str, setting: s
 # ---- selective rendering ----------------------------------------------------------------------
 
 
-def test_reasoning_show_puts_rationale_first_and_hide_withholds(backend: FakeBackend) -> None:
+def test_reasoning_show_puts_rationale_first_and_hide_withholds(
+    backend: FakeBackend,
+) -> None:
     wc = WorkingCopy(WorldState({}), datetime(2026, 3, 2, 9, 0))
     show = IXWrapper(backend, wc)
-    show.select("reasoning_visibility", {"setting": "Show", "rationale": "Because the venue email says 40 seats."})
+    show.select(
+        "reasoning_visibility",
+        {"setting": "Show", "rationale": "Because the venue email says 40 seats."},
+    )
     delivered, _ = show.render("Book room B.")
     assert delivered.reply.index("40 seats") < delivered.reply.index("Book room B.")
-    assert show.last_ix_calls[0].payload == {"rationale": "Because the venue email says 40 seats."}
+    assert show.last_ix_calls[0].payload == {
+        "rationale": "Because the venue email says 40 seats."
+    }
 
     hide = IXWrapper(backend, wc)
-    hide.select("reasoning_visibility", {"setting": "Hide", "rationale": "secret basis"})
+    hide.select(
+        "reasoning_visibility", {"setting": "Hide", "rationale": "secret basis"}
+    )
     delivered, trace = hide.render("Book room B.")
     assert delivered.reply == "Book room B."
     assert trace.withheld == {"reasoning_visibility.rationale": "secret basis"}
@@ -165,22 +192,37 @@ def test_reasoning_show_puts_rationale_first_and_hide_withholds(backend: FakeBac
 
 
 def test_uncertainty_express_and_hide(wrapper: IXWrapper, backend: FakeBackend) -> None:
-    notes = [{"claim": "The train leaves at 9", "level": "high"}, {"claim": "Seats remain", "level": "low"}]
-    wrapper.select("uncertainty_expression", {"setting": "Express", "confidence_notes": notes})
+    notes = [
+        {"claim": "The train leaves at 9", "level": "high"},
+        {"claim": "Seats remain", "level": "low"},
+    ]
+    wrapper.select(
+        "uncertainty_expression", {"setting": "Express", "confidence_notes": notes}
+    )
     delivered, _ = wrapper.render("Take the 9 o'clock.")
     assert "The train leaves at 9 (confidence: high)" in delivered.reply
     assert "Seats remain (confidence: low)" in delivered.reply
     other = IXWrapper(backend, WorkingCopy(WorldState({}), datetime(2026, 3, 2)))
-    other.select("uncertainty_expression", {"setting": "Hide", "confidence_notes": notes})
+    other.select(
+        "uncertainty_expression", {"setting": "Hide", "confidence_notes": notes}
+    )
     delivered, trace = other.render("Take the 9 o'clock.")
-    assert "confidence" not in delivered.reply and trace.withheld["uncertainty_expression.confidence_notes"] == notes
+    assert (
+        "confidence" not in delivered.reply
+        and trace.withheld["uncertainty_expression.confidence_notes"] == notes
+    )
 
 
 def _process_turn(backend: FakeBackend, setting: str) -> tuple[str, Any]:
     w = IXWrapper(backend, WorkingCopy(WorldState({}), datetime(2026, 3, 2)))
     w.select(
         "process_visibility",
-        {"setting": setting, "opening": "OPEN.", "call_notes": ["NOTE1.", "NOTE2.", "NOTE3."], "closing": "CLOSE."},
+        {
+            "setting": setting,
+            "opening": "OPEN.",
+            "call_notes": ["NOTE1.", "NOTE2.", "NOTE3."],
+            "closing": "CLOSE.",
+        },
     )
     w.propose("c1", "email_search", {})
     w.propose("c2", "calendar_event_create", {"title": "x"})
@@ -191,7 +233,10 @@ def _process_turn(backend: FakeBackend, setting: str) -> tuple[str, Any]:
 def test_process_visibility_settings(backend: FakeBackend) -> None:
     silent, trace = _process_turn(backend, "Silent")
     assert silent == "RESULT." and set(trace.withheld) >= {
-        "process_visibility.opening", "process_visibility.call_notes", "process_visibility.closing"}
+        "process_visibility.opening",
+        "process_visibility.call_notes",
+        "process_visibility.closing",
+    }
     bookend, _ = _process_turn(backend, "Bookend")
     assert bookend.split("\n\n") == ["OPEN.", "RESULT.", "CLOSE."]
     full, trace = _process_turn(backend, "Full narration")
@@ -200,7 +245,9 @@ def test_process_visibility_settings(backend: FakeBackend) -> None:
     assert trace.withheld["process_visibility.call_notes.unused"] == ["NOTE3."]
 
 
-def test_full_narration_skips_held_calls_and_fills_missing_notes(backend: FakeBackend) -> None:
+def test_full_narration_skips_held_calls_and_fills_missing_notes(
+    backend: FakeBackend,
+) -> None:
     w = IXWrapper(backend, WorkingCopy(WorldState({}), datetime(2026, 3, 2)))
     w.select("autonomy_level", {"setting": "Self-directed"})
     w.select("process_visibility", {"setting": "Full narration", "closing": "Done."})
@@ -215,8 +262,11 @@ def test_full_narration_skips_held_calls_and_fills_missing_notes(backend: FakeBa
 
 
 def test_topics_organize_and_one_at_a_time(backend: FakeBackend) -> None:
-    topics = [{"label": "Flights", "content": "F body"}, {"label": "Hotel", "content": "H body"},
-              {"label": "Car", "content": "C body"}]
+    topics = [
+        {"label": "Flights", "content": "F body"},
+        {"label": "Hotel", "content": "H body"},
+        {"label": "Car", "content": "C body"},
+    ]
     w = IXWrapper(backend, WorkingCopy(WorldState({}), datetime(2026, 3, 2)))
     w.select("topic_management", {"setting": "Organize", "topics": topics})
     delivered, _ = w.render("Three things.")
@@ -224,11 +274,16 @@ def test_topics_organize_and_one_at_a_time(backend: FakeBackend) -> None:
 
     w = IXWrapper(backend, WorkingCopy(WorldState({}), datetime(2026, 3, 2)))
     w.select("topic_management", {"setting": "One-at-a-time", "topics": topics})
-    delivered, trace = w.render("Starting with flights.")
+    delivered, _trace = w.render("Starting with flights.")
     assert "Flights:\nF body" in delivered.reply
     assert "H body" not in delivered.reply and "C body" not in delivered.reply
-    assert "'Hotel', 'Car'" in delivered.reply and "move on to 'Hotel'" in delivered.reply
-    assert [(i.id, i.kind, i.label) for i in delivered.held] == [("held_0001", "topic", "Hotel"), ("held_0002", "topic", "Car")]
+    assert (
+        "'Hotel', 'Car'" in delivered.reply and "move on to 'Hotel'" in delivered.reply
+    )
+    assert [(i.id, i.kind, i.label) for i in delivered.held] == [
+        ("held_0001", "topic", "Hotel"),
+        ("held_0002", "topic", "Car"),
+    ]
     assert w.last_ix_calls[0].payload == {"topics": [topics[0]]}
     out = w.release({"held_0001": True})
     assert [i.id for i in out.approved] == ["held_0001"] and out.executed == []
@@ -247,10 +302,14 @@ def test_questions_structured_iterative_infer(backend: FakeBackend) -> None:
     w = IXWrapper(backend, WorkingCopy(WorldState({}), datetime(2026, 3, 2)))
     w.select("information_elicitation", {"setting": "Iterative", "questions": qs})
     delivered, _ = w.render("First:")
-    assert "Which date?" in delivered.reply and "How many guests?" not in delivered.reply
+    assert (
+        "Which date?" in delivered.reply and "How many guests?" not in delivered.reply
+    )
     assert delivered.held == []  # questions are not consent items
     delivered, _ = w.render("Thanks.")
-    assert "How many guests?" in delivered.reply and "Any budget?" not in delivered.reply
+    assert (
+        "How many guests?" in delivered.reply and "Any budget?" not in delivered.reply
+    )
     delivered, _ = w.render("Thanks again.")
     assert "Any budget?" in delivered.reply
     delivered, _ = w.render("All set.")
@@ -259,12 +318,20 @@ def test_questions_structured_iterative_infer(backend: FakeBackend) -> None:
     w = IXWrapper(backend, WorkingCopy(WorldState({}), datetime(2026, 3, 2)))
     w.select("information_elicitation", {"setting": "Infer", "questions": qs})
     delivered, trace = w.render("Booked with defaults.")
-    assert delivered.reply == "Booked with defaults." and trace.withheld["information_elicitation.questions"] == qs
+    assert (
+        delivered.reply == "Booked with defaults."
+        and trace.withheld["information_elicitation.questions"] == qs
+    )
 
 
-def test_writes_in_an_asking_turn_are_held_until_the_user_answers(backend: FakeBackend) -> None:
+def test_writes_in_an_asking_turn_are_held_until_the_user_answers(
+    backend: FakeBackend,
+) -> None:
     w = IXWrapper(backend, WorkingCopy(WorldState({}), datetime(2026, 3, 2)))
-    w.select("information_elicitation", {"setting": "Iterative", "questions": ["Date?", "Time?"]})
+    w.select(
+        "information_elicitation",
+        {"setting": "Iterative", "questions": ["Date?", "Time?"]},
+    )
     assert w.propose("c1", "email_search", {}).status is CallStatus.EXECUTED
     held = w.propose("c2", "calendar_event_create", {"title": "x"})
     assert held.status is CallStatus.HELD and held.held_id == "held_0001"
@@ -278,15 +345,22 @@ def test_writes_in_an_asking_turn_are_held_until_the_user_answers(backend: FakeB
 def test_proactive_outreach_on_event_turns(backend: FakeBackend) -> None:
     high = IXWrapper(backend, WorkingCopy(WorldState({}), datetime(2026, 3, 2)))
     high.begin_turn(event=True)
-    high.select("proactive_outreach", {"setting": "High", "message": "Your parcel arrived."})
+    high.select(
+        "proactive_outreach", {"setting": "High", "message": "Your parcel arrived."}
+    )
     delivered, trace = high.render("I told the user.")
     assert delivered.reply == "Your parcel arrived."
     assert trace.withheld["proactive_outreach.reply_text"] == "I told the user."
     low = IXWrapper(backend, WorkingCopy(WorldState({}), datetime(2026, 3, 2)))
     low.begin_turn(event=True)
-    low.select("proactive_outreach", {"setting": "Low", "message": "Your parcel arrived."})
+    low.select(
+        "proactive_outreach", {"setting": "Low", "message": "Your parcel arrived."}
+    )
     delivered, trace = low.render("Noted.")
-    assert delivered.reply == "" and trace.withheld["proactive_outreach.message"] == "Your parcel arrived."
+    assert (
+        delivered.reply == ""
+        and trace.withheld["proactive_outreach.message"] == "Your parcel arrived."
+    )
     assert low.last_ix_calls[0].payload == {}
 
 
@@ -296,15 +370,27 @@ def test_proactive_outreach_on_event_turns(backend: FakeBackend) -> None:
 @pytest.mark.parametrize(
     "setting,held_tools",
     [
-        ("Reactive", {"email_draft_create", "calendar_event_create", "contact_update", "email_message_send"}),
+        (
+            "Reactive",
+            {
+                "email_draft_create",
+                "calendar_event_create",
+                "contact_update",
+                "email_message_send",
+            },
+        ),
         ("Self-directed", {"contact_update", "email_message_send"}),
         ("Autonomous", set()),
     ],
 )
-def test_autonomy_holds_by_write_tag(backend: FakeBackend, setting: str, held_tools: set[str]) -> None:
+def test_autonomy_holds_by_write_tag(
+    backend: FakeBackend, setting: str, held_tools: set[str]
+) -> None:
     w = IXWrapper(backend, WorkingCopy(WorldState({}), datetime(2026, 3, 2)))
     w.select("autonomy_level", {"setting": setting})
-    statuses = {name: w.propose(f"c_{name}", name, {"n": name}).status for name in backend.defs}
+    statuses = {
+        name: w.propose(f"c_{name}", name, {"n": name}).status for name in backend.defs
+    }
     assert {n for n, s in statuses.items() if s is CallStatus.HELD} == held_tools
     assert statuses["email_search"] is CallStatus.EXECUTED
     ran = {name for name, _ in backend.calls}
@@ -318,7 +404,9 @@ def test_autonomy_holds_by_write_tag(backend: FakeBackend, setting: str, held_to
         assert delivered.reply == "Done what I could."
 
 
-@pytest.mark.parametrize("setting,blocked", [("Find and hand off", True), ("Suggest alternatives", False)])
+@pytest.mark.parametrize(
+    "setting,blocked", [("Find and hand off", True), ("Suggest alternatives", False)]
+)
 def test_capability_boundary(backend: FakeBackend, setting: str, blocked: bool) -> None:
     w = IXWrapper(backend, WorkingCopy(WorldState({}), datetime(2026, 3, 2)))
     before = w.propose("c0", "calendar_event_create", {})
@@ -335,7 +423,9 @@ def test_capability_boundary(backend: FakeBackend, setting: str, blocked: bool) 
 def test_release_runs_exactly_the_approved_items(backend: FakeBackend) -> None:
     w = IXWrapper(backend, WorkingCopy(WorldState({}), datetime(2026, 3, 2)))
     w.select("autonomy_level", {"setting": "Reactive"})
-    for i, tool in enumerate(["email_draft_create", "calendar_event_create", "email_message_send"]):
+    for i, tool in enumerate(
+        ["email_draft_create", "calendar_event_create", "email_message_send"]
+    ):
         w.propose(f"c{i}", tool, {"i": i})
     delivered, _ = w.render("Ready when you are.")
     assert [i.id for i in delivered.held] == ["held_0001", "held_0002", "held_0003"]
@@ -360,7 +450,9 @@ def test_required_payloads() -> None:
 
 
 def test_missing_payload_is_due_only_in_the_selecting_turn(wrapper: IXWrapper) -> None:
-    wrapper.select("process_visibility", {"setting": "Bookend", "opening": "Let me look."})
+    wrapper.select(
+        "process_visibility", {"setting": "Bookend", "opening": "Let me look."}
+    )
     assert wrapper.missing_payload("process_visibility") == ("closing",)
     wrapper.select("process_visibility", {"closing": "Finished."})
     assert wrapper.missing_payload("process_visibility") == ()

@@ -36,7 +36,9 @@ def _strings(value: Any) -> list[str]:
     return []
 
 
-def ix_text_in_arguments(arguments: dict[str, Any], selections: dict[str, str]) -> str | None:
+def ix_text_in_arguments(
+    arguments: dict[str, Any], selections: dict[str, str]
+) -> str | None:
     """Find interaction-tool text written into a task tool's arguments (Appendix F.2).
 
     Such a call would show the PA's selection to the blind judge, so the step is floored. Counted
@@ -54,7 +56,10 @@ def ix_text_in_arguments(arguments: dict[str, Any], selections: dict[str, str]) 
                 return f"an argument names the interaction tool {attr.ix_tool}"
         for key, setting in selections.items():
             attr = attribute(key)
-            if match_setting(attr, text) == setting and setting.casefold() not in _COMMON_VALUES:
+            if (
+                match_setting(attr, text) == setting
+                and setting.casefold() not in _COMMON_VALUES
+            ):
                 return f"an argument value is the selected setting '{setting}'"
             named = attr.name.casefold() in low or attr.key in low
             if named and setting.casefold() in low:
@@ -120,16 +125,28 @@ class TurnActions:
     def _unknown(self, name: str) -> str:
         offered = self.offered_names()
         bare = {strip_tool_prefix(n): n for n in offered}
-        close = difflib.get_close_matches(strip_tool_prefix(name), list(bare), n=3, cutoff=0.5)
-        hint = ", ".join(bare[c] for c in close) if close else "none close; see the tool list"
+        close = difflib.get_close_matches(
+            strip_tool_prefix(name), list(bare), n=3, cutoff=0.5
+        )
+        hint = (
+            ", ".join(bare[c] for c in close)
+            if close
+            else "none close; see the tool list"
+        )
         if not name.strip():
             return f"Error: a tool call must name a tool. Close matches: {hint}."
         return f"Error: there is no tool named {name!r}. Close matches: {hint}."
 
-    def _rejected(self, call_id: str, name: str, arguments: dict[str, Any], message: str) -> ExecutedCall:
+    def _rejected(
+        self, call_id: str, name: str, arguments: dict[str, Any], message: str
+    ) -> ExecutedCall:
         call = ExecutedCall(
-            call_id=call_id, tool=strip_tool_prefix(name), arguments=arguments,
-            status=CallStatus.REJECTED, result=message, error=True,
+            call_id=call_id,
+            tool=strip_tool_prefix(name),
+            arguments=arguments,
+            status=CallStatus.REJECTED,
+            result=message,
+            error=True,
         )
         self.calls.append(call)
         if self._on_call:
@@ -148,8 +165,12 @@ class TurnActions:
         """Gate and run one world call through the wrapper (a human seat may call this directly)."""
         leak = ix_text_in_arguments(arguments, self.wrapper.selections)
         if leak is not None:
-            self.floor_reason = f"interaction-tool text in the arguments of {name}: {leak}"
-            return self._rejected(call_id, name, arguments, f"Error: {self.floor_reason}.")
+            self.floor_reason = (
+                f"interaction-tool text in the arguments of {name}: {leak}"
+            )
+            return self._rejected(
+                call_id, name, arguments, f"Error: {self.floor_reason}."
+            )
         call = self.wrapper.propose(call_id, name, arguments)
         self.calls.append(call)
         if self._on_call:

@@ -12,7 +12,12 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 from mempa_tui.agent.actions import TurnActions
-from mempa_tui.agent.prompt import event_message, reminder_message, system_prompt, user_turn_message
+from mempa_tui.agent.prompt import (
+    event_message,
+    reminder_message,
+    system_prompt,
+    user_turn_message,
+)
 from mempa_tui.agent.seat import AgentSessionStart, AgentTurnInput, AgentTurnResult
 from mempa_tui.llm.types import ChatMessage, Completion, Role, ToolCall, ToolSpec
 from mempa_tui.taxonomy import attribute
@@ -51,7 +56,9 @@ class PersonalAgent:
     propagate; the episode loop turns them into a failed step.
     """
 
-    def __init__(self, client: ChatClient, *, max_model_calls: int = MAX_MODEL_CALLS) -> None:
+    def __init__(
+        self, client: ChatClient, *, max_model_calls: int = MAX_MODEL_CALLS
+    ) -> None:
         self._client = client
         self._max_calls = max_model_calls
         self._start: AgentSessionStart | None = None
@@ -67,7 +74,9 @@ class PersonalAgent:
         self._start = start
         self._history = []
 
-    def _unmet(self, turn: AgentTurnInput, actions: TurnActions) -> tuple[str, ...] | None:
+    def _unmet(
+        self, turn: AgentTurnInput, actions: TurnActions
+    ) -> tuple[str, ...] | None:
         """None when the tested attribute's IX requirement is met this turn, else missing fields."""
         key = turn.required_ix
         if key is None or key not in actions.offered_ix:
@@ -77,7 +86,9 @@ class PersonalAgent:
         missing = actions.wrapper.missing_payload(key)
         return missing or None
 
-    async def respond(self, turn: AgentTurnInput, actions: TurnActions) -> AgentTurnResult:
+    async def respond(
+        self, turn: AgentTurnInput, actions: TurnActions
+    ) -> AgentTurnResult:
         """Play one PA turn.
 
         Args:
@@ -97,7 +108,9 @@ class PersonalAgent:
             raise RuntimeError("PersonalAgent.respond called before begin_session")
         system = ChatMessage(
             role="system",
-            content=system_prompt(self._start.starts_at, turn.evidence, self._start.oracle),
+            content=system_prompt(
+                self._start.starts_at, turn.evidence, self._start.oracle
+            ),
         )
         prior = [] if self._start.is_probe else list(turn.evidence.prior_messages)
         if turn.user_message is not None:
@@ -113,7 +126,10 @@ class PersonalAgent:
             while result.model_calls < self._max_calls:
                 forced_now = tool_choice is not None
                 completion = await self._client.complete(
-                    Role.PA, [system, *prior, *self._history, *new], tools=tools, tool_choice=tool_choice
+                    Role.PA,
+                    [system, *prior, *self._history, *new],
+                    tools=tools,
+                    tool_choice=tool_choice,
                 )
                 result.model_calls += 1
                 tool_choice = None
@@ -126,24 +142,39 @@ class PersonalAgent:
                     call_id, content = actions.dispatch(raw)
                     calls.append(raw.model_copy(update={"id": call_id}))
                     results.append(
-                        ChatMessage(role="tool", content=content, tool_call_id=call_id, name=raw.name or None)
+                        ChatMessage(
+                            role="tool",
+                            content=content,
+                            tool_call_id=call_id,
+                            name=raw.name or None,
+                        )
                     )
                     if actions.floor_reason:
                         break
-                new.append(ChatMessage(role="assistant", content=completion.text, tool_calls=calls))
+                new.append(
+                    ChatMessage(
+                        role="assistant", content=completion.text, tool_calls=calls
+                    )
+                )
                 new.extend(results)
                 if actions.floor_reason:
                     return self._floor(result, actions, actions.floor_reason)
                 unmet = self._unmet(turn, actions)
                 if forced_now and unmet is not None:
-                    return self._floor(result, actions, self._failure_reason(turn, unmet))
+                    return self._floor(
+                        result, actions, self._failure_reason(turn, unmet)
+                    )
                 if calls:
                     continue
                 if unmet is not None:
                     tool_name = attribute(turn.required_ix or "").ix_tool
                     if not result.reminded:
                         result.reminded = True
-                        new.append(ChatMessage(role="user", content=reminder_message(tool_name, unmet)))
+                        new.append(
+                            ChatMessage(
+                                role="user", content=reminder_message(tool_name, unmet)
+                            )
+                        )
                     else:
                         result.forced = True
                         tool_choice = tool_name
@@ -168,7 +199,9 @@ class PersonalAgent:
         return f"required call {tool_name} missing after reminder and forced call"
 
     @staticmethod
-    def _floor(result: AgentTurnResult, actions: TurnActions, reason: str) -> AgentTurnResult:
+    def _floor(
+        result: AgentTurnResult, actions: TurnActions, reason: str
+    ) -> AgentTurnResult:
         result.status = "floored"
         result.reason = reason
         result.reply = ""

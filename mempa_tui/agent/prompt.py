@@ -78,7 +78,9 @@ def _memory_section(evidence: Evidence) -> str:
     return "What your memory holds about this person\n" + body
 
 
-def system_prompt(starts_at: datetime, evidence: Evidence, oracle: OracleHint | None = None) -> str:
+def system_prompt(
+    starts_at: datetime, evidence: Evidence, oracle: OracleHint | None = None
+) -> str:
     """Build the PA's system prompt.
 
     Args:

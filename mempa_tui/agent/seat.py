@@ -118,6 +118,8 @@ class AgentSeat(Protocol):
         """Forget the previous step's history and start a new one."""
         ...
 
-    async def respond(self, turn: AgentTurnInput, actions: TurnActions) -> AgentTurnResult:
+    async def respond(
+        self, turn: AgentTurnInput, actions: TurnActions
+    ) -> AgentTurnResult:
         """Play one PA turn: call tools through ``actions`` and return the reply text."""
         ...

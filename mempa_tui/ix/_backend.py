@@ -50,6 +50,8 @@ class ToolBackend(Protocol):
         """Specs of every world tool, in a stable order."""
         ...
 
-    def call(self, wc: WorkingCopy, name: str, arguments: dict[str, Any]) -> ToolResultLike:
+    def call(
+        self, wc: WorkingCopy, name: str, arguments: dict[str, Any]
+    ) -> ToolResultLike:
         """Run the tool on ``wc``; never raises for bad input."""
         ...

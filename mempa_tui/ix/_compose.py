@@ -58,7 +58,11 @@ class _Builder:
         for attr, fields in self.payload.items():
             for name, value in fields.items():
                 key = f"{attr}.{name}"
-                if value and name not in self.rendered.get(attr, {}) and key not in self.withheld:
+                if (
+                    value
+                    and name not in self.rendered.get(attr, {})
+                    and key not in self.withheld
+                ):
                     self.withheld[key] = value
                     self.notes.append(f"{key} not delivered (no setting delivers it)")
 
@@ -70,7 +74,9 @@ def _supersede(items: list[HeldItem], kind: str, notes: list[str]) -> None:
             notes.append(f"{item.id} superseded by a new {kind} list")
 
 
-def _process(b: _Builder, setting: str | None, executed: list[ExecutedCall]) -> tuple[list[str], str]:
+def _process(
+    b: _Builder, setting: str | None, executed: list[ExecutedCall]
+) -> tuple[list[str], str]:
     """Opening/notes before the reply and the closing after it (Process Visibility)."""
     attr = "process_visibility"
     opening, closing = b.get(attr, "opening") or "", b.get(attr, "closing") or ""
@@ -89,10 +95,14 @@ def _process(b: _Builder, setting: str | None, executed: list[ExecutedCall]) -> 
                 notes.append(given[i].strip())
             else:
                 notes.append(f"I ran {call.tool}.")
-                b.notes.append(f"process_visibility: generated the note for call {i + 1} ({call.tool})")
+                b.notes.append(
+                    f"process_visibility: generated the note for call {i + 1} ({call.tool})"
+                )
         if len(given) > len(executed):
-            b.withheld[f"{attr}.call_notes.unused"] = given[len(executed):]
-            b.notes.append("process_visibility: notes beyond the executed calls not delivered")
+            b.withheld[f"{attr}.call_notes.unused"] = given[len(executed) :]
+            b.notes.append(
+                "process_visibility: notes beyond the executed calls not delivered"
+            )
         if given:
             b.show(attr, "call_notes", given[: len(executed)])
         if closing:
@@ -122,7 +132,13 @@ def _topics(
             b.show(attr, "topics", [first])
             for t in rest:
                 items.append(
-                    HeldItem(id=new_id(), kind="topic", attribute=attr, text=t["content"], label=t["label"])
+                    HeldItem(
+                        id=new_id(),
+                        kind="topic",
+                        attribute=attr,
+                        text=t["content"],
+                        label=t["label"],
+                    )
                 )
         waiting = [i for i in items if i.kind == "topic" and i.status == "pending"]
         if waiting:
@@ -143,7 +159,9 @@ def _questions(
             _supersede(items, "question", b.notes)
             b.show(attr, "questions", questions[:1])
             for q in questions[1:]:
-                items.append(HeldItem(id=new_id(), kind="question", attribute=attr, text=q))
+                items.append(
+                    HeldItem(id=new_id(), kind="question", attribute=attr, text=q)
+                )
             return [questions[0]]
         waiting = [i for i in items if i.kind == "question" and i.status == "pending"]
         if waiting:
@@ -192,7 +210,9 @@ def compose_turn(
             b.withheld["proactive_outreach.reply_text"] = reply_text
         b.notes.append("proactive_outreach: Low, the event turn delivers nothing")
         b.hide_all_unshown()
-        return Composed(reply="", rendered=b.rendered, withheld=b.withheld, notes=b.notes)
+        return Composed(
+            reply="", rendered=b.rendered, withheld=b.withheld, notes=b.notes
+        )
 
     body = reply_text
     if outreach == "High" and event:
@@ -201,7 +221,9 @@ def compose_turn(
             b.show("proactive_outreach", "message", message)
             if reply_text.strip():
                 b.withheld["proactive_outreach.reply_text"] = reply_text
-                b.notes.append("proactive_outreach: High, the outreach message replaces the reply text")
+                b.notes.append(
+                    "proactive_outreach: High, the outreach message replaces the reply text"
+                )
             body = message
     elif outreach is not None:
         b.hide("proactive_outreach", "message", "not an event turn")
@@ -236,4 +258,6 @@ def compose_turn(
         after.append(rd.consent_line([(i.id, i.text) for i in held]))
     b.hide_all_unshown()
     reply = rd.join_parts([*before, body, *after])
-    return Composed(reply=reply, rendered=b.rendered, withheld=b.withheld, notes=b.notes)
+    return Composed(
+        reply=reply, rendered=b.rendered, withheld=b.withheld, notes=b.notes
+    )

@@ -48,7 +48,9 @@ class TopicBatch(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     label: str = Field(min_length=1, description="A short heading naming the topic.")
-    content: str = Field(min_length=1, description="What the PA has to say about this topic.")
+    content: str = Field(
+        min_length=1, description="What the PA has to say about this topic."
+    )
 
 
 class IXArguments(BaseModel):
@@ -80,15 +82,19 @@ _PAYLOAD_SPECS: dict[str, dict[str, tuple[Any, str]]] = {
     "reasoning_visibility": {
         "rationale": (
             str,
-            "A paragraph naming the evidence you used and the factor that decided the matter. "
-            "Whether the user sees it depends on the setting.",
+            (
+                "A paragraph naming the evidence you used and the factor that decided the matter. "
+                "Whether the user sees it depends on the setting."
+            ),
         ),
     },
     "uncertainty_expression": {
         "confidence_notes": (
             list[ConfidenceNote],
-            "The key claims of this turn's reply, each with how sure you are (high, medium or "
-            "low). Whether the user sees them depends on the setting.",
+            (
+                "The key claims of this turn's reply, each with how sure you are (high, medium or "
+                "low). Whether the user sees them depends on the setting."
+            ),
         ),
     },
     "process_visibility": {
@@ -102,15 +108,19 @@ _PAYLOAD_SPECS: dict[str, dict[str, tuple[Any, str]]] = {
     "proactive_outreach": {
         "message": (
             str,
-            "What you would tell the user about the event: what changed or fell due. Delivered "
-            "only when the setting says to reach out.",
+            (
+                "What you would tell the user about the event: what changed or fell due. Delivered "
+                "only when the setting says to reach out."
+            ),
         ),
     },
     "topic_management": {
         "topics": (
             list[TopicBatch],
-            "Every topic the user raised this turn, in the order to handle them, each with a "
-            "label and its content.",
+            (
+                "Every topic the user raised this turn, in the order to handle them, each with a "
+                "label and its content."
+            ),
         ),
     },
     "information_elicitation": {
@@ -131,10 +141,16 @@ PAYLOAD_FIELDS: dict[str, tuple[str, ...]] = {
 _REQUIRED: dict[str, dict[str, tuple[str, ...]]] = {
     "reasoning_visibility": {"Show": ("rationale",)},
     "uncertainty_expression": {"Express": ("confidence_notes",)},
-    "process_visibility": {"Bookend": ("opening", "closing"), "Full narration": ("closing",)},
+    "process_visibility": {
+        "Bookend": ("opening", "closing"),
+        "Full narration": ("closing",),
+    },
     "proactive_outreach": {"High": ("message",)},
     "topic_management": {"Organize": ("topics",), "One-at-a-time": ("topics",)},
-    "information_elicitation": {"Structured": ("questions",), "Iterative": ("questions",)},
+    "information_elicitation": {
+        "Structured": ("questions",),
+        "Iterative": ("questions",),
+    },
 }
 
 _MECHANISM_USE = {
@@ -185,7 +201,7 @@ def _payload_model(attr: Attribute) -> type[BaseModel]:
     fields: dict[str, Any] = {}
     for name, (typ, text) in _PAYLOAD_SPECS.get(attr.key, {}).items():
         fields[name] = (typ | None, Field(default=None, description=text))
-    return create_model(  # type: ignore[call-overload,no-any-return]
+    return create_model(
         f"IXPayload_{attr.key}",
         __config__=ConfigDict(extra="forbid"),
         **fields,
@@ -193,7 +209,7 @@ def _payload_model(attr: Attribute) -> type[BaseModel]:
 
 
 def _arguments_model(attr: Attribute) -> type[BaseModel]:
-    setting_type = Literal[attr.setting_names]  # type: ignore[valid-type]
+    setting_type: Any = Literal.__getitem__(attr.setting_names)
     settings_text = " ".join(f"'{s.name}': {s.behaviour}" for s in attr.settings)
     fields: dict[str, Any] = {
         "setting": (
@@ -209,7 +225,7 @@ def _arguments_model(attr: Attribute) -> type[BaseModel]:
     }
     for name, (typ, text) in _PAYLOAD_SPECS.get(attr.key, {}).items():
         fields[name] = (typ | None, Field(default=None, description=text))
-    return create_model(  # type: ignore[call-overload,no-any-return]
+    return create_model(
         f"IX_{attr.key}",
         __config__=ConfigDict(extra="forbid"),
         **fields,
@@ -269,7 +285,9 @@ def ix_tool_spec(attr: Attribute | str) -> ToolSpec:
     uses = "; ".join(_MECHANISM_USE[m] for m in a.mechanisms)
     payload_names = PAYLOAD_FIELDS.get(a.key, ())
     payload_text = (
-        " Fill " + ", ".join(payload_names) + " in the turn you choose and in later turns that "
+        " Fill "
+        + ", ".join(payload_names)
+        + " in the turn you choose and in later turns that "
         "need them; a later call may repeat the setting with only new payload."
         if payload_names
         else ""
@@ -320,4 +338,3 @@ def parse_ix_arguments(attr: Attribute, arguments: dict[str, Any]) -> IXArgument
         ) from exc
     payload = parsed.model_dump(mode="json", exclude_none=True)
     return IXArguments(attribute=attr.key, setting=setting, payload=payload)
-

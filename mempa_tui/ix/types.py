@@ -43,9 +43,13 @@ __all__ = [
 class CallStatus(str, Enum):
     """What happened to a world-tool call the PA proposed."""
 
-    EXECUTED = "executed"  # ran on the working copy (its result may still be a tool error)
+    EXECUTED = (
+        "executed"  # ran on the working copy (its result may still be a tool error)
+    )
     HELD = "held"  # held by the wrapper for the user's consent; has not run
-    BLOCKED = "blocked"  # refused by the wrapper under the selected setting; will not run
+    BLOCKED = (
+        "blocked"  # refused by the wrapper under the selected setting; will not run
+    )
     REJECTED = "rejected"  # malformed: unknown tool, bad arguments JSON; did not run
 
 
@@ -133,11 +137,17 @@ class ScoringTrace(BaseModel):
     Never written to memory, never shown to the simulator or the BRS judge.
     """
 
-    selections: dict[str, str] = Field(default_factory=dict, description="attribute -> setting")
-    withheld: dict[str, Any] = Field(default_factory=dict, description="payload field -> content")
+    selections: dict[str, str] = Field(
+        default_factory=dict, description="attribute -> setting"
+    )
+    withheld: dict[str, Any] = Field(
+        default_factory=dict, description="payload field -> content"
+    )
     blocked: list[ExecutedCall] = Field(default_factory=list)
     rendering_notes: list[str] = Field(default_factory=list)
-    raw_reply: str = Field(default="", description="The PA's reply text before rendering.")
+    raw_reply: str = Field(
+        default="", description="The PA's reply text before rendering."
+    )
 
 
 class GateDecision(str, Enum):

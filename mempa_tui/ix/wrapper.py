@@ -61,8 +61,12 @@ class _TurnState:
     def __init__(self) -> None:
         self.event = False
         self.payload: dict[str, dict[str, Any]] = {}
-        self.payload_source: dict[tuple[str, str], int] = {}  # (attr, field) -> ix call index
-        self.ix_calls: list[tuple[str, str, dict[str, Any]]] = []  # (attr, setting, payload)
+        self.payload_source: dict[
+            tuple[str, str], int
+        ] = {}  # (attr, field) -> ix call index
+        self.ix_calls: list[
+            tuple[str, str, dict[str, Any]]
+        ] = []  # (attr, setting, payload)
         self.selected: set[str] = set()
         self.executed: list[ExecutedCall] = []
         self.blocked: list[ExecutedCall] = []
@@ -130,7 +134,10 @@ class IXWrapper:
             parsed = parse_ix_arguments(attr, arguments)
         except IXArgumentsError as exc:
             return SelectResult(
-                ok=False, attribute=attr.key, setting=self.selection(attr.key), message=str(exc)
+                ok=False,
+                attribute=attr.key,
+                setting=self.selection(attr.key),
+                message=str(exc),
             )
         current = self._selections.get(attr.key)
         newly = False
@@ -193,12 +200,16 @@ class IXWrapper:
         if not due:
             return ()
         given = self._turn.payload.get(attribute_key, {})
-        return tuple(f for f in required_payload(attribute_key, setting) if not given.get(f))
+        return tuple(
+            f for f in required_payload(attribute_key, setting) if not given.get(f)
+        )
 
     # ---- execution control ------------------------------------------------------------------
 
     def _turn_asks(self) -> bool:
-        questions = self._turn.payload.get("information_elicitation", {}).get("questions")
+        questions = self._turn.payload.get("information_elicitation", {}).get(
+            "questions"
+        )
         if questions:
             return True
         return self._selections.get("information_elicitation") == "Iterative" and any(
@@ -232,9 +243,10 @@ class IXWrapper:
                 attribute="autonomy_level",
                 reason=f"a {tag} write waits for the user's approval",
             )
-        if self._selections.get("information_elicitation") in ("Structured", "Iterative") and (
-            self._turn_asks()
-        ):
+        if self._selections.get("information_elicitation") in (
+            "Structured",
+            "Iterative",
+        ) and (self._turn_asks()):
             return GateResult(
                 decision=GateDecision.HOLD,
                 attribute="information_elicitation",
@@ -245,7 +257,9 @@ class IXWrapper:
     def _new_id(self) -> str:
         return f"held_{len(self._items) + 1:04d}"
 
-    def _run(self, call_id: str, tool: str, arguments: dict[str, Any], held_id: str | None) -> ExecutedCall:
+    def _run(
+        self, call_id: str, tool: str, arguments: dict[str, Any], held_id: str | None
+    ) -> ExecutedCall:
         tool_def = self._backend.get(tool)
         result = self._backend.call(self._wc, tool, arguments)
         return ExecutedCall(
@@ -260,7 +274,9 @@ class IXWrapper:
             held_id=held_id,
         )
 
-    def propose(self, call_id: str, tool: str, arguments: dict[str, Any]) -> ExecutedCall:
+    def propose(
+        self, call_id: str, tool: str, arguments: dict[str, Any]
+    ) -> ExecutedCall:
         """Gate one proposed world call and carry out the decision.
 
         Executed calls run through the registry on the working copy (a write-lock refusal or a bad
@@ -281,26 +297,44 @@ class IXWrapper:
             return call
         if decision.decision is GateDecision.BLOCK:
             call = ExecutedCall(
-                call_id=call_id, tool=name, arguments=arguments, status=CallStatus.BLOCKED,
+                call_id=call_id,
+                tool=name,
+                arguments=arguments,
+                status=CallStatus.BLOCKED,
                 result=f"Not run: {decision.reason}. Nothing was changed.",
-                error=True, write=write, tag=tag,
+                error=True,
+                write=write,
+                tag=tag,
             )
             self._turn.blocked.append(call)
-            self._turn.notes.append(f"blocked {name} ({decision.attribute}: {decision.reason})")
+            self._turn.notes.append(
+                f"blocked {name} ({decision.attribute}: {decision.reason})"
+            )
             return call
         item = HeldItem(
-            id=self._new_id(), kind="action", attribute=decision.attribute or "",
-            tool=name, arguments=arguments, text=rd.describe_call(name, arguments),
+            id=self._new_id(),
+            kind="action",
+            attribute=decision.attribute or "",
+            tool=name,
+            arguments=arguments,
+            text=rd.describe_call(name, arguments),
         )
         self._items.append(item)
-        self._turn.notes.append(f"held {item.id} {name} ({decision.attribute}: {decision.reason})")
+        self._turn.notes.append(
+            f"held {item.id} {name} ({decision.attribute}: {decision.reason})"
+        )
         return ExecutedCall(
-            call_id=call_id, tool=name, arguments=arguments, status=CallStatus.HELD,
+            call_id=call_id,
+            tool=name,
+            arguments=arguments,
+            status=CallStatus.HELD,
             result=(
                 f"Held as {item.id}: {decision.reason}. It has not run; the user will be asked "
                 f"to approve {item.id} at the end of your reply."
             ),
-            write=write, tag=tag, held_id=item.id,
+            write=write,
+            tag=tag,
+            held_id=item.id,
         )
 
     def record_executed(self, call: ExecutedCall) -> None:
@@ -340,7 +374,9 @@ class IXWrapper:
             item.status = "approved"
             out.approved.append(item.model_copy())
             if item.kind == "action" and item.tool:
-                call = self._run(f"release_{held_id}", item.tool, dict(item.arguments), held_id)
+                call = self._run(
+                    f"release_{held_id}", item.tool, dict(item.arguments), held_id
+                )
                 self._turn.executed.append(call)
                 out.executed.append(call)
             elif item.kind == "topic":
@@ -377,8 +413,14 @@ class IXWrapper:
                 if name in shown and turn.payload_source.get((attr_key, name)) == index
             }
             public.append(IXCall(attribute=attr_key, setting=setting, payload=kept))
-        held_now = [i.model_copy() for i in self._items if i.status == "pending" and i.kind != "question"]
-        delivered = DeliveredTurn(reply=composed.reply, executed=list(turn.executed), held=held_now)
+        held_now = [
+            i.model_copy()
+            for i in self._items
+            if i.status == "pending" and i.kind != "question"
+        ]
+        delivered = DeliveredTurn(
+            reply=composed.reply, executed=list(turn.executed), held=held_now
+        )
         trace = ScoringTrace(
             selections=dict(self._selections),
             withheld=composed.withheld,

@@ -35,12 +35,14 @@ __all__ = [
 class _Event(BaseModel):
     """Fields every event has."""
 
-    turn_index: int = Field(default=0, description="PA turn the event belongs to (0-based).")
+    turn_index: int = Field(
+        default=0, description="PA turn the event belongs to (0-based)."
+    )
 
     @property
     def kind(self) -> str:
         """The event's ``type`` (what the run store files it under)."""
-        return str(getattr(self, "type"))
+        return str(getattr(self, "type"))  # noqa: B009 - each subclass declares ``type``
 
 
 class UserMessageEvent(_Event):
@@ -48,7 +50,9 @@ class UserMessageEvent(_Event):
 
     type: Literal["user_message"] = "user_message"
     text: str
-    beat_id: str | None = Field(default=None, description="Operator view only; never shown to the PA.")
+    beat_id: str | None = Field(
+        default=None, description="Operator view only; never shown to the PA."
+    )
 
 
 class PAReplyEvent(_Event):
@@ -152,10 +156,19 @@ def public_transcript(events: list[EpisodeEvent]) -> list[EpisodeEvent]:
     did not run (Table 9: no selection or withheld content for the simulator, judge or rater)."""
     keep: list[EpisodeEvent] = []
     for event in events:
-        if isinstance(event, ToolCallEvent) and event.call.status is not CallStatus.EXECUTED:
+        if (
+            isinstance(event, ToolCallEvent)
+            and event.call.status is not CallStatus.EXECUTED
+        ):
             continue
         if isinstance(event, (UserMessageEvent, NoticeEvent)):
-            keep.append(event.model_copy(update={"beat_id": None}) if isinstance(event, UserMessageEvent) else event)
-        elif isinstance(event, (PAReplyEvent, ToolCallEvent, HeldItemsEvent, ConsentEvent)):
+            keep.append(
+                event.model_copy(update={"beat_id": None})
+                if isinstance(event, UserMessageEvent)
+                else event
+            )
+        elif isinstance(
+            event, (PAReplyEvent, ToolCallEvent, HeldItemsEvent, ConsentEvent)
+        ):
             keep.append(event)
     return keep

@@ -20,7 +20,14 @@ from mempa_tui.agent import (
     OracleHint,
     TurnActions,
 )
-from mempa_tui.ix import DeliveredTurn, ExecutedCall, IXWrapper, ReleaseOutcome, ScoringTrace, SelectResult
+from mempa_tui.ix import (
+    DeliveredTurn,
+    ExecutedCall,
+    IXWrapper,
+    ReleaseOutcome,
+    ScoringTrace,
+    SelectResult,
+)
 from mempa_tui.ix.types import CallStatus
 from mempa_tui.memory.base import MemorySystem, SessionInfo, TurnRecord
 from mempa_tui.runner._episode_events import (
@@ -109,7 +116,9 @@ class SessionDriver:
         self.oracle = oracle
         self.wrapper = IXWrapper(registry, wc)
         self.session = SessionInfo(
-            step_id=script.id, context=script.context, at=script.starts_at,
+            step_id=script.id,
+            context=script.context,
+            at=script.starts_at,
             is_probe=isinstance(script, Probe),
         )
         self.cap = max_user_turns or sum(b.max_turns + 1 for b in script.beats)
@@ -128,8 +137,12 @@ class SessionDriver:
         if beat_id == self._beat:
             return
         self._beat = beat_id
-        index = next((i for i, b in enumerate(self.script.beats) if b.id == beat_id), None)
-        self.emit(BeatChangeEvent(turn_index=self.turn_index, beat_id=beat_id, index=index))
+        index = next(
+            (i for i, b in enumerate(self.script.beats) if b.id == beat_id), None
+        )
+        self.emit(
+            BeatChangeEvent(turn_index=self.turn_index, beat_id=beat_id, index=index)
+        )
         if beat is not None:
             for key in beat.active_attributes:
                 if key not in self.activated:
@@ -141,15 +154,22 @@ class SessionDriver:
         out: ReleaseOutcome = self.wrapper.release(consent)
         self.emit(
             ConsentEvent(
-                turn_index=self.turn_index, decisions=dict(consent), executed=out.executed,
-                denied=[i.id for i in out.denied], unknown=out.unknown,
+                turn_index=self.turn_index,
+                decisions=dict(consent),
+                executed=out.executed,
+                denied=[i.id for i in out.denied],
+                unknown=out.unknown,
             )
         )
         for call in out.executed:
             state = "it failed: " if call.error else "it has now run: "
-            self._notes.append(f"The user approved {call.held_id}; {state}{call.result[:300]}")
+            self._notes.append(
+                f"The user approved {call.held_id}; {state}{call.result[:300]}"
+            )
         for item in out.denied:
-            self._notes.append(f"The user declined {item.id} ({item.text}); it did not run and will not run.")
+            self._notes.append(
+                f"The user declined {item.id} ({item.text}); it did not run and will not run."
+            )
         for item in out.approved:
             if item.kind == "topic":
                 self._notes.append(
@@ -163,33 +183,54 @@ class SessionDriver:
     def _on_ix(self, result: SelectResult) -> None:
         self.emit(
             IXSelectionEvent(
-                turn_index=self.turn_index, attribute=result.attribute, setting=result.setting,
-                ok=result.ok, newly_selected=result.newly_selected, message=result.message,
+                turn_index=self.turn_index,
+                attribute=result.attribute,
+                setting=result.setting,
+                ok=result.ok,
+                newly_selected=result.newly_selected,
+                message=result.message,
             )
         )
 
     # ---- one PA turn ------------------------------------------------------------------------
 
-    async def pa_turn(self, *, user_message: str | None, notice: str | None) -> SessionOutcome | DeliveredTurn:
+    async def pa_turn(
+        self, *, user_message: str | None, notice: str | None
+    ) -> SessionOutcome | DeliveredTurn:
         """Play one PA turn; returns the delivered turn, or the floored outcome."""
         query = user_message if user_message is not None else (notice or "")
         evidence = await self.memory.retrieve(query, self.session)
-        if self.session.is_probe:  # a probe branch carries no raw conversation (Section 3.5)
+        if (
+            self.session.is_probe
+        ):  # a probe branch carries no raw conversation (Section 3.5)
             evidence = evidence.model_copy(update={"prior_messages": []})
         self.emit(
             EvidenceEvent(
-                turn_index=self.turn_index, system_text=evidence.system_text, items=evidence.items,
+                turn_index=self.turn_index,
+                system_text=evidence.system_text,
+                items=evidence.items,
                 prior_messages=len(evidence.prior_messages),
             )
         )
         self.wrapper.begin_turn(event=user_message is None)
         actions = TurnActions(
-            self.registry, self.wrapper, self.activated, on_call=self._on_call, on_ix=self._on_ix
+            self.registry,
+            self.wrapper,
+            self.activated,
+            on_call=self._on_call,
+            on_ix=self._on_ix,
         )
-        required = self.script.attribute if self.script.attribute in self.activated else None
+        required = (
+            self.script.attribute if self.script.attribute in self.activated else None
+        )
         turn = AgentTurnInput(
-            user_message=user_message, notice=notice, now=self.wc.now, runtime_notes=self._notes,
-            evidence=evidence, offered_ix=list(self.activated), required_ix=required,
+            user_message=user_message,
+            notice=notice,
+            now=self.wc.now,
+            runtime_notes=self._notes,
+            evidence=evidence,
+            offered_ix=list(self.activated),
+            required_ix=required,
         )
         self._notes = []
         result = await self.agent.respond(turn, actions)
@@ -198,17 +239,31 @@ class SessionDriver:
         delivered, trace = self.wrapper.render(result.reply)
         self.traces.append(trace)
         record = TurnRecord(
-            step_id=self.script.id, context=self.script.context, at=self.wc.now,
+            step_id=self.script.id,
+            context=self.script.context,
+            at=self.wc.now,
             turn_index=self.turn_index,
-            user_message=user_message if user_message is not None else f"[Notification] {notice}",
-            tool_calls=[c for c in delivered.executed if c.status is CallStatus.EXECUTED],
-            ix_calls=list(self.wrapper.last_ix_calls), reply=delivered.reply,
+            user_message=user_message
+            if user_message is not None
+            else f"[Notification] {notice}",
+            tool_calls=[
+                c for c in delivered.executed if c.status is CallStatus.EXECUTED
+            ],
+            ix_calls=list(self.wrapper.last_ix_calls),
+            reply=delivered.reply,
         )
         await self.memory.write(record)
         self.turn_records.append(record)
-        self.exchanges.append(Exchange(user_message=user_message, notice=notice, delivered=delivered))
-        capped = "capped" if result.status == "capped" else "ok"
-        self.emit(PAReplyEvent(turn_index=self.turn_index, text=delivered.reply, status=capped))
+        self.exchanges.append(
+            Exchange(user_message=user_message, notice=notice, delivered=delivered)
+        )
+        self.emit(
+            PAReplyEvent(
+                turn_index=self.turn_index,
+                text=delivered.reply,
+                status="capped" if result.status == "capped" else "ok",
+            )
+        )
         if delivered.held:
             self.emit(HeldItemsEvent(turn_index=self.turn_index, items=delivered.held))
         self.turn_index += 1
@@ -229,19 +284,33 @@ class SessionDriver:
         while True:
             turn = await self.user.next_turn(delivered)
             self._track_beat(self.user.current_beat)
-            for fact_id in turn.released_facts:  # facts first: they may open a held write's lock
+            for (
+                fact_id
+            ) in turn.released_facts:  # facts first: they may open a held write's lock
                 self.wc.release_fact(fact_id)
             self._release(turn.consent)
             if turn.invalid:
-                return SessionOutcome(status="invalid", reason=turn.invalid_reason or "invalid user turn")
+                return SessionOutcome(
+                    status="invalid", reason=turn.invalid_reason or "invalid user turn"
+                )
             if turn.waiting_for_event:
                 beat = self.user.current_beat
                 if beat is None or beat.event is None:
-                    return SessionOutcome(status="failed", reason="user seat waits for an event its beat lacks")
-                if beat.event.at > self.wc.now:
-                    self.wc.now = beat.event.at
-                self.emit(NoticeEvent(turn_index=self.turn_index, at=self.wc.now, text=beat.event.notice))
-                outcome = await self.pa_turn(user_message=None, notice=beat.event.notice)
+                    return SessionOutcome(
+                        status="failed",
+                        reason="user seat waits for an event its beat lacks",
+                    )
+                self.wc.now = max(self.wc.now, beat.event.at)
+                self.emit(
+                    NoticeEvent(
+                        turn_index=self.turn_index,
+                        at=self.wc.now,
+                        text=beat.event.notice,
+                    )
+                )
+                outcome = await self.pa_turn(
+                    user_message=None, notice=beat.event.notice
+                )
                 if isinstance(outcome, SessionOutcome):
                     return outcome
                 delivered = outcome
@@ -251,13 +320,19 @@ class SessionDriver:
             if turn.done or not turn.message:
                 return SessionOutcome()
             user_turns += 1
-            self.emit(UserMessageEvent(turn_index=self.turn_index, text=turn.message, beat_id=turn.beat_id))
+            self.emit(
+                UserMessageEvent(
+                    turn_index=self.turn_index, text=turn.message, beat_id=turn.beat_id
+                )
+            )
             outcome = await self.pa_turn(user_message=turn.message, notice=None)
             if isinstance(outcome, SessionOutcome):
                 return outcome
             delivered = outcome
             if user_turns >= self.cap:
-                return SessionOutcome(reason=f"turn cap of {self.cap} user turns reached")
+                return SessionOutcome(
+                    reason=f"turn cap of {self.cap} user turns reached"
+                )
 
     def selection(self) -> str | None:
         """The session's selection for the tested attribute (fixed by its first IX call)."""
@@ -265,5 +340,8 @@ class SessionDriver:
 
     def floor_event(self, outcome: SessionOutcome) -> None:
         """Emit the status event of a step that did not complete."""
-        self.emit(StepStatusEvent(turn_index=self.turn_index, status=outcome.status, reason=outcome.reason))
-
+        self.emit(
+            StepStatusEvent(
+                turn_index=self.turn_index, status=outcome.status, reason=outcome.reason
+            )
+        )

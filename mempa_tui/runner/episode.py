@@ -43,7 +43,13 @@ from mempa_tui.runner._episode_session import Exchange, SessionDriver, SessionOu
 from mempa_tui.scripts.schema import AccumulationSession, ChangeEvent, Persona, Probe
 from mempa_tui.simulator import SimulatorMemory, UserSeat, UserSimulator
 from mempa_tui.tools import ToolRegistry
-from mempa_tui.world import CallLogEntry, Change, WorkingCopy, WorldState, strip_tool_prefix
+from mempa_tui.world import (
+    CallLogEntry,
+    Change,
+    WorkingCopy,
+    WorldState,
+    strip_tool_prefix,
+)
 
 __all__ = [
     "EpisodeContext",
@@ -143,7 +149,9 @@ class _Recorder:
             self._observer(event)
 
 
-def _working_copy(script: AccumulationSession | Probe, world: WorldState) -> WorkingCopy:
+def _working_copy(
+    script: AccumulationSession | Probe, world: WorldState
+) -> WorkingCopy:
     wc = WorkingCopy(world, script.starts_at)
     if script.write_lock is not None:
         wc.add_write_lock(script.write_lock)
@@ -151,24 +159,43 @@ def _working_copy(script: AccumulationSession | Probe, world: WorldState) -> Wor
 
 
 async def _play(
-    script: AccumulationSession | Probe, ctx: EpisodeContext, kind: Literal["accumulation", "probe"]
+    script: AccumulationSession | Probe,
+    ctx: EpisodeContext,
+    kind: Literal["accumulation", "probe"],
 ) -> tuple[SessionDriver, SessionOutcome, _Recorder, WorkingCopy]:
     rec = _Recorder(ctx.observer)
     wc = _working_copy(script, ctx.world)
     probe = kind == "probe"
     user = ctx.user_seat or UserSimulator(
-        ctx.client, ctx.persona, mode=kind, memory=None if probe else ctx.simulator_memory
+        ctx.client,
+        ctx.persona,
+        mode=kind,
+        memory=None if probe else ctx.simulator_memory,
     )
     oracle = None
     if probe and ctx.oracle:
-        oracle = OracleHint(attribute=script.attribute, setting=ctx.targets[script.attribute])
+        oracle = OracleHint(
+            attribute=script.attribute, setting=ctx.targets[script.attribute]
+        )
     agent = ctx.agent_seat or PersonalAgent(ctx.client)
     driver = SessionDriver(
-        script, wc, ctx.registry, ctx.memory, user, agent, dict(ctx.targets), rec,
-        oracle=oracle, max_user_turns=ctx.max_user_turns,
+        script,
+        wc,
+        ctx.registry,
+        ctx.memory,
+        user,
+        agent,
+        dict(ctx.targets),
+        rec,
+        oracle=oracle,
+        max_user_turns=ctx.max_user_turns,
     )
     start = AgentSessionStart(
-        step_id=script.id, context=script.context, starts_at=script.starts_at, is_probe=probe, oracle=oracle
+        step_id=script.id,
+        context=script.context,
+        starts_at=script.starts_at,
+        is_probe=probe,
+        oracle=oracle,
     )
     try:
         outcome = await driver.play(start)
@@ -178,23 +205,34 @@ async def _play(
 
 
 def _result(
-    kind: Literal["accumulation", "probe", "change_event"], step_id: str, outcome: SessionOutcome,
-    rec: _Recorder, wc: WorkingCopy, driver: SessionDriver | None = None, **extra: object,
+    kind: Literal["accumulation", "probe", "change_event"],
+    step_id: str,
+    outcome: SessionOutcome,
+    rec: _Recorder,
+    wc: WorkingCopy,
+    driver: SessionDriver | None = None,
+    **extra: object,
 ) -> StepResult:
     rec(StepStatusEvent(status=outcome.status, reason=outcome.reason))
     return StepResult(
-        step_id=step_id, kind=kind, status=outcome.status, reason=outcome.reason,
+        step_id=step_id,
+        kind=kind,
+        status=outcome.status,
+        reason=outcome.reason,
         selection=driver.selection() if driver else None,
         transcript=rec.events,
         exchanges=driver.exchanges if driver else [],
         turn_records=driver.turn_records if driver else [],
         traces=driver.traces if driver else [],
-        call_log=list(wc.call_log), change_log=list(wc.change_log),
+        call_log=list(wc.call_log),
+        change_log=list(wc.change_log),
         **extra,  # type: ignore[arg-type]
     )
 
 
-async def run_accumulation(script: AccumulationSession, ctx: EpisodeContext) -> StepResult:
+async def run_accumulation(
+    script: AccumulationSession, ctx: EpisodeContext
+) -> StepResult:
     """Play one accumulation session and return what to commit (paper Section 3.3, App. C.3, D.1).
 
     Returns:
@@ -214,10 +252,19 @@ async def run_accumulation(script: AccumulationSession, ctx: EpisodeContext) -> 
             entry = written.entry.text if written.entry else None
     except LLMError as exc:
         ctx.memory.restore(snapshot)
-        failed = SessionOutcome(status="failed", reason=f"model call failed after the session: {exc}")
+        failed = SessionOutcome(
+            status="failed", reason=f"model call failed after the session: {exc}"
+        )
         return _result("accumulation", script.id, failed, rec, wc, driver)
     return _result(
-        "accumulation", script.id, outcome, rec, wc, driver, world=wc.to_state(), simulator_entry=entry
+        "accumulation",
+        script.id,
+        outcome,
+        rec,
+        wc,
+        driver,
+        world=wc.to_state(),
+        simulator_entry=entry,
     )
 
 
@@ -258,34 +305,65 @@ async def replay_change_event(event: ChangeEvent, ctx: EpisodeContext) -> StepRe
     traces: list[ScoringTrace] = []
     exchanges: list[Exchange] = []
     try:
-        problem = await _replay_turns(event, ctx, wc, wrapper, rec, records, traces, exchanges)
+        problem = await _replay_turns(
+            event, ctx, wc, wrapper, rec, records, traces, exchanges
+        )
         if problem is None:
             await ctx.memory.end_session(session)
-    except LLMError as exc:  # a memory system's own model call (e.g. consolidation) failed
+    except (
+        LLMError
+    ) as exc:  # a memory system's own model call (e.g. consolidation) failed
         problem = f"model call failed during the replay: {exc}"
     if problem is not None:
         ctx.memory.restore(snapshot)
-        return _result("change_event", event.id, SessionOutcome(status="failed", reason=problem), rec, wc)
+        return _result(
+            "change_event",
+            event.id,
+            SessionOutcome(status="failed", reason=problem),
+            rec,
+            wc,
+        )
     result = _result(
-        "change_event", event.id, SessionOutcome(), rec, wc,
-        world=wc.to_state(), simulator_entry=event.simulator_note,
+        "change_event",
+        event.id,
+        SessionOutcome(),
+        rec,
+        wc,
+        world=wc.to_state(),
+        simulator_entry=event.simulator_note,
     )
     return result.model_copy(
-        update={"selection": wrapper.selection(event.attribute), "turn_records": records,
-                "traces": traces, "exchanges": exchanges}
+        update={
+            "selection": wrapper.selection(event.attribute),
+            "turn_records": records,
+            "traces": traces,
+            "exchanges": exchanges,
+        }
     )
 
 
 async def _replay_turns(
-    event: ChangeEvent, ctx: EpisodeContext, wc: WorkingCopy, wrapper: IXWrapper, rec: _Recorder,
-    records: list[TurnRecord], traces: list[ScoringTrace], exchanges: list[Exchange],
+    event: ChangeEvent,
+    ctx: EpisodeContext,
+    wc: WorkingCopy,
+    wrapper: IXWrapper,
+    rec: _Recorder,
+    records: list[TurnRecord],
+    traces: list[ScoringTrace],
+    exchanges: list[Exchange],
 ) -> str | None:
     """Replay every turn of ``event``; returns a problem description, or None when all ran."""
     for index, turn in enumerate(event.transcript):
         rec(UserMessageEvent(turn_index=index, text=turn.user))
         if turn.pa is None:
-            record = TurnRecord(step_id=event.id, context=event.context, at=wc.now, turn_index=index,
-                                user_message=turn.user, reply="")
+            record = TurnRecord(
+                step_id=event.id,
+                context=event.context,
+                at=wc.now,
+                turn_index=index,
+                user_message=turn.user,
+                reply="",
+            )
             await ctx.memory.write(record)
             records.append(record)
             continue
@@ -301,10 +379,14 @@ async def _replay_turns(
             result = ctx.registry.call(wc, scripted.tool, scripted.args)
             tool_def = ctx.registry.get(scripted.tool)
             call = ExecutedCall(
-                call_id=f"replay_{index}_{len(wc.call_log)}", tool=strip_tool_prefix(scripted.tool),
-                arguments=scripted.args, status=CallStatus.EXECUTED,
-                result=result.content, error=not result.ok,
-                write=bool(tool_def and tool_def.write), tag=tool_def.tag if tool_def else None,
+                call_id=f"replay_{index}_{len(wc.call_log)}",
+                tool=strip_tool_prefix(scripted.tool),
+                arguments=scripted.args,
+                status=CallStatus.EXECUTED,
+                result=result.content,
+                error=not result.ok,
+                write=bool(tool_def and tool_def.write),
+                tag=tool_def.tag if tool_def else None,
             )
             wrapper.record_executed(call)
             rec(ToolCallEvent(turn_index=index, call=call))
@@ -313,8 +395,14 @@ async def _replay_turns(
         delivered, trace = wrapper.render(turn.pa.reply)
         rec(PAReplyEvent(turn_index=index, text=delivered.reply))
         record = TurnRecord(
-            step_id=event.id, context=event.context, at=wc.now, turn_index=index, user_message=turn.user,
-            tool_calls=list(delivered.executed), ix_calls=list(wrapper.last_ix_calls), reply=delivered.reply,
+            step_id=event.id,
+            context=event.context,
+            at=wc.now,
+            turn_index=index,
+            user_message=turn.user,
+            tool_calls=list(delivered.executed),
+            ix_calls=list(wrapper.last_ix_calls),
+            reply=delivered.reply,
         )
         await ctx.memory.write(record)
         records.append(record)
