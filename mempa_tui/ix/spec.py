@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import re
+from functools import cache
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
@@ -197,6 +198,7 @@ def match_setting(attr: Attribute, value: str) -> str | None:
     return None
 
 
+@cache
 def _payload_model(attr: Attribute) -> type[BaseModel]:
     fields: dict[str, Any] = {}
     for name, (typ, text) in _PAYLOAD_SPECS.get(attr.key, {}).items():
@@ -279,7 +281,15 @@ def ix_tool_spec(attr: Attribute | str) -> ToolSpec:
     Raises:
         KeyError: unknown attribute.
     """
-    a = attribute(attr) if isinstance(attr, str) else attr
+    key = attribute(attr).key if isinstance(attr, str) else attr.key
+    return _tool_spec(key).model_copy(
+        deep=True
+    )  # callers may not mutate the cached schema
+
+
+@cache
+def _tool_spec(key: str) -> ToolSpec:
+    a = attribute(key)
     schema = _simplify_optional(_inline_refs(_arguments_model(a).model_json_schema()))
     schema.pop("title", None)
     uses = "; ".join(_MECHANISM_USE[m] for m in a.mechanisms)
