@@ -17,12 +17,13 @@ import pytest
 from test_runner_support import (
     LOG,
     FakeEpisodes,
+    FlakyResponder,
     fake_scorer,
     ok_responder,
     runner_config,
 )
 
-from mempa_tui.llm import LLMClient, ScriptedModelServer
+from mempa_tui.llm import LLMClient, LLMError, ScriptedModelServer
 from mempa_tui.runner import (
     ConfigMismatchError,
     RunEvent,
@@ -284,3 +285,21 @@ async def test_run_many_plays_accumulation_before_reference_conditions(env: Env)
         assert all(isinstance(r, RunOutcome) and r.status is RunStatus.COMPLETED for r in results)
         oracle = await store.probe_results("R-oracle-scripted-s0")
         assert {r.checkpoint_run for r in oracle} == {"R-file-scripted-s0"}
+
+
+async def test_a_failed_model_call_stops_the_run_instead_of_discarding_the_step(tmp_path: Path) -> None:
+    responder = FlakyResponder(down_for="play R-s2")
+    async with ScriptedModelServer(responder) as server, RunStore(tmp_path / "mempa.sqlite") as store:
+        env = Env(server, LLMClient(server.profile()), tmp_path)
+        with pytest.raises(LLMError, match=r"HTTP 503.*step R-s2 was not kept"):
+            await env.runner(store, FakeEpisodes()).run()
+        run_id = runner_config().run_id
+        run = await store.get_run(run_id)
+        assert run is not None and run.status is RunStatus.FAILED and "503" in (run.error or "")
+        assert [s.step_id for s in await store.steps(run_id)] == ["R-s1"]
+        assert await store.attempts(run_id, "R-s2") != []  # the first failed attempt is on record
+        responder.down_for = None  # the server is back: the same run resumes and completes
+        episodes = FakeEpisodes()
+        outcome = await env.runner(store, episodes).run()
+        assert outcome.status is RunStatus.COMPLETED and episodes.plays[:2] == ["R-s2", "R-ev1"]
+        assert {s.status for s in await store.steps(run_id)} == {"completed"}

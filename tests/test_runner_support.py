@@ -18,7 +18,7 @@ from typing import Any, Literal
 import anyio
 from pydantic import BaseModel, ConfigDict
 
-from mempa_tui.llm import ScriptedReply, ScriptedRequest, ScriptedToolCall
+from mempa_tui.llm import LLMError, ScriptedReply, ScriptedRequest, ScriptedToolCall
 from mempa_tui.llm.types import ChatMessage, Role
 from mempa_tui.memory import MemorySystem, SessionInfo, TurnRecord
 from mempa_tui.runner import EpisodeFunctions, RunConfig
@@ -33,6 +33,7 @@ __all__ = [
     "FakeEpisodes",
     "FakeEvent",
     "FakeResult",
+    "FlakyResponder",
     "ProbeStart",
     "fake_scorer",
     "ok_responder",
@@ -50,6 +51,19 @@ LOG = "notes/log.txt"
 def ok_responder(request: ScriptedRequest) -> ScriptedReply:
     """Every role answers with a short fixed text naming the model."""
     return ScriptedReply(text=f"ok from {request.model}", prompt_tokens=20, completion_tokens=3)
+
+
+@dataclass
+class FlakyResponder:
+    """:func:`ok_responder`, except HTTP 503 for requests mentioning ``down_for`` while it is set."""
+
+    down_for: str | None = None
+
+    def __call__(self, request: ScriptedRequest) -> ScriptedReply:
+        text = " ".join(m.content for m in request.messages)
+        if self.down_for is not None and self.down_for in text:
+            return ScriptedReply(status=503, error="server overloaded")
+        return ok_responder(request)
 
 
 def runner_config(**overrides: Any) -> RunConfig:
@@ -154,7 +168,10 @@ class FakeEpisodes:
                 self.announce()
             await anyio.sleep_forever()
         ctx.observer(FakeEvent(text=f"start {script.id}"))
-        completion = await ctx.client.complete(Role.PA, [ChatMessage(role="user", content=f"play {script.id}")])
+        try:
+            completion = await ctx.client.complete(Role.PA, [ChatMessage(role="user", content=f"play {script.id}")])
+        except LLMError as exc:  # as the episode loop does: a failed call fails the step
+            return FakeResult(step_id=script.id, kind=kind, status="failed", reason=f"model call failed: {exc}")
         await ctx.memory.write(TurnRecord(
             step_id=script.id, context=script.context, at=script.starts_at, turn_index=0,
             user_message=f"help with {script.task}", reply=completion.text,

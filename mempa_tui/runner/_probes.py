@@ -15,7 +15,8 @@ nothing back), Appendix F.2 (floored probes are run again, at least three runs i
 * Under Oracle the probed cell's target is handed to the memory inside the probe only.
 * A repeat that ends floored, invalid or failed is run again up to ``probe_attempts`` runs; the
   last run's result is kept. BRS and PRS are computed for completed final probes.
-* Results are stored one probe x repeat at a time, so a killed run resumes with the rest.
+* Results are stored one probe x repeat at a time, so a killed run resumes with the rest. A
+  repeat that failed because a model call failed is not stored: the run stops and resumes it.
 """
 
 from __future__ import annotations
@@ -31,9 +32,16 @@ from mempa_tui.runner._shared import (
     RunContext,
     call_rows,
     capture_calls,
+    stop_on_model_failure,
 )
 from mempa_tui.scripts.schema import Probe, ProbeKind
-from mempa_tui.store import ProbeResultRecord, StoreError, TokenTotals, utc_now
+from mempa_tui.store import (
+    CheckpointRecord,
+    ProbeResultRecord,
+    StoreError,
+    TokenTotals,
+    utc_now,
+)
 from mempa_tui.world import WorldState
 
 __all__ = ["ProbeSource", "ProbeUnit", "plan_probes", "run_probes"]
@@ -82,9 +90,9 @@ async def plan_probes(run: RunContext, donor: str | None) -> tuple[list[ProbeUni
     """
     done = await run.store.done_probes(run.run_id)
     source_run = run.run_id if run.config.accumulates else donor
-    available: set[int] = set()
+    available: dict[int, CheckpointRecord] = {}
     if source_run is not None:
-        available = {c.step_index for c in await run.store.checkpoints(source_run)}
+        available = {c.step_index: c for c in await run.store.checkpoints(source_run)}
     units: list[ProbeUnit] = []
     problems: list[str] = []
     for probe_id in sorted(run.bundle.probes):
@@ -96,6 +104,13 @@ async def plan_probes(run: RunContext, donor: str | None) -> tuple[list[ProbeUni
         if source_run is None:
             source = ProbeSource(None, None, with_memory=False)
         elif index in available:
+            story_time = available[index].story_time
+            if story_time is not None and story_time >= probe.starts_at:
+                problems.append(
+                    f"probe {probe_id} skipped: its checkpoint (after step {index + 1}, "
+                    f"{story_time:%Y-%m-%d %H:%M}) is not before the probe ({probe.starts_at:%Y-%m-%d %H:%M})"
+                )
+                continue
             source = ProbeSource(source_run, index, with_memory=run.config.accumulates)
         else:
             problems.append(
@@ -171,6 +186,7 @@ async def _run_unit(run: RunContext, unit: ProbeUnit, cache: _BranchCache, score
             run.drop_folder(folder)
         if result.status == "completed":
             break
+    stop_on_model_failure(f"probe {probe.id} repeat {repeat}", result.status, calls)
     scores = RealizationScores()
     if probe.probe_kind is ProbeKind.FINAL and result.status == "completed":
         with capture_calls() as calls:

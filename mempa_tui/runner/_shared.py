@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from mempa_tui.llm.errors import LLMError
 from mempa_tui.llm.types import LLMCallRecord, Role
 from mempa_tui.memory import MemorySystem, make_memory
 from mempa_tui.runner._calls import capture_calls
@@ -33,6 +34,7 @@ __all__ = [
     "call_rows",
     "capture_calls",
     "event_kind",
+    "stop_on_model_failure",
 ]
 
 
@@ -78,6 +80,28 @@ def _event_json(event: object) -> str:
     if callable(dump):
         return str(dump())
     raise TypeError(f"episode event {type(event).__name__} is not a pydantic model")
+
+
+def stop_on_model_failure(what: str, status: str, calls: list[LLMCallRecord]) -> None:
+    """Stop the run when a step or probe ended badly because a model call itself failed.
+
+    The episode loop turns a failed model call (server down, timeout, HTTP error after the
+    client's retries) into a ``failed`` step. That failure says nothing about the PA or the user,
+    so it must not be stored as a discarded step or an incomplete probe: the runner stops instead,
+    keeps nothing of the step, and the same command resumes it once the server is back.
+
+    Args:
+        what: the step or probe (for the message).
+        status: how its last attempt ended.
+        calls: the model calls of that attempt.
+
+    Raises:
+        LLMError: ``status`` is not ``completed`` and one of ``calls`` failed.
+    """
+    failed = [c for c in calls if not c.ok]
+    if status != "completed" and failed:
+        last = failed[-1]
+        raise LLMError(last.role.value, last.model, f"{last.error or 'call failed'} ({what} was not kept)")
 
 
 @dataclass

@@ -14,8 +14,10 @@ Rules this module implements:
   again, up to ``RunConfig.step_attempts`` plays in all; the last discarded attempt is stored with
   its reason and the run CONTINUES with the next step (the paper discards a failed step; the
   later sessions do not depend on it, and its cell simply gets one signal fewer).
-* An exception (model server down, a bug) stops the run without storing the step; rerunning
-  plays it again from the same checkpoint, so nothing is lost and nothing is done twice.
+* An exception (a bug, the store) stops the run without storing the step; so does a step whose
+  last attempt failed because a model call itself failed (server down, timeout): that says
+  nothing about the PA or the user, so it is not recorded as discarded. Rerunning plays the step
+  again from the same checkpoint, so nothing is lost and nothing is done twice.
 * The step row, its transcript, its model calls and its checkpoint go to the store in one
   transaction.
 """
@@ -31,6 +33,7 @@ from mempa_tui.runner._shared import (
     RunContext,
     call_rows,
     capture_calls,
+    stop_on_model_failure,
 )
 from mempa_tui.runner._simmem import (
     SimulatorMemoryState,
@@ -122,6 +125,9 @@ async def _play_step(run: RunContext, index: int, state: RunState, memory: Memor
         run.add_tokens(calls)
         status: str = result.status
         if status == "completed" or attempt >= run.config.step_attempts:
+            if status != "completed":
+                memory.restore(state.memory_snapshot)
+                stop_on_model_failure(f"step {step_id}", status, calls)
             break
         memory.restore(state.memory_snapshot)
         await run.store.record_attempt(run.run_id, StepAttemptRecord(
