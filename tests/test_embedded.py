@@ -19,7 +19,13 @@ import anyio
 import pytest
 
 from mempa_tui.llm import ModelProfile, ModelSpec, Role
-from mempa_tui.llm.embedded import EmbeddedError, EmbeddedServer, ensure_weights, part_paths, server_command
+from mempa_tui.llm.embedded import (
+    EmbeddedError,
+    EmbeddedServer,
+    ensure_weights,
+    part_paths,
+    server_command,
+)
 from mempa_tui.llm.profile import EmbeddedOptions, ProfileOptions
 
 
@@ -95,9 +101,10 @@ def test_server_command_flags(tmp_path: Path) -> None:
     assert command[1:3] == ["-m", "llama_cpp.server"]
     assert "--host 127.0.0.1" in joined and "--port 9999" in joined
     assert "--n_ctx 8192" in joined and "--cache true" in joined and "--n_threads 3" in joined
-    assert "--chat_format chatml-function-calling" in joined
+    assert "--chat_format" not in joined
     assert command[-2:] == ["--n_batch", "256"]
-    assert "--chat_format" not in server_command(embedded_profile(chat_format=None), tmp_path / "m.gguf", 1)
+    chatml = server_command(embedded_profile(chat_format="chatml-function-calling"), tmp_path / "m.gguf", 1)
+    assert "--chat_format chatml-function-calling" in " ".join(chatml)
 
 
 FAKE_SERVER = """\
@@ -184,7 +191,7 @@ async def test_cancellation_while_starting_terminates_the_process(
     with anyio.CancelScope() as scope:
 
         async def cancelled_while_waiting(base: str) -> None:
-            assert server.process is not None and server.process.poll() is None
+            assert server.process is not None and server.process.returncode is None
             scope.cancel()
             await anyio.sleep_forever()
 

@@ -456,3 +456,11 @@ async def test_llama_cpp_tool_choice_shapes(script: Script, choice: str | None, 
         client = LLMClient(server.profile({Role.PA: "openai/scripted-pa"}, wire="llama_cpp"))
         await client.complete(Role.PA, [user("go")], tools=tools, tool_choice=choice)
         assert server.requests[-1].body["tool_choice"] == sent
+
+
+async def test_text_calls_are_not_recovered_next_to_structured_ones(make_client: Callable[..., LLMClient], script: Script) -> None:
+    echoed = '{"name": "lookup", "arguments": {"q": "tea"}}'
+    reply = ScriptedReply(text=echoed, tool_calls=[ScriptedToolCall(name="lookup", arguments={"q": "tea"})])
+    completion = await ask(make_client(), reply, script, tools=[LOOKUP])
+    assert [(c.name, c.recovered_from_text) for c in completion.tool_calls] == [("lookup", False)]
+    assert completion.text == echoed

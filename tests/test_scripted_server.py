@@ -8,7 +8,13 @@ from typing import Any
 import httpx
 import pytest
 
-from mempa_tui.llm import Role, ScriptedModelServer, ScriptedReply, ScriptedRequest, ScriptedToolCall
+from mempa_tui.llm import (
+    Role,
+    ScriptedModelServer,
+    ScriptedReply,
+    ScriptedRequest,
+    ScriptedToolCall,
+)
 
 
 def echo(request: ScriptedRequest) -> ScriptedReply:
@@ -138,8 +144,9 @@ def test_profile_points_roles_at_the_server() -> None:
 
 
 async def test_async_context_manager_stops_the_server() -> None:
-    async with ScriptedModelServer(echo) as server:
-        url = server.url
-        assert httpx.get(f"{url}/api/version").status_code == 200
-    with pytest.raises(httpx.ConnectError):
-        httpx.get(f"{url}/api/version")
+    async with httpx.AsyncClient() as http:
+        async with ScriptedModelServer(echo) as server:
+            url = server.url
+            assert (await http.get(f"{url}/api/version")).status_code == 200
+        with pytest.raises(httpx.ConnectError):
+            await http.get(f"{url}/api/version")

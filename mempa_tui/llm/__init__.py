@@ -25,8 +25,21 @@ from mempa_tui.llm.profile import (
     ProfileOptions,
     load_profile,
 )
-from mempa_tui.llm.scripted import ScriptedModelServer, ScriptedReply, ScriptedRequest, ScriptedToolCall
-from mempa_tui.llm.types import ChatMessage, Completion, LLMCallRecord, Role, ToolCall, ToolSpec, Usage
+from mempa_tui.llm.scripted import (
+    ScriptedModelServer,
+    ScriptedReply,
+    ScriptedRequest,
+    ScriptedToolCall,
+)
+from mempa_tui.llm.types import (
+    ChatMessage,
+    Completion,
+    LLMCallRecord,
+    Role,
+    ToolCall,
+    ToolSpec,
+    Usage,
+)
 
 __all__ = [
     "ChatMessage",

@@ -96,14 +96,11 @@ class ScriptedRequest(BaseModel):
     @property
     def json_schema(self) -> dict[str, Any] | None:
         """The requested reply schema in either wire's form, else None."""
-        if isinstance(self.ollama_format, dict):
-            return self.ollama_format
         rf = self.response_format or {}
-        if isinstance(rf.get("schema"), dict):
-            return rf["schema"]
         inner = rf.get("json_schema")
-        if isinstance(inner, dict) and isinstance(inner.get("schema"), dict):
-            return inner["schema"]
+        for candidate in (self.ollama_format, rf.get("schema"), inner.get("schema") if isinstance(inner, dict) else None):
+            if isinstance(candidate, dict):
+                return dict(candidate)
         return None
 
 

@@ -24,8 +24,20 @@ import anyio
 import httpx
 
 from mempa_tui.llm._context import digit_allowance, estimate, reused_prefix, trim_to_fit
-from mempa_tui.llm._parse import CallIds, RawToolCall, normalise_tool_calls, recover_tool_calls, split_thinking
-from mempa_tui.llm._wire import WireName, response_format_for, tool_choice_for, tools_for, wire_messages
+from mempa_tui.llm._parse import (
+    CallIds,
+    RawToolCall,
+    normalise_tool_calls,
+    recover_tool_calls,
+    split_thinking,
+)
+from mempa_tui.llm._wire import (
+    WireName,
+    response_format_for,
+    tool_choice_for,
+    tools_for,
+    wire_messages,
+)
 from mempa_tui.llm.errors import (
     ContextWindowError,
     LLMConfigError,
@@ -36,7 +48,14 @@ from mempa_tui.llm.errors import (
     LLMTimeoutError,
 )
 from mempa_tui.llm.profile import ModelProfile, ModelSpec
-from mempa_tui.llm.types import ChatMessage, Completion, LLMCallRecord, Role, ToolSpec, Usage
+from mempa_tui.llm.types import (
+    ChatMessage,
+    Completion,
+    LLMCallRecord,
+    Role,
+    ToolSpec,
+    Usage,
+)
 
 __all__ = ["LLMClient"]
 
@@ -126,7 +145,8 @@ class LLMClient:
         Returns:
             The normalised completion: think blocks stripped into ``thinking``, tool-call
             arguments parsed, missing ids filled, calls written as JSON text recovered (only when
-            tools were offered), ``trimmed_messages`` set when old messages were dropped.
+            tools were offered and the reply holds no structured call, so an echoed call is never
+            run twice), ``trimmed_messages`` set when old messages were dropped.
 
         Raises:
             ValueError: ``tool_choice`` names no offered tool.
@@ -146,7 +166,7 @@ class LLMClient:
         trim = trim_to_fit(history, counts, tools_tokens, spec.max_tokens, spec.context_window)
         if not trim.fits:
             error = ContextWindowError(role.value, spec.model, estimate(trim.counted), spec.max_tokens, spec.context_window)
-            self._record(role, spec, 0, 0, 0, 0.0, error, trim.dropped)
+            self._record(role, spec, trim.counted, 0, 0, 0.0, error, trim.dropped)
             raise error
         kept = [history[i] for i in trim.keep]
         kept_serialised = [serialised[i] for i in trim.keep]
@@ -160,7 +180,6 @@ class LLMClient:
             kept_counts,
             tools_tokens,
         )
-        self._last_prompt[role] = (kept_serialised, tools_text)
         started = time.perf_counter()
         try:
             kwargs = self._request(role, spec, wire, kept, sent_tools, tool_choice, json_schema)
@@ -170,6 +189,7 @@ class LLMClient:
         except LLMError as error:
             self._record(role, spec, trim.counted, 0, 0, time.perf_counter() - started, error, trim.dropped)
             raise
+        self._last_prompt[role] = (kept_serialised, tools_text)
         completion.trimmed_messages = trim.dropped
         if completion.usage.prompt_tokens == 0:
             completion.usage.prompt_tokens = trim.counted
@@ -271,7 +291,7 @@ class LLMClient:
             try:
                 with anyio.fail_after(spec.timeout_s + 5.0):
                     return await litellm.acompletion(**kwargs)
-            except Exception as exc:  # every provider failure is classified and re-raised below
+            except Exception as exc:  # noqa: BLE001 - every provider failure is classified and re-raised below
                 error, transient = self._classify(role, spec, exc, attempt + 1)
             if not transient or attempt >= spec.num_retries:
                 raise error from None
@@ -326,7 +346,7 @@ class LLMClient:
             for call in (getattr(message, "tool_calls", None) or [])
         ]
         calls = normalise_tool_calls(raw_calls, ids)
-        if recover:
+        if recover and not calls:
             text, recovered = recover_tool_calls(text, ids)
             calls.extend(recovered)
         self._ids.counter = ids.counter

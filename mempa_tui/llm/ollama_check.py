@@ -99,7 +99,7 @@ async def check_ollama(url: str, models: Sequence[str], *, timeout_s: float = 5.
             problems=[f"the server at {url} answered HTTP {exc.status_code} to /api/tags: {exc.error}"],
         )
     finally:
-        await client.close()
+        await client.close()  # type: ignore[no-untyped-call]
     available = [m.model for m in listing.models if m.model]
     missing = [name for name in models if not any(_matches(name, have) for have in available)]
     return OllamaCheck(
@@ -148,4 +148,4 @@ async def pull_model(
     except ollama.ResponseError as exc:
         raise OllamaError(f"Ollama at {url} could not pull {model}: {exc.error}") from None
     finally:
-        await client.close()
+        await client.close()  # type: ignore[no-untyped-call]

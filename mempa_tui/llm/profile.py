@@ -24,7 +24,14 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from mempa_tui.llm.types import Role
 
@@ -141,10 +148,13 @@ class EmbeddedOptions(BaseModel):
     weights_dir: str = "models/weights"
     """Folder the joined GGUF is written to (relative paths are relative to the working dir)."""
     n_threads: int | None = Field(default=None, ge=1)
-    """CPU threads for generation; None lets llama.cpp choose."""
-    chat_format: str | None = "chatml-function-calling"
-    """llama-cpp-python chat format. ``chatml-function-calling`` turns forced tool choice into
-    structured tool calls; None uses the GGUF's own template (tool calls then arrive as text)."""
+    """CPU threads for generation; None: half the logical CPUs (at least one)."""
+    chat_format: str | None = None
+    """llama-cpp-python chat format; None uses the GGUF's own chat template. Measured with
+    Qwen2.5-Coder-0.5B on llama-cpp-python 0.3.36: with the GGUF template a forced tool choice
+    comes back as a structured call (grammar from the tool's schema) and ``auto`` calls arrive as
+    ``<tool_call>`` JSON text, which the client recovers; ``chatml-function-calling`` also forces
+    calls but with ``auto`` returns the bare text ``functions.<name>:`` without arguments."""
     startup_timeout_s: float = Field(default=180.0, gt=0)
     """Seconds to wait for the server to answer ``/v1/models``."""
     extra_args: list[str] = Field(default_factory=list)
@@ -315,8 +325,8 @@ def load_profile(name_or_path: str | Path, models_dir: str | Path = "models") ->
     raw = _merge_roles(raw)
     host = os.environ.get("OLLAMA_HOST")
     if host:
-        options = raw.get("options") if isinstance(raw.get("options"), dict) else {}
-        raw["options"] = {**options, "ollama_url": host}
+        options = raw.get("options")
+        raw["options"] = {**(options if isinstance(options, dict) else {}), "ollama_url": host}
     try:
         return ModelProfile.model_validate(raw)
     except ValidationError as exc:

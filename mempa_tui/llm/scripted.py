@@ -27,7 +27,7 @@ import threading
 from collections.abc import Callable, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
-from typing import Any
+from typing import Any, Self
 
 import anyio
 from pydantic import ValidationError
@@ -53,7 +53,7 @@ Responder = Callable[[ScriptedRequest], "ScriptedReply | str"]
 class _Handler(BaseHTTPRequestHandler):
     server: _HTTPServer
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
+    def log_message(self, format: str, *args: Any) -> None:
         """Keep test output quiet."""
 
     def _send(self, status: int, payload: object, *, ndjson: bool = False) -> None:
@@ -76,7 +76,7 @@ class _Handler(BaseHTTPRequestHandler):
         value = json.loads(raw or b"{}")
         return value if isinstance(value, dict) else {}
 
-    def do_GET(self) -> None:  # noqa: N802 - stdlib name
+    def do_GET(self) -> None:
         """Serve listings and health checks."""
         owner = self.server.owner
         owner._note(self.path)
@@ -94,7 +94,7 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             self._error(404, f"no route GET {self.path}", "ollama")
 
-    def do_POST(self) -> None:  # noqa: N802 - stdlib name
+    def do_POST(self) -> None:
         """Serve chat, show and pull."""
         owner = self.server.owner
         owner._note(self.path)
@@ -136,7 +136,7 @@ class _Handler(BaseHTTPRequestHandler):
             return
         try:
             reply = owner._answer(request)
-        except Exception as exc:  # a broken responder is reported, and answered as a 500
+        except Exception as exc:  # noqa: BLE001 - a broken responder is recorded and answered as a 500
             owner._fail(f"responder raised {type(exc).__name__}: {exc}")
             self._error(500, f"responder raised {type(exc).__name__}: {exc}", wire)
             return
@@ -215,7 +215,7 @@ class ScriptedModelServer:
         self._thread: threading.Thread | None = None
 
     # -- lifecycle -------------------------------------------------------------------------
-    def start(self) -> ScriptedModelServer:
+    def start(self) -> Self:
         """Bind a free loopback port and serve in a background thread."""
         server = _HTTPServer(("127.0.0.1", 0), _Handler)
         server.owner = self
@@ -236,13 +236,13 @@ class ScriptedModelServer:
             self._thread.join()
             self._thread = None
 
-    def __enter__(self) -> ScriptedModelServer:
+    def __enter__(self) -> Self:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
-    async def __aenter__(self) -> ScriptedModelServer:
+    async def __aenter__(self) -> Self:
         return self.start()
 
     async def __aexit__(
