@@ -7,6 +7,7 @@ the real episode loop.
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,6 +17,7 @@ import anyio
 import pytest
 from test_runner_support import (
     LOG,
+    WORLDS,
     FakeEpisodes,
     FlakyResponder,
     fake_scorer,
@@ -303,3 +305,19 @@ async def test_a_failed_model_call_stops_the_run_instead_of_discarding_the_step(
         outcome = await env.runner(store, episodes).run()
         assert outcome.status is RunStatus.COMPLETED and episodes.plays[:2] == ["R-s2", "R-ev1"]
         assert {s.status for s in await store.steps(run_id)} == {"completed"}
+
+
+async def test_edited_world_files_refuse_the_resume(env: Env) -> None:
+    worlds = env.root / "worlds"
+    shutil.copytree(WORLDS, worlds)
+    async with RunStore(env.root / "mempa.sqlite") as store:
+        first = FakeEpisodes(block_at="R-s2")
+        runner = env.runner(store, first, cfg={"worlds_dir": worlds})
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(runner.run)
+            await first.blocked.wait()
+            tg.cancel_scope.cancel()
+        probe = worlds / "users" / "R" / "probes" / "R-pre-ev1.yaml"
+        probe.write_text(probe.read_text().replace("lift service visit", "lift inspection visit"))
+        with pytest.raises(ConfigMismatchError, match="the files of user R's world changed"):
+            await env.runner(store, FakeEpisodes(), cfg={"worlds_dir": worlds}).run()

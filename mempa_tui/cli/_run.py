@@ -38,8 +38,8 @@ class ProgressPrinter:
 
     def __call__(self, item: RunEvent | StepEvent) -> None:
         """Print a :class:`RunEvent` as one line."""
-        if not isinstance(item, RunEvent):
-            return
+        if not isinstance(item, RunEvent) or item.kind == "report_written":
+            return  # episode events are for the TUI; the report paths are printed at the end
         if item.kind in ("step_finished", "probe_finished"):
             line = f"{item.message}  [tokens {item.progress.tokens.total:,}]"
         elif item.kind == "warning":

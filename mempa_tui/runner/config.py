@@ -201,6 +201,8 @@ def config_diff(stored_json: str, current: RunConfig) -> list[str]:
             for sub in sorted(set(old) | set(new)):
                 if old.get(sub) != new.get(sub):
                     lines.append(f"{key}.{sub}: {old.get(sub)!r} -> {new.get(sub)!r}")
+        elif key == "worlds_digest":
+            lines.append(f"worlds_digest: the files of user {current.user}'s world changed since the run started")
         else:
             lines.append(f"{key}: {old!r} -> {new!r}")
     return lines
