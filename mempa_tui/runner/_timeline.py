@@ -185,7 +185,10 @@ async def play_timeline(run: RunContext) -> None:
     Raises:
         Exception: whatever the episode loop or the store raises; the step in flight is not stored.
     """
-    memory = run.new_memory(run.memory_folder("run"))
+    folder = run.memory_folder("run")
+    if await run.store.latest_checkpoint(run.run_id) is None:
+        run.drop_folder(folder)  # a fresh start: nothing of an earlier (archived) run's store stays
+    memory = run.new_memory(folder)
     state = await _load_or_start(run, memory)
     steps = run.bundle.timeline.steps
     run.progress.steps_done = state.step_index + 1
