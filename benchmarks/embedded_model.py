@@ -3,11 +3,16 @@
 Starts the embedded llama.cpp server with the packaged Qwen2.5-Coder-0.5B GGUF and runs, through
 the same client the app uses: a plain reply, a forced tool call, tools with ``auto``, a JSON
 reply under a schema, and a follow-up call that extends the previous prompt (prefix reuse). It
-prints what came back, token counts and generation speed, and the ratio of Qwen tokens to the
-client's counter on the prompts used.
+prints what came back, token counts and generation speed, what the server does with history
+tool-call arguments as an object or a string, and the ratio of Qwen tokens to the client's
+counter on the prompts used.
 
     python benchmarks/embedded_model.py                      # chat format from models/embedded.yaml
-    python benchmarks/embedded_model.py --chat-format gguf   # the GGUF's own template instead
+    python benchmarks/embedded_model.py --chat-format chatml-function-calling   # compare formats
+
+Measured on a busy 2-core machine (llama-cpp-python 0.3.36, 1 thread): about 6-7 tokens/s for
+plain text, ~2 s for a tool call whose prompt shares 183 of 253 tokens with the previous call
+against ~12 s cold; the GGUF template forces calls and its auto calls are recovered from text.
 """
 
 from __future__ import annotations
@@ -19,7 +24,14 @@ import sys
 import time
 from pathlib import Path
 
-from mempa_tui.llm import ChatMessage, LLMClient, Role, ToolSpec, load_profile, parse_json_reply
+from mempa_tui.llm import (
+    ChatMessage,
+    LLMClient,
+    Role,
+    ToolSpec,
+    load_profile,
+    parse_json_reply,
+)
 from mempa_tui.llm.embedded import EmbeddedServer, ensure_weights
 
 WEATHER = ToolSpec(
@@ -69,6 +81,26 @@ def tokenizer_ratio(weights: Path, client: LLMClient, texts: list[str]) -> None:
         qwen = len(vocab.tokenize(text.encode("utf-8"), add_bos=False, special=True))
         ours = client.count_tokens(text)
         print(f"tokens: qwen {qwen:5d}  counter {ours:5d}  ratio {qwen / max(ours, 1):.2f}  ({text[:40]!r}...)")
+
+
+async def history_argument_forms(base: str) -> None:
+    """What llama.cpp's server does with history tool-call arguments as an object vs a string."""
+    import httpx
+
+    for arguments in ({"city": "Lisbon"}, '{"city": "Lisbon"}'):
+        call = {"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": arguments}}
+        body = {
+            "model": "m",
+            "max_tokens": 24,
+            "messages": [
+                {"role": "user", "content": "Weather in Lisbon?"},
+                {"role": "assistant", "content": "", "tool_calls": [call]},
+                {"role": "tool", "tool_call_id": "c1", "content": "18 C"},
+            ],
+        }
+        async with httpx.AsyncClient(timeout=300) as http:
+            answer = await http.post(f"{base}/chat/completions", json=body)
+        print(f"history arguments as {type(arguments).__name__}: HTTP {answer.status_code} {answer.text[:160]!r}")
 
 
 async def main() -> int:
@@ -121,6 +153,8 @@ async def main() -> int:
             print("parsed:", parse_json_reply(rating.text))
         except ValueError as exc:
             print("JSON reply did not parse:", exc)
+
+        await history_argument_forms(str(ready.default.api_base))
 
         prompt_texts = [m.content for m in ask] + [json.dumps([WEATHER.model_dump(), SEND.model_dump()])]
         prompt_texts.append("On 2025-03-14 at 09:30 the invoice #48213 for 1,250.75 EUR was paid.")

@@ -464,3 +464,12 @@ async def test_text_calls_are_not_recovered_next_to_structured_ones(make_client:
     completion = await ask(make_client(), reply, script, tools=[LOOKUP])
     assert [(c.name, c.recovered_from_text) for c in completion.tool_calls] == [("lookup", False)]
     assert completion.text == echoed
+
+
+async def test_tool_choice_none(make_client: Callable[..., LLMClient], server: ScriptedModelServer, wire: str) -> None:
+    await make_client().complete(Role.PA, [user("just talk")], tools=[LOOKUP], tool_choice="none")
+    request = server.requests[-1]
+    if wire == "ollama":
+        assert request.tools == [] and "tool_choice" not in request.body
+    else:
+        assert request.tool_names == ["lookup"] and request.body["tool_choice"] == "none"

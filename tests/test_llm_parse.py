@@ -105,6 +105,13 @@ def test_recover_keeps_prose_and_several_calls_in_order() -> None:
     assert len({c.id for c in calls}) == 2
 
 
+def test_recover_double_encoded_arguments() -> None:
+    # Qwen's GGUF template renders history arguments with `tojson`, so the model echoes them
+    # JSON-encoded twice (seen on the real embedded model).
+    _, calls = recover_tool_calls('{"name": "get_weather", "arguments": "{\\"city\\": \\"Lisbon\\"}"}', CallIds())
+    assert calls[0].arguments == {"city": "Lisbon"} and calls[0].arguments_error is None
+
+
 def test_recover_keeps_empty_and_unknown_names() -> None:
     _, calls = recover_tool_calls('{"name": "", "arguments": {"x": 1}}', CallIds())
     assert calls[0].name == "" and calls[0].arguments == {"x": 1}

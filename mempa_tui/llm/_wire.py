@@ -75,8 +75,8 @@ def tools_for(tools: list[ToolSpec] | None, tool_choice: str | None, wire: WireN
         wire: the dialect.
 
     Returns:
-        OpenAI function-tool dicts; for Ollama with a forced tool name, only that tool (Ollama has
-        no ``tool_choice``). None when no tools are offered.
+        OpenAI function-tool dicts; for Ollama (which has no ``tool_choice``) only the forced tool
+        when one is named, and no tools for ``none``. None when no tools are offered.
 
     Raises:
         ValueError: ``tool_choice`` names a tool that is not offered, or is given without tools.
@@ -89,6 +89,8 @@ def tools_for(tools: list[ToolSpec] | None, tool_choice: str | None, wire: WireN
     if tool_choice not in (None, "auto", "required", "none") and tool_choice not in names:
         raise ValueError(f"tool_choice {tool_choice!r} names no offered tool (offered: {', '.join(names)})")
     chosen = tools
+    if wire == "ollama" and tool_choice == "none":
+        return None
     if wire == "ollama" and tool_choice not in (None, "auto", "required", "none"):
         chosen = [t for t in tools if t.name == tool_choice]
     return [
