@@ -155,6 +155,7 @@ class LLMClient:
             LLMTimeoutError, LLMConnectionError, LLMProviderError, LLMRequestError: the call failed
                 (transient ones after ``num_retries`` retries).
         """
+        role = Role(role)
         spec = self.profile.spec_for(role)
         wire: WireName = spec.resolved_wire(self.profile.runtime)
         sent_tools = tools_for(list(tools) if tools else None, tool_choice, wire)
@@ -184,6 +185,7 @@ class LLMClient:
         try:
             kwargs = self._request(role, spec, wire, kept, sent_tools, tool_choice, json_schema)
             async with self._limiter(spec):
+                started = time.perf_counter()  # latency excludes waiting for a free slot
                 response = await self._call(role, spec, kwargs)
             completion = self._completion(role, spec, response, messages, recover=bool(sent_tools) and json_schema is None)
         except LLMError as error:
