@@ -5,7 +5,12 @@ from __future__ import annotations
 import pytest
 
 from mempa_tui.llm import Role, ScriptedModelServer
-from mempa_tui.llm.ollama_check import OllamaError, check_ollama, ollama_models, pull_model
+from mempa_tui.llm.ollama_check import (
+    OllamaError,
+    check_ollama,
+    ollama_models,
+    pull_model,
+)
 
 
 def never(request: object) -> str:
