@@ -65,7 +65,7 @@ async def bench(world_dir: Path, steps: int) -> None:
     world = WorldState.from_directory(world_dir)
     target = max(world, key=lambda p: len(world[p]))  # the biggest collection file takes the writes
     memory = b'{"system":"file","pending":['
-    simulator = {"entries": [], "impressions": ["careful"]}
+    simulator: dict[str, list[object]] = {"entries": [], "impressions": ["careful"]}
     with tempfile.TemporaryDirectory() as tmp:
         async with RunStore(Path(tmp) / "bench.sqlite") as store:
             run_id = "BENCH-file-bench-s0"

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import anyio
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, Field, ValidationError
 
 from mempa_tui.runner._calls import install_call_routing
 from mempa_tui.runner._probes import plan_probes, run_probes
@@ -50,8 +50,6 @@ class DonorError(ValueError):
 
 class RunOutcome(BaseModel):
     """How a run call ended."""
-
-    model_config = ConfigDict(arbitrary_types_allowed=True)
 
     run_id: str
     """The run."""
