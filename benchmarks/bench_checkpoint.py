@@ -63,6 +63,7 @@ async def _db_bytes(store: RunStore) -> int:
 
 async def bench(world_dir: Path, steps: int) -> None:
     world = WorldState.from_directory(world_dir)
+    files, size = len(world), sum(len(b) for b in world.values())
     target = max(world, key=lambda p: len(world[p]))  # the biggest collection file takes the writes
     memory = b'{"system":"file","pending":['
     simulator: dict[str, list[object]] = {"entries": [], "impressions": ["careful"]}
@@ -113,7 +114,7 @@ async def bench(world_dir: Path, steps: int) -> None:
             restore_s = time.perf_counter() - started
             assert restored == world
     ms = sorted(t * 1000 for t in times)
-    print(f"world: {world_dir} ({len(world)} files, {sum(len(b) for b in world.values()):,} bytes); {steps} steps")
+    print(f"world: {world_dir} ({files} files, {size:,} bytes at the start); {steps} steps")
     print(f"checkpoint+commit time per step: mean {statistics.mean(ms):.1f} ms, "
           f"p50 {ms[len(ms) // 2]:.1f} ms, max {ms[-1]:.1f} ms   (target: about 50 ms)")
     print(f"checkpoint bytes per step (new blobs, compressed, + manifest): mean {statistics.mean(ckpt_bytes):,.0f}, "
