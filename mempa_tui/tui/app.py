@@ -146,8 +146,9 @@ class MempaApp(App[None]):
                 self.notify(error_line(exc), severity="error", title=run.id)
                 return
             entry = self.book.add(request)
-        if not entry.active:
-            self._load_record(entry, message.summary.run.id, run.status, run.error)
+            self._load_record(entry, run.id, run.status, run.error)
+        elif not entry.active:
+            self._load_record(entry, run.id, run.status, run.error)
         await self.show_session(entry.key)
 
     @staticmethod

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 
-from rich.console import Group, RenderableType
 from rich.text import Text
 
 from mempa_tui.ix.types import CallStatus, ExecutedCall
@@ -144,11 +143,11 @@ def _evidence_item(item: EvidenceItem) -> Text:
     return Text.assemble((f"{score} ", "bold"), _one_line(item.text, 200), (f"  {item.source}", "dim"))
 
 
-def evidence_renderable(evidence: EvidenceEvent | None) -> RenderableType:
+def evidence_renderable(evidence: EvidenceEvent | None) -> Text:
     """The evidence handed to the PA in the latest turn, items with their retrieval scores."""
     if evidence is None:
         return Text("No turn played yet.", style="dim")
-    parts: list[RenderableType] = []
+    parts: list[Text] = []
     if evidence.items:
         parts.extend(_evidence_item(i) for i in evidence.items)
     elif evidence.system_text.strip():
@@ -157,14 +156,14 @@ def evidence_renderable(evidence: EvidenceEvent | None) -> RenderableType:
         parts.append(Text("(empty: the memory handed the PA nothing)", style="dim"))
     if evidence.prior_messages:
         parts.append(Text(f"+ {evidence.prior_messages} prior message(s) carried in", style="dim"))
-    return Group(*parts)
+    return Text("\n").join(parts)
 
 
-def memory_renderable(inspection: MemoryInspection | None, origin: str) -> RenderableType:
+def memory_renderable(inspection: MemoryInspection | None, origin: str) -> Text:
     """What the memory holds: its entries and counters."""
     if inspection is None:
         return Text("Nothing inspected yet.", style="dim")
-    parts: list[RenderableType] = [Text(f"{inspection.system} · {origin}", style="dim")]
+    parts: list[Text] = [Text(f"{inspection.system} · {origin}", style="dim")]
     if inspection.stored:
         parts.extend(Text(entry) for entry in inspection.stored)
     else:
@@ -172,7 +171,7 @@ def memory_renderable(inspection: MemoryInspection | None, origin: str) -> Rende
     counters = [f"{k}={v:g}" for k, v in inspection.stats.items() if v]
     if counters:
         parts.append(Text(" ".join(counters), style="dim"))
-    return Group(*parts)
+    return Text("\n").join(parts)
 
 
 def progress_line(progress: RunProgress | None) -> str:

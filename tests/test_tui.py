@@ -1,0 +1,268 @@
+"""Pilot tests of the terminal app against the scripted model (offline, real runner and store).
+
+Each test drives ``MempaApp`` with ``run_test(size=(120, 40))``: it picks the tiny user R in the
+launcher, starts a run, waits for the workers, and reads the dashboard, the session view and the
+run store. See test_tui_support.py for the scripted model that plays every role.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from rich.text import Text
+from textual.pilot import Pilot
+from textual.widgets import DataTable, ProgressBar, Select, Static
+from textual.worker import WorkerCancelled, WorkerFailed, WorkerState
+
+from mempa_tui.llm import ScriptedModelServer
+from mempa_tui.scripts.schema import Probe
+from mempa_tui.store import RunRecord, RunStatus, RunStore
+from mempa_tui.tui import MempaApp, RunnerOptions, RunRequest
+from mempa_tui.tui.screens import DashboardScreen, HelpScreen, LauncherScreen, SessionScreen
+from mempa_tui.tui.widgets import MemoryPanel, RunCard, TranscriptLog
+from mempa_tui.world import WorldState
+
+from test_tui_support import (
+    PA_REPLY,
+    USER_MESSAGE,
+    TuiFolders,
+    fixed_scorer,
+    make_folders,
+    run_responder,
+    write_profile,
+)
+
+RUN_ID = "R-file-scripted-s0"
+
+
+@dataclass
+class Env:
+    """A scripted model server and the app's folders with its profile written."""
+
+    server: ScriptedModelServer
+    folders: TuiFolders
+
+    def app(self, scorer: Any = fixed_scorer) -> MempaApp:
+        return MempaApp(self.folders.settings, options=RunnerOptions(scorer=scorer, resamples=100))
+
+
+@pytest.fixture
+async def env(tmp_path: Path) -> AsyncIterator[Env]:
+    async with ScriptedModelServer(run_responder) as server:
+        folders = make_folders(tmp_path)
+        write_profile(server.profile(), folders.settings.models_dir)
+        yield Env(server, folders)
+
+
+async def _start_from_launcher(app: MempaApp, pilot: Pilot[None], *, memory: str = "file", repeats: int = 1) -> None:
+    screen = app.screen
+    assert isinstance(screen, LauncherScreen)
+    screen.query_one("#user", Select).value = "R"
+    screen.query_one("#memory", Select).value = memory
+    screen.query_one("#profile", Select).value = "scripted"
+    screen.query_one("#repeats", Select).value = repeats
+    await pilot.click("#start")
+    await pilot.pause()
+
+
+async def _settle(app: MempaApp, pilot: Pilot[None]) -> list[BaseException]:
+    """Wait for every worker (twice: finishing workers start others), then for their messages.
+
+    Returns:
+        The errors of the workers that failed (the app shows them; the tests assert on them).
+    """
+    failures: list[BaseException] = []
+    for _ in range(2):
+        for worker in [w for w in app.workers if w.state is not WorkerState.PENDING]:
+            try:
+                await worker.wait()
+            except WorkerFailed as exc:
+                failures.append(exc.error)
+            except WorkerCancelled:
+                continue  # an exclusive worker (e.g. the saved-runs listing) replaced by a newer one
+        await pilot.pause()
+    return failures
+
+
+def _log_text(log: TranscriptLog) -> str:
+    return "\n".join(line.text for line in log.lines)
+
+
+def _static_text(widget: Static) -> str:
+    content = widget.content
+    assert isinstance(content, Text)
+    return content.plain
+
+
+def _notifications(app: MempaApp) -> list[tuple[str, str]]:
+    return [(n.severity, n.message) for n in app._notifications]
+
+
+async def test_a_run_started_from_the_launcher_completes_with_transcript_and_memory(env: Env) -> None:
+    app = env.app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await _start_from_launcher(app, pilot)
+        assert isinstance(app.screen, DashboardScreen)
+        await _settle(app, pilot)
+
+        (entry,) = list(app.book)
+        assert entry.state == "completed", entry.error
+        card = app.screen.query_one(RunCard)
+        assert card.has_class("-completed")
+        steps, probes = card.query(ProgressBar)
+        assert (steps.progress, steps.total) == (3, 3)  # R-s1, R-s2, R-ev1
+        assert (probes.progress, probes.total) == (3, 3)  # three probes x one repeat
+        assert ("information", f"run {RUN_ID} completed") in _notifications(app)
+
+        await pilot.press("v")
+        await _settle(app, pilot)
+        assert isinstance(app.screen, SessionScreen)
+        text = _log_text(app.screen.query_one(TranscriptLog))
+        assert f"USER {USER_MESSAGE}" in text
+        assert f"PA   {PA_REPLY}" in text
+        assert "◆ IX verbosity = Terse" in text  # the PA's IX selection, operator view
+        assert "── R-s2 " in text and "── R-final-work-verbosity · repeat 1 " in text
+        assert "⚙ tool calendar_event_search(" in text and "[executed]" in text  # R-ev1, replayed
+
+        panel = app.screen.query_one(MemoryPanel)
+        memory = _static_text(panel.query_one("#memory-body", Static))
+        assert "checkpoint after step 3 (R-ev1)" in memory
+        assert f"Assistant: {PA_REPLY}" in memory  # File memory's pending turns
+        assert panel.has_class("-has-memory")
+        evidence = _static_text(panel.query_one("#evidence-body", Static))
+        assert "No turn played yet" not in evidence
+        assert entry.evidence is not None
+
+    async with RunStore(env.folders.settings.saves_dir / "mempa.sqlite") as store:
+        run = await store.get_run(RUN_ID)
+        assert run is not None and run.status is RunStatus.COMPLETED
+
+
+async def test_a_failing_engine_shows_a_notification_and_the_app_stays_alive(env: Env) -> None:
+    async def broken_judge(run: Any, probe: Probe, target: str, result: Any, world: WorldState) -> Any:
+        raise RuntimeError("judge server went away")
+
+    app = env.app(scorer=broken_judge)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await _start_from_launcher(app, pilot)
+        failures = await _settle(app, pilot)
+        assert [str(f) for f in failures] == ["judge server went away"]
+
+        (entry,) = list(app.book)
+        assert entry.state == "failed"
+        assert entry.error is not None and "judge server went away" in entry.error
+        assert any(sev == "error" and "judge server went away" in msg for sev, msg in _notifications(app))
+        card = app.screen.query_one(RunCard)
+        assert card.has_class("-failed") and card.has_class("-has-error")
+
+        # the app still answers: switch to the launcher, whose saved runs show the failed run
+        await pilot.press("l")
+        await _settle(app, pilot)
+        assert isinstance(app.screen, LauncherScreen)
+        table = app.screen.query_one("#saved-runs", DataTable)
+        assert table.get_row_at(0)[:2] == [RUN_ID, "failed"]
+
+    async with RunStore(env.folders.settings.saves_dir / "mempa.sqlite") as store:
+        run = await store.get_run(RUN_ID)
+        assert run is not None and run.status is RunStatus.FAILED
+        assert run.error is not None and "judge server went away" in run.error
+
+
+async def test_a_config_mismatch_is_reported_not_raised(env: Env) -> None:
+    async with RunStore(env.folders.settings.saves_dir / "mempa.sqlite") as store:
+        await store.create_run(RunRecord(
+            id=RUN_ID, user="R", profile="scripted", memory="file", seed=0, repeats=1,
+            config_json='{"user": "R", "profile": "scripted", "memory": "file", "repeats": 7}',
+            config_hash="0" * 64,
+        ))
+    app = env.app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await _start_from_launcher(app, pilot)
+        await _settle(app, pilot)
+        (entry,) = list(app.book)
+        assert entry.state == "failed"
+        assert entry.error is not None and "refusing to resume" in entry.error
+        assert "repeats: 7 -> 1" in entry.error
+        assert not env.server.requests  # nothing was played
+        await pilot.press("question_mark")
+        assert isinstance(app.screen, HelpScreen)
+
+
+async def test_two_runs_play_at_once_each_in_its_own_worker(env: Env) -> None:
+    app = env.app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        launcher = app.screen
+        assert isinstance(launcher, LauncherScreen)
+        for memory in ("file", "oracle"):
+            launcher.post_message(LauncherScreen.StartRequested(
+                RunRequest(user="R", memory=memory, profile="scripted", repeats=1)
+            ))
+        await pilot.pause()
+        running = [w for w in app.workers if w.group.startswith("run:") and not w.is_finished]
+        assert sorted(w.name for w in running) == ["R-file-scripted-s0", "R-oracle-scripted-s0"]
+        await _settle(app, pilot)
+        assert {e.label: e.state for e in app.book} == {
+            "R-file-scripted-s0": "completed", "R-oracle-scripted-s0": "completed",
+        }
+        cards = list(app.screen.query(RunCard))
+        assert len(cards) == 2
+        oracle = next(c for c in cards if c.entry.label == "R-oracle-scripted-s0")
+        steps, probes = oracle.query(ProgressBar)
+        assert (probes.progress, probes.total) == (3, 3)
+        assert oracle.entry.progress is not None and oracle.entry.progress.steps_total == 0
+
+
+async def test_a_saved_run_is_listed_viewable_and_resumes_without_replaying(env: Env) -> None:
+    first = env.app()
+    async with first.run_test(size=(120, 40)) as pilot:
+        await _start_from_launcher(first, pilot)
+        await _settle(first, pilot)
+    played = len(env.server.requests)
+    assert played > 0
+
+    app = env.app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await _settle(app, pilot)
+        table = app.screen.query_one("#saved-runs", DataTable)
+        assert table.row_count == 1
+        assert table.get_row_at(0)[:4] == [RUN_ID, "completed", "3/3", "3/3"]
+
+        await pilot.press("v")  # the stored transcript and the checkpoint's memory
+        await _settle(app, pilot)
+        assert isinstance(app.screen, SessionScreen)
+        text = _log_text(app.screen.query_one(TranscriptLog))
+        assert "stored transcript" in text and f"USER {USER_MESSAGE}" in text
+        memory = _static_text(app.screen.query_one("#memory-body", Static))
+        assert "checkpoint after step 3" in memory
+
+        await pilot.press("l", "r")  # resume: everything is stored, so nothing is played again
+        await _settle(app, pilot)
+        (entry,) = list(app.book)
+        assert entry.state == "completed"
+        assert len(env.server.requests) == played
+
+
+async def test_help_lists_keys_with_ids_and_the_palette_switches_screens(env: Env) -> None:
+    app = env.app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("question_mark")
+        assert isinstance(app.screen, HelpScreen)
+        table = app.screen.query_one("#help-keys", DataTable)
+        rows = [table.get_row_at(i) for i in range(table.row_count)]
+        ids = {row[3] for row in rows}
+        assert {"app.launcher", "app.dashboard", "app.session", "launcher.start", "launcher.resume"} <= ids
+        start = next(row for row in rows if row[3] == "launcher.start")
+        assert start[0] == "n" and "Start" in start[2]
+        await pilot.press("escape")
+        assert isinstance(app.screen, LauncherScreen)
+
+        await pilot.press("ctrl+p")
+        await pilot.press(*"Open dashboard")
+        await _settle(app, pilot)
+        await pilot.press("enter")
+        await _settle(app, pilot)
+        assert app.current_mode == "dashboard"
