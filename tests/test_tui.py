@@ -14,18 +14,6 @@ from typing import Any
 
 import pytest
 from rich.text import Text
-from textual.pilot import Pilot
-from textual.widgets import DataTable, ProgressBar, Select, Static
-from textual.worker import WorkerCancelled, WorkerFailed, WorkerState
-
-from mempa_tui.llm import ScriptedModelServer
-from mempa_tui.scripts.schema import Probe
-from mempa_tui.store import RunRecord, RunStatus, RunStore
-from mempa_tui.tui import MempaApp, RunnerOptions, RunRequest
-from mempa_tui.tui.screens import DashboardScreen, HelpScreen, LauncherScreen, SessionScreen
-from mempa_tui.tui.widgets import MemoryPanel, RunCard, TranscriptLog
-from mempa_tui.world import WorldState
-
 from test_tui_support import (
     PA_REPLY,
     USER_MESSAGE,
@@ -35,6 +23,22 @@ from test_tui_support import (
     run_responder,
     write_profile,
 )
+from textual.pilot import Pilot
+from textual.widgets import DataTable, ProgressBar, Select, Static
+from textual.worker import WorkerCancelled, WorkerFailed, WorkerState
+
+from mempa_tui.llm import ScriptedModelServer
+from mempa_tui.scripts.schema import Probe
+from mempa_tui.store import RunRecord, RunStatus, RunStore
+from mempa_tui.tui import MempaApp, RunnerOptions, RunRequest
+from mempa_tui.tui.screens import (
+    DashboardScreen,
+    HelpScreen,
+    LauncherScreen,
+    SessionScreen,
+)
+from mempa_tui.tui.widgets import MemoryPanel, RunCard, TranscriptLog
+from mempa_tui.world import WorldState
 
 RUN_ID = "R-file-scripted-s0"
 
@@ -211,7 +215,7 @@ async def test_two_runs_play_at_once_each_in_its_own_worker(env: Env) -> None:
         cards = list(app.screen.query(RunCard))
         assert len(cards) == 2
         oracle = next(c for c in cards if c.entry.label == "R-oracle-scripted-s0")
-        steps, probes = oracle.query(ProgressBar)
+        _steps, probes = oracle.query(ProgressBar)
         assert (probes.progress, probes.total) == (3, 3)
         assert oracle.entry.progress is not None and oracle.entry.progress.steps_total == 0
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from textual.app import App
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.signal import Signal
 
@@ -19,8 +19,19 @@ from mempa_tui.runner import RunEvent, StepEvent
 from mempa_tui.store import RunStatus
 from mempa_tui.tui.book import RunBook, RunEntry, RunLifecycle
 from mempa_tui.tui.commands import MempaCommands
-from mempa_tui.tui.engine import RunnerOptions, RunService, error_line, request_from_record
-from mempa_tui.tui.screens import DashboardScreen, HelpScreen, LauncherScreen, SessionScreen, key_rows
+from mempa_tui.tui.engine import (
+    RunnerOptions,
+    RunService,
+    error_line,
+    request_from_record,
+)
+from mempa_tui.tui.screens import (
+    DashboardScreen,
+    HelpScreen,
+    LauncherScreen,
+    SessionScreen,
+    key_rows,
+)
 from mempa_tui.tui.settings import AppSettings
 
 __all__ = ["MempaApp", "RunUpdate"]
@@ -63,7 +74,7 @@ class MempaApp(App[None]):
     }
     DEFAULT_MODE = "launcher"
     COMMANDS = App.COMMANDS | {MempaCommands}
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("l", "switch_mode('launcher')", "Launcher", id="app.launcher",
                 tooltip="Pick a user, memory, profile and repeats; start or resume runs"),
         Binding("d", "switch_mode('dashboard')", "Dashboard", id="app.dashboard",

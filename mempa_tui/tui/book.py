@@ -15,8 +15,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from mempa_tui.memory import MemoryInspection
 from mempa_tui.runner import RunEvent, RunProgress, StepEvent
-from mempa_tui.runner.config import OptionValue
 from mempa_tui.runner._episode_events import BeatChangeEvent, EvidenceEvent
+from mempa_tui.runner.config import OptionValue
 
 __all__ = ["RunBook", "RunEntry", "RunLifecycle", "RunRequest", "TranscriptSource"]
 

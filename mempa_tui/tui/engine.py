@@ -24,7 +24,7 @@ from mempa_tui.cli._run import build_run_config, database_path, prepare_runtime
 from mempa_tui.llm import LLMClient, ModelProfile, ProfileError, load_profile
 from mempa_tui.llm.types import ChatMessage, Completion, Role, ToolSpec
 from mempa_tui.memory import MEMORY_BUILDERS, MemoryInspection, make_memory
-from mempa_tui.runner import RunConfig, RunObserver, Runner, RunOutcome, StepEvent
+from mempa_tui.runner import RunConfig, Runner, RunObserver, RunOutcome, StepEvent
 from mempa_tui.runner._episode_events import episode_event_adapter
 from mempa_tui.runner._scoring import ProbeScorer
 from mempa_tui.scripts.loader import list_users
@@ -288,10 +288,11 @@ class RunService:
         config = RunConfig.model_validate_json(record.config_json)
         blob = await store.load_blob(checkpoint.memory_blob)
 
+        options: dict[str, Any] = dict(config.memory_options)
+
         def rebuild() -> MemoryInspection:
             with tempfile.TemporaryDirectory(prefix="mempa-inspect-") as folder:
-                memory = make_memory(config.memory, client=_NoModel(), folder=Path(folder),
-                                     **config.memory_options)
+                memory = make_memory(config.memory, client=_NoModel(), folder=Path(folder), **options)
                 memory.restore(blob)
                 return memory.inspect()
 

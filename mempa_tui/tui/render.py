@@ -133,9 +133,9 @@ def event_lines(item: StepEvent, *, expanded: bool = False) -> list[Text]:
     inspection = getattr(event, "inspection", None)
     if isinstance(inspection, MemoryInspection):
         return [Text(f"  ≡ memory now holds {len(inspection.stored)} entr(ies)", style="dim")]
-    text = getattr(event, "text", None)
+    shown = getattr(event, "text", None)
     kind = getattr(event, "type", None) or getattr(event, "kind", None) or type(event).__name__
-    return [Text(f"  {kind}: {text if text is not None else event}", style="dim")]
+    return [Text(f"  {kind}: {shown if shown is not None else event}", style="dim")]
 
 
 def _evidence_item(item: EvidenceItem) -> Text:

@@ -5,12 +5,13 @@ worker (group ``run:<key>``), so several run at once and a failing one never sto
 from __future__ import annotations
 
 from functools import partial
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, ClassVar, cast
 
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.css.query import NoMatches
+from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Label
 from textual.worker import Worker, WorkerState
@@ -34,7 +35,7 @@ class DashboardScreen(Screen[None]):
     """Every run started in this session, live."""
 
     CSS_PATH = "dashboard.tcss"
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("x", "stop", "Pause run", id="dashboard.stop",
                 tooltip="Stop the focused run after its current model call; resume continues it"),
         Binding("r", "resume", "Resume run", id="dashboard.resume",
@@ -124,7 +125,7 @@ class DashboardScreen(Screen[None]):
             entry.error = entry.error or "; ".join(outcome.notes) or "stopped before the end"
         self._refresh(entry)
         self.mempa.publish(entry.key, None)
-        severity = "information" if entry.state == "completed" else "warning"
+        severity: SeverityLevel = "information" if entry.state == "completed" else "warning"
         self.notify(f"run {outcome.run_id} {outcome.status.value}", severity=severity, title="Run finished")
 
     def _observe(self, entry: RunEntry, item: RunEvent | StepEvent) -> None:

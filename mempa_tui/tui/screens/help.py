@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from pydantic import BaseModel
 from textual.app import ComposeResult
-from textual.binding import ActiveBinding, Binding
+from textual.binding import ActiveBinding, Binding, BindingType
 from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Label
@@ -50,7 +52,7 @@ class HelpScreen(ModalScreen[None]):
     """
 
     CSS_PATH = "help.tcss"
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape,question_mark,q", "dismiss", "Close", id="help.close", tooltip="Close the key list"),
     ]
 

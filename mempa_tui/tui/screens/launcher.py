@@ -3,11 +3,11 @@ run. Runs stored in ``saves/`` are listed with their progress and can be resumed
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, ClassVar, cast
 
 from textual import work
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.screen import Screen
@@ -16,7 +16,12 @@ from textual.worker import Worker, WorkerState
 
 from mempa_tui.store import RunSummary, StoreError
 from mempa_tui.tui.book import RunRequest
-from mempa_tui.tui.engine import LauncherChoices, discover_choices, error_line, request_from_record
+from mempa_tui.tui.engine import (
+    LauncherChoices,
+    discover_choices,
+    error_line,
+    request_from_record,
+)
 
 if TYPE_CHECKING:
     from mempa_tui.tui.app import MempaApp, RunUpdate
@@ -31,7 +36,7 @@ class LauncherScreen(Screen[None]):
     """Start runs and pick up stored ones."""
 
     CSS_PATH = "launcher.tcss"
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("n", "start", "Start run", id="launcher.start",
                 tooltip="Start (or resume) the run chosen in the form"),
         Binding("r", "resume", "Resume saved", id="launcher.resume",

@@ -4,11 +4,11 @@ a side panel with the memory's contents and the evidence the PA was given this t
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, ClassVar, cast
 
 from textual import work
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
 from textual.reactive import reactive
 from textual.screen import Screen
@@ -32,7 +32,7 @@ class SessionScreen(Screen[None]):
     """One run's live session, chosen with :meth:`show_run`."""
 
     CSS_PATH = "session.tcss"
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("e", "toggle_expanded", "Expand results", id="session.expand",
                 tooltip="Show tool results in full, or collapsed to one line"),
         Binding("m", "reload_memory", "Reload memory", id="session.memory",
@@ -129,9 +129,11 @@ class SessionScreen(Screen[None]):
                 self.query_one(MemoryPanel).show_evidence(entry)
             if isinstance(getattr(item.event, "inspection", None), MemoryInspection):
                 self.query_one(MemoryPanel).show_memory(entry)
-        elif isinstance(item, RunEvent) and item.kind in ("step_finished", "run_finished"):
-            if not entry.memory_origin.startswith("live") and item.progress.steps_total:
-                self.load_memory()
+        elif (
+            isinstance(item, RunEvent) and item.kind in ("step_finished", "run_finished")
+            and not entry.memory_origin.startswith("live") and item.progress.steps_total
+        ):
+            self.load_memory()
         self._show_place(entry)
 
     # ---- stored content -------------------------------------------------------------------

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.widgets import Label, ProgressBar
@@ -23,7 +25,7 @@ class RunCard(Vertical, can_focus=True):
         entry: the run to show (read again on every :meth:`show`).
     """
 
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("enter", "open", "View session", id="run_card.open",
                 tooltip="Open the session view of this run"),
     ]

@@ -31,7 +31,7 @@ class TranscriptLog(RichLog):
     expanded: reactive[bool] = reactive(False)
     """Show tool results in full instead of one collapsed line."""
 
-    def __init__(self, *, id: str | None = None) -> None:  # noqa: A002 - Textual's name
+    def __init__(self, *, id: str | None = None) -> None:
         super().__init__(max_lines=MAX_LINES, wrap=True, markup=False, auto_scroll=True, id=id)
         self._place: tuple[str, int] | None = None
         self._seen: set[tuple[str, int]] = set()
