@@ -135,9 +135,8 @@ def test_run_prints_progress_and_scores_then_runs_and_report(
     assert "repeats: 1 -> 2" in err and "--fresh" in err and len(err.strip().splitlines()) == 1
 
 
-@pytest.mark.timeout(400)
-def test_run_killed_with_sigkill_resumes_with_each_step_once(tmp_path: Path, profile_file: Path) -> None:
-    args = _run_args(tmp_path, profile_file)
+def _run_until_step_2_then(sig: signal.Signals, args: list[str]) -> tuple[int, str]:
+    """Start ``mempa run`` in a subprocess, send ``sig`` once step 2 starts; (exit code, output)."""
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     proc = subprocess.Popen(
         [sys.executable, "-m", "mempa_tui.cli.main", *args],
@@ -148,11 +147,31 @@ def test_run_killed_with_sigkill_resumes_with_each_step_once(tmp_path: Path, pro
     for line in proc.stdout:
         seen.append(line)
         if line.startswith("step 2/3 R-s2"):  # the second session has started
-            os.kill(proc.pid, signal.SIGKILL)
-            break
+            os.kill(proc.pid, sig)
     proc.wait()
     proc.stdout.close()
-    assert proc.returncode == -signal.SIGKILL, "".join(seen)
+    return proc.returncode, "".join(seen)
+
+
+def _status(saves: Path, run_id: str) -> str:
+    with sqlite3.connect(saves / "mempa.sqlite") as db:
+        return str(db.execute("SELECT status FROM runs WHERE id = ?", (run_id,)).fetchone()[0])
+
+
+@pytest.mark.timeout(400)
+def test_run_stopped_with_sigterm_records_stopped_and_exits_143(tmp_path: Path, profile_file: Path) -> None:
+    code, output = _run_until_step_2_then(signal.SIGTERM, _run_args(tmp_path, profile_file))
+    assert code == 128 + signal.SIGTERM, output
+    assert "stopped by SIGTERM; run the same command again to resume" in output
+    assert _status(tmp_path / "saves", "R-file-scripted-s0") == "stopped"
+    assert _steps(tmp_path / "saves", "R-file-scripted-s0") == ["R-s1"]
+
+
+@pytest.mark.timeout(400)
+def test_run_killed_with_sigkill_resumes_with_each_step_once(tmp_path: Path, profile_file: Path) -> None:
+    args = _run_args(tmp_path, profile_file)
+    code, output = _run_until_step_2_then(signal.SIGKILL, args)
+    assert code == -signal.SIGKILL, output
     saves = tmp_path / "saves"
     run_id = "R-file-scripted-s0"
     assert _steps(saves, run_id) == ["R-s1"]

@@ -3,7 +3,7 @@
 Exit codes: 0 success; 1 the command ran but found problems (world violations, an incomplete
 run, an unreachable model server for ``models check``) or a run stopped on an error; 2 bad
 arguments, unknown user or profile, broken world files, a config mismatch on resume; 130 stopped
-with Ctrl-C (rerunning the same command resumes).
+with Ctrl-C, 143 / 129 stopped by SIGTERM / SIGHUP (rerunning the same command resumes).
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import anyio
 
 from mempa_tui.cli._errors import user_error_message
 from mempa_tui.cli._parser import UsageError, build_parser, print_error
+from mempa_tui.cli._signals import SignalStop
 
 __all__ = ["main"]
 
@@ -23,9 +24,10 @@ __all__ = ["main"]
 async def _dispatch(args: argparse.Namespace) -> int:
     from mempa_tui.cli import _commands
     from mempa_tui.cli._run import cmd_run
+    from mempa_tui.cli._signals import stop_on_signals
 
     if args.command == "run":
-        return await cmd_run(args)
+        return await stop_on_signals(lambda: cmd_run(args))
     if args.command == "runs":
         return await _commands.cmd_runs(args)
     if args.command == "report":
@@ -60,6 +62,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("\nmempa: stopped; run the same command again to resume", file=sys.stderr)
         return 130
+    except SignalStop as exc:
+        print(f"mempa: {exc}; run the same command again to resume", file=sys.stderr)
+        return exc.code
     except UsageError as exc:
         print_error(str(exc))
         return 2
