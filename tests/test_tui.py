@@ -7,16 +7,19 @@ run store. See test_tui_support.py for the scripted model that plays every role.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 from rich.text import Text
 from test_tui_support import (
     PA_REPLY,
     USER_MESSAGE,
+    WORLDS,
     TuiFolders,
     fixed_scorer,
     make_folders,
@@ -27,10 +30,11 @@ from textual.pilot import Pilot
 from textual.widgets import DataTable, ProgressBar, Select, Static
 from textual.worker import WorkerCancelled, WorkerFailed, WorkerState
 
-from mempa_tui.llm import ScriptedModelServer
+from mempa_tui.cli.main import main
+from mempa_tui.llm import ScriptedModelServer, ScriptedReply, ScriptedRequest
 from mempa_tui.scripts.schema import Probe
 from mempa_tui.store import RunRecord, RunStatus, RunStore
-from mempa_tui.tui import MempaApp, RunnerOptions, RunRequest
+from mempa_tui.tui import AppSettings, MempaApp, RunnerOptions, RunRequest
 from mempa_tui.tui.screens import (
     DashboardScreen,
     HelpScreen,
@@ -270,3 +274,56 @@ async def test_help_lists_keys_with_ids_and_the_palette_switches_screens(env: En
         await pilot.press("enter")
         await _settle(app, pilot)
         assert app.current_mode == "dashboard"
+
+
+async def test_a_paused_run_resumes_from_its_last_checkpoint(tmp_path: Path) -> None:
+    """Pause (x) while step R-s2 waits on the model, then resume (r): R-s1 is not played again."""
+    reached, release = threading.Event(), threading.Event()
+
+    def responder(request: ScriptedRequest) -> ScriptedReply | str:
+        task = "Task: Answer Dana about the venue"
+        if request.model.endswith("-simulator") and any(task in (m.content or "") for m in request.messages):
+            reached.set()
+            release.wait(timeout=60)
+        return run_responder(request)
+
+    async with ScriptedModelServer(responder) as server:
+        folders = make_folders(tmp_path)
+        write_profile(server.profile(), folders.settings.models_dir)
+        app = MempaApp(folders.settings, options=RunnerOptions(scorer=fixed_scorer, resamples=100))
+        async with app.run_test(size=(120, 40)) as pilot:
+            await _start_from_launcher(app, pilot)
+            assert await anyio.to_thread.run_sync(reached.wait, 60)
+            await pilot.press("x")
+            failures = await _settle(app, pilot)
+            assert failures == []
+            (entry,) = list(app.book)
+            assert entry.state == "stopped"
+            assert entry.progress is not None and entry.progress.steps_done == 1
+            assert app.screen.query_one(RunCard).has_class("-stopped")
+            release.set()
+
+            await pilot.press("r")
+            await _settle(app, pilot)
+            (resumed,) = list(app.book)  # the same entry, played again
+            assert resumed is entry and resumed.state == "completed", resumed.error
+
+    async with RunStore(folders.settings.saves_dir / "mempa.sqlite") as store:
+        steps = await store.steps(RUN_ID)
+        assert [(s.step_id, s.attempts) for s in steps] == [("R-s1", 1), ("R-s2", 1), ("R-ev1", 1)]
+        run = await store.get_run(RUN_ID)
+        assert run is not None and run.status is RunStatus.COMPLETED
+
+
+def test_mempa_tui_opens_the_app_with_the_folders_given(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    opened: list[AppSettings] = []
+
+    def fake_run(self: MempaApp) -> None:
+        opened.append(self.settings)
+
+    monkeypatch.setattr(MempaApp, "run", fake_run)
+    code = main(["tui", "--worlds", str(WORLDS), "--models", str(tmp_path / "m"), "--saves", str(tmp_path / "s"),
+                 "--local-memory", str(tmp_path / "lm")])
+    assert code == 0
+    assert opened == [AppSettings(worlds_dir=WORLDS, models_dir=tmp_path / "m", saves_dir=tmp_path / "s",
+                                  local_memory_dir=tmp_path / "lm")]
