@@ -32,6 +32,8 @@ from textual.worker import WorkerCancelled, WorkerFailed, WorkerState
 
 from mempa_tui.cli.main import main
 from mempa_tui.llm import ScriptedModelServer, ScriptedReply, ScriptedRequest
+from mempa_tui.runner import StepEvent
+from mempa_tui.runner._episode_events import PAReplyEvent, UserMessageEvent
 from mempa_tui.scripts.schema import Probe
 from mempa_tui.store import RunRecord, RunStatus, RunStore
 from mempa_tui.tui import AppSettings, MempaApp, RunnerOptions, RunRequest
@@ -327,3 +329,36 @@ def test_mempa_tui_opens_the_app_with_the_folders_given(tmp_path: Path, monkeypa
     assert code == 0
     assert opened == [AppSettings(worlds_dir=WORLDS, models_dir=tmp_path / "m", saves_dir=tmp_path / "s",
                                   local_memory_dir=tmp_path / "lm")]
+
+
+async def test_live_events_are_appended_without_rebuilding_the_transcript(
+    env: Env, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rebuilds: list[int] = []
+    original = TranscriptLog.replay
+
+    def counting_replay(self: TranscriptLog, *args: Any, **kwargs: Any) -> None:
+        rebuilds.append(1)
+        original(self, *args, **kwargs)
+
+    monkeypatch.setattr(TranscriptLog, "replay", counting_replay)
+    app = env.app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        entry = app.book.add(RunRequest(user="R", memory="file", profile="scripted", repeats=1))
+        entry.run_id, entry.state = RUN_ID, "running"
+        entry.memory_origin = "live"  # keeps the view from reading a checkpoint that does not exist
+        await app.show_session(entry.key)
+        await pilot.pause()
+        log = app.screen.query_one(TranscriptLog)
+        assert rebuilds == [1] and log.lines_written == 0
+        turns = 1500
+        for i in range(turns):
+            for event in (UserMessageEvent(turn_index=i, text=f"question {i}"),
+                          PAReplyEvent(turn_index=i, text=f"answer {i}")):
+                item = StepEvent(run_id=RUN_ID, step_id="R-s1", event=event)
+                entry.apply(item)
+                app.publish(entry.key, item)
+        await pilot.pause()
+        assert rebuilds == [1]  # nothing was redrawn from scratch
+        assert log.lines_written == 1 + 2 * turns  # the step rule, then one line per event
+        assert log.lines[-1].text == f"PA   answer {turns - 1}"
