@@ -175,10 +175,15 @@ def memory_renderable(inspection: MemoryInspection | None, origin: str) -> Text:
 
 
 def progress_line(progress: RunProgress | None) -> str:
-    """``steps 2/3 · probes 4/6 · 1,234 tokens · 0 errors`` for a run's row."""
+    """``steps 2/3 · probes 4/6 · 1,234 tokens · 0 problem(s)`` for a run's row (problems: discarded
+    steps and probes, and warnings)."""
     if progress is None:
         return "waiting for the run to start"
+    steps = (
+        f"steps {progress.steps_done}/{progress.steps_total}" if progress.steps_total
+        else "no timeline (probes only)"
+    )
     return (
-        f"steps {progress.steps_done}/{progress.steps_total} · probes {progress.probes_done}/"
-        f"{progress.probes_total} · {progress.tokens.total:,} tokens · {len(progress.errors)} error(s)"
+        f"{steps} · probes {progress.probes_done}/{progress.probes_total} · "
+        f"{progress.tokens.total:,} tokens · {len(progress.errors)} problem(s)"
     )

@@ -26,7 +26,7 @@ class RunCard(Vertical, can_focus=True):
     """
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("enter", "open", "View session", id="run_card.open",
+        Binding("enter", "open", "View session", id="run_card.open", show=False,
                 tooltip="Open the session view of this run"),
     ]
 
@@ -55,6 +55,7 @@ class RunCard(Vertical, can_focus=True):
             yield ProgressBar(total=None, show_eta=False, classes="probes-bar")
         yield Label("", classes="run-stats")
         yield Label("", classes="run-error")
+        yield Label("", classes="run-note")
 
     def on_mount(self) -> None:
         """Fill the row from the entry."""
@@ -80,6 +81,9 @@ class RunCard(Vertical, can_focus=True):
         self.query_one(".run-stats", Label).update(stats)
         self.query_one(".run-error", Label).update(entry.error or "")
         self.set_class(bool(entry.error), "-has-error")
+        note = progress.errors[-1] if progress is not None and progress.errors and not entry.error else ""
+        self.query_one(".run-note", Label).update(f"note: {note}" if note else "")
+        self.set_class(bool(note), "-has-note")
 
     def action_open(self) -> None:
         """Ask for this run's session view."""
