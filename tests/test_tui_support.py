@@ -25,8 +25,8 @@ __all__ = [
     "USER_MESSAGE",
     "WORLDS",
     "TuiFolders",
-    "make_folders",
     "fixed_scorer",
+    "make_folders",
     "run_responder",
     "write_profile",
 ]
