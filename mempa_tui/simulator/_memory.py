@@ -143,6 +143,17 @@ def _prompt(persona: Persona, memory: SimulatorMemory, on: date, transcript: str
     return [ChatMessage(role="system", content=system), ChatMessage(role="user", content=user)]
 
 
+ENTRY_SCHEMA: dict[str, object] = {
+    "type": "object",
+    "properties": {
+        "entry": {"type": "string"},
+        "impressions": {"type": "array", "items": {"type": "string"}},
+    },
+    "required": ["entry", "impressions"],
+}
+"""JSON schema of the entry reply (sent as ``json_schema``, so constrained decoders keep to it)."""
+
+
 def _impressions(value: object) -> list[str] | None:
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         return None
@@ -184,7 +195,7 @@ async def write_session_entry(
     entry_text: str | None = None
     impressions: list[str] | None = None
     for attempt in range(2):
-        completion = await client.complete(Role.SIMULATOR, messages)
+        completion = await client.complete(Role.SIMULATOR, messages, json_schema=ENTRY_SCHEMA)
         try:
             data = parse_json_reply(completion.text)
         except JSONReplyError as err:
