@@ -121,3 +121,11 @@ def test_with_api_base_points_every_spec() -> None:
     ready = profile.with_api_base("http://127.0.0.1:1234/v1")
     assert {s.api_base for s in ready.all_specs()} == {"http://127.0.0.1:1234/v1"}
     assert profile.default.api_base is None
+
+
+def test_shipped_profiles_are_found_from_another_folder_with_its_own_models_dir(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "models" / "weights").mkdir(parents=True)  # what an embedded run leaves behind
+    monkeypatch.chdir(tmp_path)
+    assert load_profile("ollama").name == "ollama"

@@ -97,6 +97,16 @@ async def test_write_retrieve_round_trip(harness: Harness, tmp_path: Path) -> No
     assert inspection.last_evidence == probe
 
 
+async def test_current_session_turns_are_not_handed_back(harness: Harness, tmp_path: Path) -> None:
+    mem = harness.memory(tmp_path, at=10_000, to=5_000)
+    await mem.write(turn(1))
+    await mem.write(turn(2))
+    here = SessionInfo(step_id="A-s02", context=Context.WORK, at=START + timedelta(days=2))
+    evidence = await mem.retrieve("next", here)
+    text = " ".join(m.content for m in evidence.prior_messages)
+    assert "msg1" in text and "msg2" not in text  # the PA already holds this session's turns
+
+
 async def test_consolidation_triggers_at_threshold(harness: Harness, tmp_path: Path) -> None:
     mem = harness.memory(tmp_path, at=100, to=60)
     await mem.write(turn(0, n_words=20))

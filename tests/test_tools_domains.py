@@ -259,3 +259,12 @@ def test_commit_carries_writes_into_the_next_step(wc: WorkingCopy) -> None:
     ok(wc, "contact_create", name="Colm Price")
     next_step = WorkingCopy(wc.to_state(), datetime(2026, 3, 12))
     assert ok(next_step, "contact_search", query="colm")["count"] == 1
+
+
+def test_a_text_needs_a_number_or_a_thread(wc: WorkingCopy) -> None:
+    created = ok(wc, "contact_create", name="Oona Pike", email="oona@example.org")
+    refused = fail(wc, "message_send", contact="Oona Pike", text="hi")
+    assert refused.error is not None and "no phone number" in refused.error
+    assert not [m for m in ok(wc, "message_search", contact="Oona")["messages"]]  # nothing written
+    ok(wc, "contact_update", contact_id=created["contact_id"], phone="+44 1632 960999")
+    assert ok(wc, "message_send", contact="Oona Pike", text="hi")["message"]["direction"] == "out"

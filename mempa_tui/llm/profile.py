@@ -275,8 +275,8 @@ def profile_path(name_or_path: str | Path, models_dir: str | Path = "models") ->
 
     Args:
         name_or_path: a profile name (``ollama``) or a path to a YAML file.
-        models_dir: folder of ``<name>.yaml`` files; when relative and absent from the working
-            directory, the repository's own ``models/`` is used.
+        models_dir: folder of ``<name>.yaml`` files; when it is relative and holds no such file,
+            the repository's own ``models/`` is tried next.
 
     Returns:
         The file's path.
@@ -290,11 +290,14 @@ def profile_path(name_or_path: str | Path, models_dir: str | Path = "models") ->
             return candidate
         raise ProfileError(str(candidate), ["file not found"])
     directory = Path(models_dir)
-    if not directory.is_dir() and not directory.is_absolute() and _REPO_MODELS_DIR.is_dir():
-        directory = _REPO_MODELS_DIR
     path = directory / f"{name_or_path}.yaml"
     if path.is_file():
         return path
+    shipped = _REPO_MODELS_DIR / f"{name_or_path}.yaml"
+    if not directory.is_absolute() and shipped.is_file():
+        return shipped  # run from another folder: the repository's own profiles
+    if not directory.is_dir() and not directory.is_absolute() and _REPO_MODELS_DIR.is_dir():
+        directory = _REPO_MODELS_DIR
     known = sorted(p.stem for p in directory.glob("*.yaml")) if directory.is_dir() else []
     raise ProfileError(str(name_or_path), [f"no profile file {path} (profiles: {', '.join(known) or 'none'})"])
 

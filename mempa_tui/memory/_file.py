@@ -226,13 +226,18 @@ class FileMemory(MemorySystem):
         self._persist()
 
     async def retrieve(self, user_message: str, session: SessionInfo) -> Evidence:
-        """MEMORY.md in the system prompt; pending raw turns as messages unless in a probe."""
+        """MEMORY.md in the system prompt; pending raw turns as messages unless in a probe.
+
+        Pending turns of the current step are left out: the PA already holds this session's
+        history, so handing them back would put each of them in its prompt twice.
+        """
         memory_md = self._state.memory_md
         items = [EvidenceItem(text=memory_md, source="MEMORY.md")] if memory_md.strip() else []
         prior: list[ChatMessage] = []
         if not session.is_probe:
             for turn in self._state.pending:
-                prior.extend(_turn_messages(turn))
+                if turn.step_id != session.step_id:
+                    prior.extend(_turn_messages(turn))
         self._last = Evidence(system_text=memory_md, items=items, prior_messages=prior)
         return self._last.model_copy(deep=True)
 

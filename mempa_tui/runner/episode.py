@@ -158,6 +158,13 @@ def _working_copy(
     return wc
 
 
+def _llm_checker(ctx: EpisodeContext) -> bool:
+    """Whether the profile asks for the LLM message checker (rule checks always run; App. D.4)."""
+    profile = getattr(ctx.client, "profile", None)
+    options = getattr(profile, "options", None)
+    return bool(getattr(options, "llm_message_checker", True))
+
+
 async def _play(
     script: AccumulationSession | Probe,
     ctx: EpisodeContext,
@@ -171,6 +178,7 @@ async def _play(
         ctx.persona,
         mode=kind,
         memory=None if probe else ctx.simulator_memory,
+        llm_checker=_llm_checker(ctx),
     )
     oracle = None
     if probe and ctx.oracle:

@@ -89,7 +89,7 @@ def _known_people(wc: WorkingCopy) -> dict[str, str]:
 
 @tool(domain="messages", write=True, tag="outward")
 def message_send(wc: WorkingCopy, contact: TextArg, text: TextArg) -> JsonValue:
-    """Send a text message to someone in the contacts or an existing message thread.
+    """Send a text message to someone in an existing message thread or a contact with a phone number.
 
     Args:
         contact: the person's full name as it appears in the contacts or earlier messages.
@@ -104,5 +104,12 @@ def message_send(wc: WorkingCopy, contact: TextArg, text: TextArg) -> JsonValue:
         close = difflib.get_close_matches(contact.strip(), sorted(people.values()), n=3, cutoff=0.6)
         hint = f"; did you mean {', '.join(close)}?" if close else ""
         raise ToolError(f"contact {contact!r} names no one in the contacts or message threads{hint}")
+    has_thread = any(m.contact == name for m in wc.records_as(MESSAGES, TextMessage))
+    card = next((c for c in wc.records_as(CONTACTS, Contact) if c.name == name), None)
+    if not has_thread and card is not None and not card.phone.strip():
+        raise ToolError(
+            f"contact {name!r} has no phone number and no message thread, so a text cannot reach "
+            "them; add a number with contact_update or use another channel"
+        )
     sent = wc.create(MESSAGES, {"contact": name, "direction": "out", "text": text})
     return {"message_id": sent.id, "message": view(sent, "at")}
