@@ -296,8 +296,10 @@ async def test_prompt_holds_evidence_or_oracle_and_grows_only_at_its_end(
     evidence = Evidence(system_text="MEMO: prefers one-line replies.")
     await rig.agent.respond(_turn(evidence=evidence), rig.actions())
     first, second = rig.queue.pa_requests
-    assert "MEMO: prefers one-line replies." in first.messages[0].content
-    assert "2026-03-02, 09:00" in first.messages[0].content
+    assert first.messages[0].role == first.messages[1].role == "system"
+    assert "MEMO" not in first.messages[0].content  # the instructions never change
+    assert "MEMO: prefers one-line replies." in first.messages[1].content
+    assert "2026-03-02, 09:00" in first.messages[1].content
     # within a turn: same prefix, messages only appended
     assert second.messages[: len(first.messages)] == first.messages
     assert second.tool_names == first.tool_names
@@ -313,7 +315,7 @@ async def test_prompt_holds_evidence_or_oracle_and_grows_only_at_its_end(
         )
     )
     await oracle.respond(_turn(evidence=evidence), rig.actions())
-    system = rig.queue.pa_requests[-1].messages[0].content
+    system = rig.queue.pa_requests[-1].messages[1].content
     assert "Their preference: Terse" in system and "MEMO" not in system
 
 
@@ -322,4 +324,4 @@ async def test_history_carries_into_the_next_turn(rig: Rig) -> None:
     await rig.agent.respond(_turn("one"), rig.actions())
     await rig.agent.respond(_turn("two"), rig.actions())
     contents = [m.content for m in rig.queue.pa_requests[1].messages]
-    assert contents[1:] == ["one", "First answer.", "two"]
+    assert contents[2:] == ["one", "First answer.", "two"]

@@ -31,6 +31,7 @@ _CONTACTS = """\
   entered_at: 2026-01-05T09:00
   name: Colm Averill
   email: colm.averill@wendlink.example
+  phone: "+44 1632 960200"
   organization: Wendlink Transit
   relation: manager
 - id: ct_0002

@@ -100,7 +100,7 @@ def test_server_command_flags(tmp_path: Path) -> None:
     joined = " ".join(command)
     assert command[1:3] == ["-m", "llama_cpp.server"]
     assert "--host 127.0.0.1" in joined and "--port 9999" in joined
-    assert "--n_ctx 8192" in joined and "--cache true" in joined and "--n_threads 3" in joined
+    assert "--n_ctx 8192" in joined and "--cache" not in joined and "--n_threads 3" in joined
     assert "--chat_format" not in joined
     assert command[-2:] == ["--n_batch", "256"]
     chatml = server_command(embedded_profile(chat_format="chatml-function-calling"), tmp_path / "m.gguf", 1)
@@ -111,8 +111,8 @@ FAKE_SERVER = """\
 import http.server, json, os, sys, time
 args = sys.argv[1:]
 port = int(args[args.index("--port") + 1])
-with open(os.environ["FAKE_LOG"], "w") as log:
-    json.dump({"argv": args, "pid": os.getpid()}, log)
+with open(os.environ["FAKE_LOG"], "a") as log:
+    log.write(json.dumps({"argv": args, "pid": os.getpid()}) + chr(10))
 mode = os.environ["FAKE_MODE"]
 if mode == "crash":
     print("error: failed to load model (bad magic)", file=sys.stderr)
@@ -151,7 +151,7 @@ def gone(pid: int) -> bool:
 async def test_server_starts_fills_api_base_and_stops(fake_python: tuple[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     python, log = fake_python
     monkeypatch.setenv("FAKE_MODE", "serve")
-    server = EmbeddedServer(embedded_profile(startup_timeout_s=30), weights=tmp_path / "m.gguf", python=python)
+    server = EmbeddedServer(embedded_profile(startup_timeout_s=30, dedicated_servers=[]), weights=tmp_path / "m.gguf", python=python)
     async with server as ready:
         info = json.loads(log.read_text())
         port = info["argv"][info["argv"].index("--port") + 1]
@@ -159,6 +159,21 @@ async def test_server_starts_fills_api_base_and_stops(fake_python: tuple[str, Pa
         assert info["argv"][info["argv"].index("--model") + 1] == str(tmp_path / "m.gguf")
         assert not gone(info["pid"])
     assert gone(info["pid"])
+
+
+async def test_the_pa_and_the_simulator_get_servers_of_their_own(fake_python: tuple[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    python, log = fake_python
+    monkeypatch.setenv("FAKE_MODE", "serve")
+    async with EmbeddedServer(embedded_profile(startup_timeout_s=30), weights=tmp_path / "m.gguf", python=python) as ready:
+        started = [json.loads(line) for line in log.read_text().splitlines()]
+        ports = [i["argv"][i["argv"].index("--port") + 1] for i in started]
+        shared, pa, simulator = (f"http://127.0.0.1:{p}/v1" for p in ports)
+        assert len(set(ports)) == 3
+        assert ready.spec_for(Role.PA).api_base == pa and ready.spec_for(Role.SIMULATOR).api_base == simulator
+        assert {ready.spec_for(r).api_base for r in Role if r not in (Role.PA, Role.SIMULATOR)} == {shared}
+        assert {s.concurrency_group for s in ready.all_specs()} == {"embedded-cpu"}  # one CPU
+        assert not any(gone(i["pid"]) for i in started)
+    assert all(gone(i["pid"]) for i in started)
 
 
 async def test_server_crash_reports_its_output(fake_python: tuple[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

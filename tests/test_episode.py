@@ -469,8 +469,8 @@ async def test_oracle_probe_puts_the_target_in_the_prompt_only_then(rig: Rig) ->
     _oracle, _, start_o = await _probe_once(
         rig, targets(reasoning_visibility="Show"), oracle=True
     )
-    plain_system = rig.queue.pa_requests[start].messages[0].content
-    oracle_system = rig.queue.pa_requests[start_o].messages[0].content
+    plain_system = rig.queue.pa_requests[start].messages[1].content
+    oracle_system = rig.queue.pa_requests[start_o].messages[1].content
     behaviour = attribute("reasoning_visibility").setting("Show").behaviour
     assert "Their preference: Show" in oracle_system and behaviour in oracle_system
     assert "Their preference" not in plain_system

@@ -7,6 +7,8 @@ wrapper, simulator memory entries and the PRS rating.
 
 from __future__ import annotations
 
+import json
+
 from collections.abc import AsyncIterator
 from datetime import date, datetime
 from typing import Any
@@ -465,3 +467,30 @@ async def test_rate_probe_fails_clearly_instead_of_inventing(
         await rate_probe(client, persona(), "verbosity", "Terse", "Ingrid: time?\nAssistant: 3pm.")
     assert len(sim_requests(server)) == 2
 
+
+
+# ------------------------------------------------------------------------- JSON turn format
+
+
+async def test_json_turns_are_asked_for_by_schema_and_read_like_tagged_ones(
+    server: ScriptedModelServer, model: Model
+) -> None:
+    model.queues["scripted-simulator"] = [
+        '{"factual_check": "none", "turn_assessment": "stay", "message": ""}',
+        '```json\n{"factual_check": "none", "turn_assessment": "stay", "message": "find the rota email?"}\n```',
+        json.dumps({"factual_check": "none", "turn_assessment": "stay", "message": "send it, not the other",
+                    "consent_decisions": {"held_0001": "approve", "held_0002": "deny"}}),
+    ]
+    sim = simulator(server, llm_checker=False, output_format="json")
+    sim.start(session(), {"verbosity": "Terse"})
+    first = await sim.next_turn(None)
+    assert first.message == "find the rota email?" and "empty" in first.rejected[0].problems[0]
+    held = [
+        HeldItem(id="held_0001", kind="action", attribute="autonomy_level", tool="email_message_send"),
+        HeldItem(id="held_0002", kind="action", attribute="autonomy_level", tool="calendar_event_create"),
+    ]
+    second = await sim.next_turn(DeliveredTurn(reply="Drafted. Send?", held=held))
+    assert second.consent == {"held_0001": True, "held_0002": False}
+    requests = sim_requests(server)
+    assert all(r.json_schema and "turn_assessment" in r.json_schema["properties"] for r in requests)
+    assert '"consent_decisions"' in prompt_text(requests[-1]) and "<message>" not in prompt_text(requests[-1])

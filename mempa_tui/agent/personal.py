@@ -15,7 +15,8 @@ from mempa_tui.agent.actions import TurnActions
 from mempa_tui.agent.prompt import (
     event_message,
     reminder_message,
-    system_prompt,
+    context_prompt,
+    instructions,
     user_turn_message,
 )
 from mempa_tui.agent.seat import AgentSessionStart, AgentTurnInput, AgentTurnResult
@@ -106,12 +107,13 @@ class PersonalAgent:
         """
         if self._start is None:
             raise RuntimeError("PersonalAgent.respond called before begin_session")
-        system = ChatMessage(
-            role="system",
-            content=system_prompt(
-                self._start.starts_at, turn.evidence, self._start.oracle
+        system = [
+            ChatMessage(role="system", content=instructions()),
+            ChatMessage(
+                role="system",
+                content=context_prompt(self._start.starts_at, turn.evidence, self._start.oracle),
             ),
-        )
+        ]
         prior = [] if self._start.is_probe else list(turn.evidence.prior_messages)
         if turn.user_message is not None:
             opening = user_turn_message(turn.user_message, turn.runtime_notes)
@@ -127,7 +129,7 @@ class PersonalAgent:
                 forced_now = tool_choice is not None
                 completion = await self._client.complete(
                     Role.PA,
-                    [system, *prior, *self._history, *new],
+                    [*system, *prior, *self._history, *new],
                     tools=tools,
                     tool_choice=tool_choice,
                 )

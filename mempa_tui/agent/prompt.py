@@ -4,9 +4,11 @@ Paper Section 3.4 ('PA and Memory Interface': evidence placed in the PA's prompt
 ('Reference Conditions': under Oracle the target setting and its definition), Appendix C.3 (4)
 (reminder before the forced call). The same prompt serves sessions and probes (SPEC 4.5).
 
-Layout for KV-cache reuse (SPEC section 7): the fixed instructions come first, then the story
-date, then the memory section, which is the only part that changes from turn to turn. Within a
-turn the prompt only grows at its end.
+Layout for KV-cache reuse (SPEC section 7): the fixed instructions are the first system message,
+which chat templates (Qwen's, Ollama's) follow with the tool schemas; the story date and the
+memory section come in a second system message after them, so the long instructions-plus-tools
+prefix is evaluated once per server and reused by every later PA call, in sessions and probes
+alike. Within a turn the prompt only grows at its end.
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ __all__ = [
     "NOTICE_PREFIX",
     "event_message",
     "reminder_message",
+    "context_prompt",
+    "instructions",
     "system_prompt",
     "user_turn_message",
 ]
@@ -78,10 +82,15 @@ def _memory_section(evidence: Evidence) -> str:
     return "What your memory holds about this person\n" + body
 
 
-def system_prompt(
+def instructions() -> str:
+    """The fixed instructions: the PA's first system message, identical in every call."""
+    return _INSTRUCTIONS
+
+
+def context_prompt(
     starts_at: datetime, evidence: Evidence, oracle: OracleHint | None = None
 ) -> str:
-    """Build the PA's system prompt.
+    """The PA's second system message: the story date and the memory (or Oracle) section.
 
     Args:
         starts_at: story date and time at the step's start.
@@ -89,10 +98,20 @@ def system_prompt(
         oracle: the probed cell's target, only in an Oracle probe; it replaces the memory section.
 
     Returns:
-        Instructions, date, then the memory (or Oracle) section, separated by blank lines.
+        Date, then the memory (or Oracle) section, separated by a blank line.
     """
     last = _oracle_section(oracle) if oracle is not None else _memory_section(evidence)
-    return "\n\n".join([_INSTRUCTIONS, _date_section(starts_at), last])
+    return "\n\n".join([_date_section(starts_at), last])
+
+
+def system_prompt(
+    starts_at: datetime, evidence: Evidence, oracle: OracleHint | None = None
+) -> str:
+    """The whole system prompt as one text (instructions, date, memory), for display and export.
+
+    The PA itself sends it as two system messages (see the module docstring).
+    """
+    return "\n\n".join([_INSTRUCTIONS, context_prompt(starts_at, evidence, oracle)])
 
 
 def user_turn_message(message: str, runtime_notes: list[str]) -> str:

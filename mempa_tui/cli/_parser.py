@@ -82,6 +82,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="memory option, e.g. consolidate_at_tokens=20000 (repeatable)")
     run.add_argument("--probe-concurrency", type=_positive, default=2, metavar="N",
                      help="probe repeats run at once (default 2)")
+    run.add_argument("-v", "--verbose", action="store_true",
+                     help="print every model call (role, tokens, reused prefix, seconds) to stderr")
 
     worlds = sub.add_parser("worlds", help="benchmark content tools")
     wsub = worlds.add_subparsers(dest="worlds_command", metavar="ACTION", parser_class=_Parser)

@@ -27,6 +27,14 @@ async def _dispatch(args: argparse.Namespace) -> int:
     from mempa_tui.cli._signals import stop_on_signals
 
     if args.command == "run":
+        if getattr(args, "verbose", False):
+            import logging
+
+            handler = logging.StreamHandler(sys.stderr)
+            handler.setFormatter(logging.Formatter("  model call: %(message)s"))
+            llm_log = logging.getLogger("mempa_tui.llm.client")
+            llm_log.addHandler(handler)
+            llm_log.setLevel(logging.INFO)
         return await stop_on_signals(lambda: cmd_run(args))
     if args.command == "runs":
         return await _commands.cmd_runs(args)

@@ -14,6 +14,8 @@ exponential backoff (``retry_backoff_s`` doubling, capped at 30 s).
 
 from __future__ import annotations
 
+import logging
+
 import json
 import os
 import time
@@ -56,6 +58,8 @@ from mempa_tui.llm.types import (
     ToolSpec,
     Usage,
 )
+
+log = logging.getLogger(__name__)
 
 __all__ = ["LLMClient"]
 
@@ -218,7 +222,7 @@ class LLMClient:
     # -- request -----------------------------------------------------------------------------
     @staticmethod
     def _endpoint(spec: ModelSpec) -> str:
-        return spec.api_base or spec.model.split("/", 1)[0]
+        return spec.concurrency_group or spec.api_base or spec.model.split("/", 1)[0]
 
     def _limiter(self, spec: ModelSpec) -> anyio.CapacityLimiter:
         key = self._endpoint(spec)
@@ -375,6 +379,11 @@ class LLMClient:
         error: LLMError | None,
         trimmed: int,
     ) -> None:
+        log.info(
+            "%s %s: %d prompt tokens (%d reused), %d completion tokens, %.1f s%s",
+            role.value, spec.model, prompt_tokens, reused, completion_tokens, latency_s,
+            "" if error is None else f", failed: {error.cause}",
+        )
         self.calls.append(
             LLMCallRecord(
                 role=role,

@@ -27,6 +27,7 @@ import anyio.abc
 import httpx
 
 from mempa_tui.llm.profile import ModelProfile
+from mempa_tui.llm.types import Role
 
 __all__ = [
     "GGUF_NAME",
@@ -158,20 +159,23 @@ def _free_port() -> int:
 
 
 def default_threads() -> int:
-    """Generation threads when the profile sets none: half the logical CPUs, at least one.
+    """Threads for prompt evaluation and generation when the profile sets none: all logical CPUs.
 
-    Roughly the physical cores, leaving room for the harness. llama.cpp threads wait on each other
-    at every step, so oversubscribing hurts: measured on a busy 2-core machine, 1 thread gave
-    5.9 tokens/s and 2 threads 3.2 tokens/s.
+    While the server computes, the harness only waits on it, so llama.cpp can use every core. On
+    a machine that is busy with other work, set ``options.embedded.n_threads`` lower: llama.cpp
+    threads wait on each other at every step, so oversubscribed cores slow it down.
     """
-    return max(1, (os.cpu_count() or 2) // 2)
+    return max(1, os.cpu_count() or 1)
 
 
 def server_command(profile: ModelProfile, weights: Path, port: int, *, python: str = sys.executable) -> list[str]:
     """The ``llama_cpp.server`` command line for ``profile``.
 
-    ``n_ctx`` is the largest ``context_window`` of the profile's specs; ``--cache true`` keeps a RAM
-    cache of evaluated prompts so roles that alternate still reuse their prefixes (SPEC section 7).
+    ``n_ctx`` is the largest ``context_window`` of the profile's specs. llama.cpp reuses the
+    evaluated prefix of the previous prompt by itself (SPEC section 7). Its ``--cache`` RAM cache is
+    left off: it saves the logits of every prompt token with each state (n_tokens x 151,936 floats
+    for Qwen, gigabytes per state), which measured here made the first session take minutes and the
+    server grow past 16 GB.
 
     Args:
         profile: an ``embedded`` profile.
@@ -195,7 +199,6 @@ def server_command(profile: ModelProfile, weights: Path, port: int, *, python: s
         "--n_ctx", str(n_ctx),
         "--n_threads", str(threads),
         "--n_threads_batch", str(threads),
-        "--cache", "true",
         "--interrupt_requests", "false",
         "--verbose", "false",
     ]  # fmt: skip
@@ -208,7 +211,9 @@ class EmbeddedServer:
     """Runs the embedded llama.cpp server for the length of an ``async with`` block.
 
     ``async with EmbeddedServer(profile) as ready:`` yields ``profile`` with every ``api_base`` set
-    to ``http://127.0.0.1:<port>/v1``; the process is terminated on exit, on error and on
+    to ``http://127.0.0.1:<port>/v1``; each role in ``options.embedded.dedicated_servers`` (default:
+    PA and simulator) gets a process of its own, so its prompt prefix stays cached. All specs share one
+    concurrency group (the CPU). The processes are terminated on exit, on error and on
     cancellation.
     """
 
@@ -227,6 +232,8 @@ class EmbeddedServer:
         self.pid: int | None = None
         """Process id of the last server started (kept after it stops, for logs)."""
         self._log: tempfile._TemporaryFileWrapper[bytes] | None = None
+        self._logs: list[tempfile._TemporaryFileWrapper[bytes]] = []
+        self._processes: list[anyio.abc.Process] = []
 
     def _check_installed(self) -> None:
         if self.python == sys.executable:
@@ -247,23 +254,36 @@ class EmbeddedServer:
         weights = self.weights
         if weights is None:
             weights = await anyio.to_thread.run_sync(ensure_weights, self.profile.options.embedded.weights_dir)
-        port = _free_port()
-        # kept open across __aenter__/__aexit__, closed in _stop
-        self._log = tempfile.NamedTemporaryFile(prefix="mempa-llama-", suffix=".log")  # noqa: SIM115
-        self.process = await anyio.open_process(
-            server_command(self.profile, weights, port, python=self.python),
-            stdout=self._log,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-        )
-        self.pid = self.process.pid
-        base = f"http://127.0.0.1:{port}/v1"
+        dedicated = list(dict.fromkeys(self.profile.options.embedded.dedicated_servers))
+        per_role: dict[Role, str] = {}
         try:
-            await self._wait_ready(base)
+            shared = await self._start_one("shared", weights)
+            for role in dedicated:
+                per_role[role] = await self._start_one(role.value, weights)
         except BaseException:
             await self._stop()
             raise
-        return self.profile.with_api_base(base)
+        # the servers share the CPU: one call at a time across all of them
+        return self.profile.with_api_base(shared, per_role=per_role, concurrency_group="embedded-cpu")
+
+    async def _start_one(self, name: str, weights: Path) -> str:
+        port = _free_port()
+        # kept open across __aenter__/__aexit__, closed in _stop
+        log = tempfile.NamedTemporaryFile(prefix=f"mempa-llama-{name}-", suffix=".log")  # noqa: SIM115
+        self._logs.append(log)
+        self._log = log
+        process = await anyio.open_process(
+            server_command(self.profile, weights, port, python=self.python),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+        )
+        self._processes.append(process)
+        self.process = process
+        self.pid = process.pid
+        base = f"http://127.0.0.1:{port}/v1"
+        await self._wait_ready(base)
+        return base
 
     async def _wait_ready(self, base: str) -> None:
         deadline = self.profile.options.embedded.startup_timeout_s
@@ -288,19 +308,21 @@ class EmbeddedServer:
         )
 
     async def _stop(self) -> None:
-        process, self.process = self.process, None
-        if process is not None:
-            with anyio.CancelScope(shield=True):
+        processes, self._processes, self.process = self._processes, [], None
+        with anyio.CancelScope(shield=True):
+            for process in processes:
                 if process.returncode is None:
                     process.terminate()
+            for process in processes:
+                if process.returncode is None:
                     with anyio.move_on_after(10):
                         await process.wait()
                 if process.returncode is None:
                     process.kill()
                     await process.wait()
-        if self._log is not None:
-            self._log.close()
-            self._log = None
+        for log in self._logs:
+            log.close()
+        self._logs, self._log = [], None
 
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None

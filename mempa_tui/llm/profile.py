@@ -102,6 +102,9 @@ class ModelSpec(BaseModel):
     max_concurrency: int = Field(default=2, ge=1)
     """Most calls in flight at once to this spec's endpoint (shared by roles on one endpoint: the
     smallest value wins)."""
+    concurrency_group: str | None = None
+    """Specs naming the same group share one concurrency limit even on different endpoints (the
+    embedded servers share one CPU); None: the endpoint is the group."""
     num_retries: int = Field(default=2, ge=0)
     """Retries after a transient failure (timeout, connection error, HTTP 408/429/5xx)."""
     retry_backoff_s: float = Field(default=1.0, ge=0.0)
@@ -148,13 +151,19 @@ class EmbeddedOptions(BaseModel):
     weights_dir: str = "models/weights"
     """Folder the joined GGUF is written to (relative paths are relative to the working dir)."""
     n_threads: int | None = Field(default=None, ge=1)
-    """CPU threads for generation; None: half the logical CPUs (at least one)."""
+    """CPU threads for prompt evaluation and generation; None: all logical CPUs."""
     chat_format: str | None = None
     """llama-cpp-python chat format; None uses the GGUF's own chat template. Measured with
     Qwen2.5-Coder-0.5B on llama-cpp-python 0.3.36: with the GGUF template a forced tool choice
     comes back as a structured call (grammar from the tool's schema) and ``auto`` calls arrive as
     ``<tool_call>`` JSON text, which the client recovers; ``chatml-function-calling`` also forces
     calls but with ``auto`` returns the bare text ``functions.<name>:`` without arguments."""
+    dedicated_servers: list[Role] = Field(default_factory=lambda: [Role.PA, Role.SIMULATOR])
+    """Roles served by a llama.cpp process of their own; the other roles share one more. A server
+    keeps only its last prompt's evaluated prefix, so a role alone on a server reuses its long
+    stable prefix (the PA's instructions and tool schemas, about 4,500 tokens; the simulator's
+    persona and rules) instead of having it evicted by the other roles' calls in between. The
+    processes share the model file through the page cache."""
     startup_timeout_s: float = Field(default=180.0, gt=0)
     """Seconds to wait for the server to answer ``/v1/models``."""
     extra_args: list[str] = Field(default_factory=list)
@@ -168,6 +177,9 @@ class ProfileOptions(BaseModel):
 
     llm_message_checker: bool = False
     """Run the LLM checker on simulator messages (costs one checker call per user turn)."""
+    simulator_output: Literal["tags", "json"] = "tags"
+    """How the simulator writes a turn: ``tags`` (<message> and private blocks) or ``json`` (the
+    same blocks as one JSON object under a schema, which small local models keep to better)."""
     ollama_url: str = DEFAULT_OLLAMA_URL
     """Ollama server URL; ``OLLAMA_HOST`` in the environment overrides it."""
     embedded: EmbeddedOptions = Field(default_factory=EmbeddedOptions)
@@ -214,12 +226,29 @@ class ModelProfile(BaseModel):
         """``default`` followed by every role spec (duplicates kept)."""
         return [self.default, *self.roles.values()]
 
-    def with_api_base(self, api_base: str) -> ModelProfile:
-        """A copy with every spec pointed at ``api_base`` (the embedded server fills this in)."""
+    def with_api_base(
+        self, api_base: str, *, per_role: dict[Role, str] | None = None, concurrency_group: str | None = None
+    ) -> ModelProfile:
+        """A copy with every spec pointed at ``api_base`` (the embedded server fills this in).
+
+        Args:
+            api_base: base URL for every role.
+            per_role: roles served elsewhere -> their base URL (a role without its own entry gets
+                one copied from ``default``).
+            concurrency_group: set on every spec so all roles share one concurrency limit.
+        """
+        per_role = per_role or {}
+        extra = {"concurrency_group": concurrency_group} if concurrency_group else {}
+        roles = dict(self.roles)
+        for role in per_role:
+            roles.setdefault(role, self.default)
         return self.model_copy(
             update={
-                "default": self.default.model_copy(update={"api_base": api_base}),
-                "roles": {r: s.model_copy(update={"api_base": api_base}) for r, s in self.roles.items()},
+                "default": self.default.model_copy(update={"api_base": api_base, **extra}),
+                "roles": {
+                    r: s.model_copy(update={"api_base": per_role.get(r, api_base), **extra})
+                    for r, s in roles.items()
+                },
             }
         )
 

@@ -165,6 +165,12 @@ def _llm_checker(ctx: EpisodeContext) -> bool:
     return bool(getattr(options, "llm_message_checker", True))
 
 
+def _simulator_output(ctx: EpisodeContext) -> Literal["tags", "json"]:
+    """The profile's simulator turn format (``tags`` unless it asks for ``json``)."""
+    options = getattr(getattr(ctx.client, "profile", None), "options", None)
+    return "json" if getattr(options, "simulator_output", "tags") == "json" else "tags"
+
+
 async def _play(
     script: AccumulationSession | Probe,
     ctx: EpisodeContext,
@@ -179,6 +185,7 @@ async def _play(
         mode=kind,
         memory=None if probe else ctx.simulator_memory,
         llm_checker=_llm_checker(ctx),
+        output_format=_simulator_output(ctx),
     )
     oracle = None
     if probe and ctx.oracle:

@@ -1,6 +1,9 @@
 """Parsing one simulator turn: the visible ``<message>`` and the private blocks (Appendix D.4).
 
-A turn is written as::
+A turn is written as tagged blocks (the default) or, for small local models that keep to a
+grammar better than to tags, as one JSON object with the same four fields (``TURN_SCHEMA``,
+requested through the client's ``json_schema`` so llama.cpp and Ollama constrain decoding to it).
+The tagged form::
 
     <factual_check>none</factual_check>
     <turn_assessment>stay</turn_assessment>
@@ -22,7 +25,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-__all__ = ["Assessment", "ParsedTurn", "PRIVATE_TAGS", "parse_turn"]
+__all__ = ["Assessment", "PRIVATE_TAGS", "ParsedTurn", "TURN_SCHEMA", "parse_turn", "parse_turn_json"]
 
 Assessment = Literal["stay", "advance", "done"]
 
@@ -167,4 +170,60 @@ def parse_turn(text: str) -> ParsedTurn:
         consent=consent,
         problems=problems,
         private_texts=private_texts,
+    )
+
+
+TURN_SCHEMA: dict[str, object] = {
+    "type": "object",
+    "properties": {
+        "factual_check": {"type": "string"},
+        "turn_assessment": {"type": "string", "enum": ["stay", "advance", "done"]},
+        "consent_decisions": {"type": "object", "additionalProperties": {"type": "string", "enum": ["approve", "deny"]}},
+        "message": {"type": "string"},
+    },
+    "required": ["factual_check", "turn_assessment", "message"],
+}
+"""JSON form of one turn: the same blocks as the tagged form, as fields."""
+
+
+def parse_turn_json(text: str) -> ParsedTurn:
+    """Read a turn written as one JSON object (``TURN_SCHEMA``); never raises.
+
+    A reply that is not a JSON object falls back to :func:`parse_turn` (the model may have written
+    tags after all). Wrong types and a missing or empty message are reported as problems, with the
+    same consequences as in the tagged form.
+    """
+    from mempa_tui.llm import JSONReplyError, parse_json_reply
+
+    try:
+        data = parse_json_reply(text)
+    except JSONReplyError:
+        return parse_turn(text)
+    problems: list[str] = []
+    raw_message = data.get("message")
+    message = _unquote(raw_message.strip()) if isinstance(raw_message, str) else ""
+    if not message:
+        problems.append("the message field was missing or empty")
+    raw_assessment = data.get("turn_assessment")
+    assessment: Assessment | None = None
+    match = _ASSESSMENT.search(raw_assessment) if isinstance(raw_assessment, str) else None
+    if match:
+        assessment = match.group(1).lower()  # type: ignore[assignment]
+    else:
+        problems.append(f"unreadable turn_assessment: {str(raw_assessment)[:60]!r}")
+    consent: dict[str, bool] = {}
+    raw_consent = data.get("consent_decisions")
+    if isinstance(raw_consent, dict):
+        consent = _parse_consent("\n".join(f"{k}: {v}" for k, v in raw_consent.items()))
+    factual = data.get("factual_check")
+    factual_text = factual if isinstance(factual, str) else ""
+    private = [t for t in (factual_text, str(raw_assessment or "")) if t]
+    private += [f"{k}: {v}" for k, v in (raw_consent or {}).items()] if isinstance(raw_consent, dict) else []
+    return ParsedTurn(
+        message=message or None,
+        factual_check=factual_text,
+        assessment=assessment,
+        consent=consent,
+        problems=problems,
+        private_texts=private,
     )

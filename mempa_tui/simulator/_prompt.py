@@ -58,6 +58,7 @@ class TurnPromptInput(BaseModel):
         target: the user's current setting of the tested attribute (marks the wanted reaction).
         dialogue: the dialogue so far as the user saw it.
         pending: held items still waiting for the user's decision.
+        output_format: ``tags`` (the blocks as tags) or ``json`` (one object with the same fields).
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -74,6 +75,7 @@ class TurnPromptInput(BaseModel):
     target: str | None = None
     dialogue: list[DialogueEntry] = Field(default_factory=list)
     pending: list[HeldItem] = Field(default_factory=list)
+    output_format: Literal["tags", "json"] = "tags"
 
     @property
     def beat(self) -> Beat:
@@ -206,7 +208,30 @@ def _script_block(inp: TurnPromptInput) -> str:
     return "\n".join(lines)
 
 
+def _output_block_json(inp: TurnPromptInput) -> str:
+    consent = ""
+    if inp.pending:
+        consent = (
+            '- "consent_decisions": private: an object with one entry per waiting item, its id '
+            'mapped to "approve" or "deny"; your message must agree with these decisions\n'
+        )
+    return (
+        "# How to write your turn\n"
+        "Reply with one JSON object and nothing else, with these fields:\n"
+        '- "factual_check": private: any factual mistake in the assistant\'s last reply (wrong '
+        "person, date, an action it claims that did not run), or 'none'\n"
+        '- "turn_assessment": private: "stay", "advance" or "done" - has the assistant\'s latest '
+        "reply achieved the goal of where you are now? advance = yes, move on; done = yes, and the "
+        "whole task is finished; stay = not yet. On your first message for a goal, write stay.\n"
+        f"{consent}"
+        '- "message": what you say to the assistant; only this is sent, so keep private notes '
+        "out of it."
+    )
+
+
 def _output_block(inp: TurnPromptInput) -> str:
+    if inp.output_format == "json":
+        return _output_block_json(inp)
     consent = ""
     if inp.pending:
         ids = "\n".join(f"{h.id}: approve" for h in inp.pending[:1]) + "\n..."

@@ -30,7 +30,7 @@ from pydantic import BaseModel, Field
 from mempa_tui.ix.types import DeliveredTurn, HeldItem
 from mempa_tui.llm.types import Role
 from mempa_tui.scripts.schema import Beat, Fact, Persona, Probe
-from mempa_tui.simulator._blocks import ParsedTurn, parse_turn
+from mempa_tui.simulator._blocks import TURN_SCHEMA, ParsedTurn, parse_turn, parse_turn_json
 from mempa_tui.simulator._checker import ModelClient, check_message
 from mempa_tui.simulator._dialogue import DialogueEntry, entry_from_delivered
 from mempa_tui.simulator._leaks import LeakRules, rule_check
@@ -69,6 +69,8 @@ class UserSimulator:
         llm_checker: run the LLM message checker after the rule checks.
         skills: the skill book (default: the packaged skills).
         max_rewrites: rewrites allowed after a failed attempt before the turn is invalid (3).
+        output_format: ``tags`` (paper-style blocks) or ``json`` (the same blocks as one JSON
+            object, decoded under the client's JSON schema; sturdier with small local models).
 
     Raises:
         ValueError: a memory was given in probe mode (Table 9: probes see no simulator memory).
@@ -84,6 +86,7 @@ class UserSimulator:
         llm_checker: bool = True,
         skills: SkillBook | None = None,
         max_rewrites: int = 3,
+        output_format: Literal["tags", "json"] = "tags",
     ) -> None:
         if mode == "probe" and memory is not None:
             raise ValueError("UserSimulator: probe mode takes no simulator memory (Table 9)")
@@ -96,6 +99,9 @@ class UserSimulator:
         self._llm_checker = llm_checker
         self._skills = skills or default_skills()
         self._max_rewrites = max_rewrites
+        if output_format not in ("tags", "json"):
+            raise ValueError(f"UserSimulator: output_format must be 'tags' or 'json', not {output_format!r}")
+        self.output_format: Literal["tags", "json"] = output_format
         self._script: Script | None = None
         self._targets: dict[str, str] = {}
         self._index = 0
@@ -218,6 +224,7 @@ class UserSimulator:
             target=self._targets.get(script.attribute),
             dialogue=list(self._dialogue),
             pending=list(self._pending.values()),
+            output_format=self.output_format,
         )
 
     # -- progression -----------------------------------------------------------------------------
@@ -378,8 +385,12 @@ class UserSimulator:
         rewrites: list[tuple[str, str]] = []
         for _attempt in range(self._max_rewrites + 1):
             messages = build_turn_messages(self.prompt_input(), rewrites=rewrites)
-            completion = await self._client.complete(Role.SIMULATOR, messages)
-            parsed = parse_turn(completion.text)
+            if self.output_format == "json":
+                completion = await self._client.complete(Role.SIMULATOR, messages, json_schema=TURN_SCHEMA)
+                parsed = parse_turn_json(completion.text)
+            else:
+                completion = await self._client.complete(Role.SIMULATOR, messages)
+                parsed = parse_turn(completion.text)
             if allow_move and parsed.assessment in ("advance", "done"):
                 outcome.parsed, outcome.move = parsed, True
                 return outcome
