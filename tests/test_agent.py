@@ -325,3 +325,15 @@ async def test_history_carries_into_the_next_turn(rig: Rig) -> None:
     await rig.agent.respond(_turn("two"), rig.actions())
     contents = [m.content for m in rig.queue.pa_requests[1].messages]
     assert contents[2:] == ["one", "First answer.", "two"]
+
+
+async def test_a_prompt_that_outgrows_the_window_floors_the_turn_instead_of_raising(rig: Rig) -> None:
+    small = PersonalAgent(LLMClient(rig.server.profile(context_window=6000, max_tokens=256)))
+    small.begin_session(AgentSessionStart(step_id="A-w-01", context=Context.WORK, starts_at=START))
+    # every search result is appended to the turn, which may not be trimmed; it soon cannot fit
+    rig.queue.push(*[ScriptedReply(tool_calls=[call("mcp_state_contact_search", {"query": ""})])] * 40)
+    result = await small.respond(_turn(), rig.actions())
+    assert result.status == "floored" and "context window" in (result.reason or "")
+    assert 0 < len(rig.queue.pa_requests) < 40  # it stopped at the overflow, not at the call cap
+    failed = [c for c in small._client.calls if not c.ok]  # type: ignore[attr-defined]
+    assert [c.error_kind for c in failed] == ["ContextWindowError"]

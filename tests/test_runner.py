@@ -321,3 +321,17 @@ async def test_edited_world_files_refuse_the_resume(env: Env) -> None:
         probe.write_text(probe.read_text().replace("lift service visit", "lift inspection visit"))
         with pytest.raises(ConfigMismatchError, match="the files of user R's world changed"):
             await env.runner(store, FakeEpisodes(), cfg={"worlds_dir": worlds}).run()
+
+
+def test_a_prompt_too_long_for_the_window_fails_the_step_but_an_outage_stops_the_run() -> None:
+    from mempa_tui.llm.errors import LLMError
+    from mempa_tui.llm.types import LLMCallRecord, Role
+    from mempa_tui.runner._shared import stop_on_model_failure
+
+    def record(kind: str) -> LLMCallRecord:
+        return LLMCallRecord(role=Role.PA, model="m", prompt_tokens=1, completion_tokens=0,
+                             reused_prefix_tokens=0, latency_s=0.0, ok=False, error="x", error_kind=kind)
+
+    stop_on_model_failure("A-S01", "floored", [record("ContextWindowError")])  # no stop: resume would repeat it
+    with pytest.raises(LLMError, match="A-S01 was not kept"):
+        stop_on_model_failure("A-S01", "failed", [record("LLMConnectionError")])

@@ -20,6 +20,7 @@ from mempa_tui.agent.prompt import (
     user_turn_message,
 )
 from mempa_tui.agent.seat import AgentSessionStart, AgentTurnInput, AgentTurnResult
+from mempa_tui.llm.errors import ContextWindowError
 from mempa_tui.llm.types import ChatMessage, Completion, Role, ToolCall, ToolSpec
 from mempa_tui.taxonomy import attribute
 
@@ -99,7 +100,9 @@ class PersonalAgent:
         Returns:
             :class:`AgentTurnResult`; ``floored`` when the required IX call failed after the
             reminder and the forced call, or when IX text was written into a task tool's
-            arguments; ``capped`` when 40 model calls passed without a final reply.
+            arguments, or when the prompt outgrew the model's context window (a capability
+            failure of this PA, not an outage, so the run goes on); ``capped`` when 40 model calls
+            passed without a final reply.
 
         Raises:
             RuntimeError: :meth:`begin_session` was not called.
@@ -127,12 +130,16 @@ class PersonalAgent:
         try:
             while result.model_calls < self._max_calls:
                 forced_now = tool_choice is not None
-                completion = await self._client.complete(
-                    Role.PA,
-                    [*system, *prior, *self._history, *new],
-                    tools=tools,
-                    tool_choice=tool_choice,
-                )
+                try:
+                    completion = await self._client.complete(
+                        Role.PA,
+                        [*system, *prior, *self._history, *new],
+                        tools=tools,
+                        tool_choice=tool_choice,
+                    )
+                except ContextWindowError as error:
+                    # deterministic, not an outage: this PA cannot go on within its window
+                    return self._floor(result, actions, f"the PA's prompt outgrew its context window: {error}")
                 result.model_calls += 1
                 tool_choice = None
                 if completion.thinking:

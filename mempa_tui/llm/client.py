@@ -394,6 +394,7 @@ class LLMClient:
                 latency_s=round(latency_s, 6),
                 ok=error is None,
                 error=None if error is None else error.cause,
+                error_kind=None if error is None else type(error).__name__,
                 trimmed_messages=trimmed,
             )
         )

@@ -131,5 +131,7 @@ class LLMCallRecord(BaseModel):
     latency_s: float
     ok: bool
     error: str | None = None
+    error_kind: str | None = None
+    """Class name of the failure (``ContextWindowError``, ``LLMTimeoutError``...), None when ok."""
     trimmed_messages: int = 0
     """Old messages dropped to fit the context window before this call (0: none)."""

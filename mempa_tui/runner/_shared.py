@@ -82,6 +82,12 @@ def _event_json(event: object) -> str:
     raise TypeError(f"episode event {type(event).__name__} is not a pydantic model")
 
 
+_NOT_OUTAGES = frozenset({"ContextWindowError"})
+"""Call failures that say something about the step (a prompt that cannot fit), not the server:
+they fail the step like any other capability failure instead of stopping the run, since a resume
+would hit them again."""
+
+
 def stop_on_model_failure(what: str, status: str, calls: list[LLMCallRecord]) -> None:
     """Stop the run when a step or probe ended badly because a model call itself failed.
 
@@ -98,7 +104,7 @@ def stop_on_model_failure(what: str, status: str, calls: list[LLMCallRecord]) ->
     Raises:
         LLMError: ``status`` is not ``completed`` and one of ``calls`` failed.
     """
-    failed = [c for c in calls if not c.ok]
+    failed = [c for c in calls if not c.ok and c.error_kind not in _NOT_OUTAGES]
     if status != "completed" and failed:
         last = failed[-1]
         raise LLMError(last.role.value, last.model, f"{last.error or 'call failed'} ({what} was not kept)")

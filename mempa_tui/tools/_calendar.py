@@ -60,7 +60,7 @@ def calendar_event_search(
     query: str = "",
     start_date: DateArg | None = None,
     end_date: DateArg | None = None,
-    limit: Limit = 20,
+    limit: Limit = 10,
 ) -> JsonValue:
     """Find calendar events by text and/or by the days they fall on, in start-time order.
 

@@ -36,7 +36,7 @@ def _same_name(wc: WorkingCopy, name: str, other_than: str | None = None) -> Con
 
 
 @tool(domain="contacts")
-def contact_search(wc: WorkingCopy, query: str = "", limit: Limit = 20) -> JsonValue:
+def contact_search(wc: WorkingCopy, query: str = "", limit: Limit = 10) -> JsonValue:
     """Search the address book by name, email, phone, organisation, relation or notes.
 
     Args:

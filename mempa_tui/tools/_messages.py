@@ -36,7 +36,7 @@ def message_search(
     contact: str = "",
     since: DateArg | None = None,
     until: DateArg | None = None,
-    limit: Limit = 20,
+    limit: Limit = 10,
 ) -> JsonValue:
     """Search text messages sent and received; returns the most recent matches in time order.
 
