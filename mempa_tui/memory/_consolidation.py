@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from mempa_tui.llm import parse_json_reply
 from mempa_tui.llm.errors import JSONReplyError, LLMError
+from mempa_tui.llm.structured import complete_json
 from mempa_tui.llm.types import ChatMessage, Completion, Role
 from mempa_tui.memory.base import TurnRecord
 
@@ -164,34 +165,18 @@ async def consolidate(
     Returns:
         The outcome of at most two calls.
     """
-    messages = consolidation_messages(memory_md, turns)
-    attempts = 0
-    error = "no reply"
-    for _ in range(2):
-        try:
-            completion = await client.complete(
-                Role.MEMORY, messages, json_schema=CONSOLIDATION_SCHEMA
-            )
-        except LLMError as exc:
-            return ConsolidationOutcome(attempts=attempts, error=f"model call failed: {exc}")
-        attempts += 1
-        try:
-            return ConsolidationOutcome(reply=_check(completion.text, memory_md), attempts=attempts)
-        except ValueError as exc:
-            error = str(exc)
-        messages = [
-            *messages,
-            ChatMessage(role="assistant", content=completion.text),
-            ChatMessage(
-                role="user",
-                content=(
-                    f"That reply could not be used ({error}). Send the complete answer again as "
-                    'one JSON object {"history_entry": "...", "memory": "..."} with both values '
-                    "as strings, and nothing else."
-                ),
+    try:
+        got = await complete_json(
+            client, Role.MEMORY, consolidation_messages(memory_md, turns), schema=CONSOLIDATION_SCHEMA,
+            read=lambda text: _check(text, memory_md),
+            retry_hint=(
+                'Send the complete answer again as one JSON object {"history_entry": "...", '
+                '"memory": "..."} with both values as strings, and nothing else.'
             ),
-        ]
-    return ConsolidationOutcome(attempts=attempts, error=error)
+        )
+    except LLMError as exc:
+        return ConsolidationOutcome(attempts=0, error=f"model call failed: {exc}")
+    return ConsolidationOutcome(reply=got.value, attempts=got.attempts, error=got.error)
 
 
 def _clip(text: str, limit: int) -> str:

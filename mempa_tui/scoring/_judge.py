@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from mempa_tui.ix.types import CallStatus, DeliveredTurn, ExecutedCall
 from mempa_tui.llm import parse_json_reply
 from mempa_tui.llm.errors import JSONReplyError, LLMError
+from mempa_tui.llm.structured import complete_json
 from mempa_tui.llm.types import ChatMessage, Completion, Role
 from mempa_tui.scoring._rubrics import rubric_text
 from mempa_tui.taxonomy import Context, attribute
@@ -300,29 +301,14 @@ async def judge_brs(client: JudgeClient, data: BRSJudgeInput) -> BRSVerdict:
     Returns:
         The verdict; ``score`` None means BRS is missing for this probe.
     """
-    messages = judge_messages(data)
-    attempts = 0
-    error = "no reply"
-    for _ in range(2):
-        try:
-            completion = await client.complete(Role.JUDGE, messages, json_schema=JUDGE_SCHEMA)
-        except LLMError as exc:
-            return BRSVerdict(attempts=attempts, error=f"judge call failed: {exc}")
-        attempts += 1
-        try:
-            score, evidence = _read(completion.text)
-            return BRSVerdict(score=score, evidence=evidence, attempts=attempts)
-        except ValueError as exc:
-            error = str(exc)
-        messages = [
-            *messages,
-            ChatMessage(role="assistant", content=completion.text),
-            ChatMessage(
-                role="user",
-                content=(
-                    f"That reply could not be read ({error}). Answer again with only the JSON "
-                    'object {"score": <integer 1-5>, "evidence": "..."}.'
-                ),
-            ),
-        ]
-    return BRSVerdict(attempts=attempts, error=error)
+    try:
+        got = await complete_json(
+            client, Role.JUDGE, judge_messages(data), schema=JUDGE_SCHEMA, read=_read,
+            retry_hint='Answer again with only the JSON object {"score": <integer 1-5>, "evidence": "..."}.',
+        )
+    except LLMError as exc:
+        return BRSVerdict(attempts=0, error=f"judge call failed: {exc}")
+    if got.value is None:
+        return BRSVerdict(attempts=got.attempts, error=got.error)
+    score, evidence = got.value
+    return BRSVerdict(score=score, evidence=evidence, attempts=got.attempts)

@@ -16,7 +16,8 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from mempa_tui.llm import JSONReplyError, parse_json_reply
+from mempa_tui.llm import parse_json_reply
+from mempa_tui.llm.structured import complete_json
 from mempa_tui.llm.types import ChatMessage, Completion, Role, ToolSpec
 from mempa_tui.scripts.schema import Beat, Fact
 
@@ -210,27 +211,13 @@ async def check_message(
     lines.append(f"\nASSISTANT'S PREVIOUS REPLY:\n{previous_reply or '(none: this opens the conversation)'}")
     lines.append(f"\nMESSAGE TO CHECK:\n{message}")
     messages = [ChatMessage(role="system", content=_SYSTEM), ChatMessage(role="user", content="\n".join(lines))]
-    schema = _schema(keys)
-    raw = ""
-    error = ""
-    for _attempt in range(2):
-        completion = await client.complete(Role.CHECKER, messages, json_schema=schema)
-        raw = completion.text
-        try:
-            verdicts = _read_verdicts(parse_json_reply(raw), keys)
-        except (JSONReplyError, ValueError) as err:
-            error = str(err)
-            messages = [
-                *messages,
-                ChatMessage(role="assistant", content=raw),
-                ChatMessage(
-                    role="user",
-                    content=f"That reply could not be read ({error}). Reply with the JSON object only.",
-                ),
-            ]
-            continue
-        problems = [q.problem for q in questions if verdicts[q.key]]
-        return CheckerOutcome(problems=problems, raw=raw)
-    warning = f"message checker output unreadable twice ({error}); check skipped, message passed"
+    got = await complete_json(
+        client, Role.CHECKER, messages, schema=_schema(keys),
+        read=lambda text: _read_verdicts(parse_json_reply(text), keys),
+    )
+    raw = got.replies[-1] if got.replies else ""
+    if got.value is not None:
+        return CheckerOutcome(problems=[q.problem for q in questions if got.value[q.key]], raw=raw)
+    warning = f"message checker output unreadable twice ({got.error}); check skipped, message passed"
     log.warning(warning)
     return CheckerOutcome(warning=warning, raw=raw)

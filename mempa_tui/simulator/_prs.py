@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from mempa_tui.llm import JSONReplyError, parse_json_reply
+from mempa_tui.llm.structured import complete_json
 from mempa_tui.llm.types import ChatMessage, Role
 from mempa_tui.scripts.schema import Persona
 from mempa_tui.simulator._checker import ModelClient
@@ -135,19 +136,10 @@ async def rate_probe(
         if isinstance(transcript_public, str)
         else render_dialogue(transcript_public, user_label=persona.name.split()[0])
     )
-    messages = _messages(persona, sheet, exchange, attr.question)
-    replies: list[str] = []
-    problem = ""
-    for _attempt in range(2):
-        completion = await client.complete(Role.SIMULATOR, messages, json_schema=_SCHEMA)
-        replies.append(completion.text)
-        try:
-            return read_rating(completion.text)
-        except ValueError as err:
-            problem = str(err)
-        messages = [
-            *messages,
-            ChatMessage(role="assistant", content=completion.text),
-            ChatMessage(role="user", content=f"That could not be read ({problem}). Reply with the JSON object only."),
-        ]
-    raise PRSError(attr.key, target_setting, problem, replies)
+    got = await complete_json(
+        client, Role.SIMULATOR, _messages(persona, sheet, exchange, attr.question),
+        schema=_SCHEMA, read=read_rating,
+    )
+    if got.value is None:
+        raise PRSError(attr.key, target_setting, got.error or "no reply", got.replies)
+    return got.value

@@ -1,0 +1,104 @@
+"""Asking a model for a JSON reply, with one retry that names what was wrong.
+
+The judge, the PRS rater, the message checker and File memory's consolidation all ask for one JSON
+object under a schema and must survive malformed output (code fences, prose around the JSON, a
+reply cut off, an empty reply, values of the wrong type): the reader raises ``ValueError`` with the
+problem, the model is shown its reply and the problem once, and if the second reply fails too the
+caller gets every reply and the last problem to record - never an invented value.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, Generic, Protocol, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from mempa_tui.llm.errors import JSONReplyError
+from mempa_tui.llm.types import ChatMessage, Completion, Role
+
+__all__ = ["JSONAttempts", "StructuredClient", "complete_json"]
+
+T = TypeVar("T")
+
+
+class StructuredClient(Protocol):
+    """The part of :class:`~mempa_tui.llm.client.LLMClient` this module needs."""
+
+    async def complete(
+        self,
+        role: Role,
+        messages: list[ChatMessage],
+        *,
+        json_schema: dict[str, Any] | None = None,
+    ) -> Completion:
+        """One chat completion."""
+        ...
+
+
+class JSONAttempts(BaseModel, Generic[T]):
+    """The outcome of :func:`complete_json`.
+
+    Attributes:
+        value: what the reader returned for the first usable reply, else None.
+        replies: every reply text, in order (for the record).
+        error: the last problem when no reply was usable, else None.
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    value: T | None = None
+    replies: list[str] = Field(default_factory=list)
+    error: str | None = None
+
+    @property
+    def attempts(self) -> int:
+        """Model calls made."""
+        return len(self.replies)
+
+
+async def complete_json(
+    client: StructuredClient,
+    role: Role,
+    messages: Sequence[ChatMessage],
+    *,
+    schema: dict[str, Any],
+    read: Callable[[str], T],
+    retry_hint: str = "Reply with the JSON object only.",
+    attempts: int = 2,
+) -> JSONAttempts[T]:
+    """Ask for a JSON reply and read it, retrying with the problem named.
+
+    Args:
+        client: the model client.
+        role: the role to call.
+        messages: the prompt.
+        schema: JSON schema of the reply (sent as ``json_schema``, so constrained decoders keep to it).
+        read: turns the reply text into a value; raises ``ValueError`` (or ``JSONReplyError``)
+            with a short explanation when the reply is unusable.
+        retry_hint: what the follow-up message asks for after naming the problem.
+        attempts: model calls at most (2: the first try and one retry).
+
+    Returns:
+        :class:`JSONAttempts`; ``value`` None with ``error`` set when no reply was usable.
+
+    Raises:
+        LLMError: a model call itself failed (the caller decides what that means).
+    """
+    outcome: JSONAttempts[T] = JSONAttempts()
+    history = list(messages)
+    for _ in range(attempts):
+        completion = await client.complete(role, history, json_schema=schema)
+        outcome.replies.append(completion.text)
+        try:
+            outcome.value = read(completion.text)
+        except (ValueError, JSONReplyError) as exc:
+            outcome.error = str(exc) or type(exc).__name__
+        else:
+            outcome.error = None
+            return outcome
+        history += [
+            ChatMessage(role="assistant", content=completion.text),
+            ChatMessage(role="user", content=f"That reply could not be used ({outcome.error}). {retry_hint}"),
+        ]
+    return outcome
