@@ -15,10 +15,12 @@ from pathlib import Path
 
 import pytest
 import yaml
+from filelock import FileLock
 from test_runner_support import WORLDS, protocol_responder
 
 from mempa_tui.cli.main import main
 from mempa_tui.llm import ScriptedModelServer
+from mempa_tui.runner import lease_path
 
 
 @pytest.fixture
@@ -168,7 +170,9 @@ def test_run_stopped_with_sigterm_records_stopped_and_exits_143(tmp_path: Path, 
 
 
 @pytest.mark.timeout(400)
-def test_run_killed_with_sigkill_resumes_with_each_step_once(tmp_path: Path, profile_file: Path) -> None:
+def test_run_killed_with_sigkill_resumes_with_each_step_once(
+    tmp_path: Path, profile_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     args = _run_args(tmp_path, profile_file)
     code, output = _run_until_step_2_then(signal.SIGKILL, args)
     assert code == -signal.SIGKILL, output
@@ -176,6 +180,10 @@ def test_run_killed_with_sigkill_resumes_with_each_step_once(tmp_path: Path, pro
     run_id = "R-file-scripted-s0"
     assert _steps(saves, run_id) == ["R-s1"]
     calls_s1 = _calls(saves, run_id, "R-s1")
+    assert _status(saves, run_id) == "running"  # nothing could record the kill ...
+    assert main(["runs", "--saves", str(saves)]) == 0
+    listing = capsys.readouterr().out  # ... but nobody holds its lease, so it shows as interrupted
+    assert "interrupted" in listing and "rerun its `mempa run` command to resume" in listing
 
     assert main(args) == 0  # the same command resumes
     assert _steps(saves, run_id) == ["R-s1", "R-s2", "R-ev1"]
@@ -185,6 +193,24 @@ def test_run_killed_with_sigkill_resumes_with_each_step_once(tmp_path: Path, pro
         checkpoints = [r[0] for r in db.execute(
             "SELECT step_idx FROM checkpoints WHERE run_id = ? ORDER BY step_idx", (run_id,))]
     assert probes == 3 and checkpoints == [-1, 0, 1, 2]
+
+
+def test_a_run_another_process_is_playing_is_refused_and_left_alone(
+    tmp_path: Path, profile_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    saves = tmp_path / "saves"
+    saves.mkdir()
+    held = FileLock(lease_path(saves / "mempa.sqlite", "R-file-scripted-s0"), timeout=0, thread_local=False)
+    with held:  # stands in for a second `mempa run` of the same run, still playing
+        assert main(_run_args(tmp_path, profile_file)) == 2
+        err = capsys.readouterr().err
+        assert "run R-file-scripted-s0 is being played by another mempa process" in err
+        assert len(err.strip().splitlines()) == 1
+        assert not (saves / "mempa.sqlite").exists() or _steps(saves, "R-file-scripted-s0") == []
+        assert main(["runs", "--saves", str(saves)]) in (0, 2)
+        capsys.readouterr()
+    assert main(_run_args(tmp_path, profile_file)) == 0  # the lease is free again: the run plays
+    assert _steps(saves, "R-file-scripted-s0") == ["R-s1", "R-s2", "R-ev1"]
 
 
 def test_models_list_and_check(profile_file: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -47,12 +47,22 @@ def _need_database(saves: str) -> Path:
     return path
 
 
+def _shown_status(database: Path, run_id: str, status: str) -> str:
+    """A stored ``running`` whose lease nobody holds was interrupted (killed, or the machine stopped)."""
+    from mempa_tui.runner import run_is_being_played
+
+    if status == "running" and not run_is_being_played(database, run_id):
+        return "interrupted"
+    return status
+
+
 async def cmd_runs(args: argparse.Namespace, out: TextIO | None = None) -> int:
     """List stored runs with their progress."""
     from mempa_tui.store import RunStore
 
     out = out or sys.stdout
-    async with RunStore(_need_database(args.saves)) as store:
+    database = _need_database(args.saves)
+    async with RunStore(database) as store:
         summaries = await store.summaries()
     if not summaries:
         print("no runs yet", file=out)
@@ -64,7 +74,7 @@ async def cmd_runs(args: argparse.Namespace, out: TextIO | None = None) -> int:
             f" ({s.steps_done - s.steps_completed} discarded)" if s.steps_done > s.steps_completed else ""
         )
         rows.append([
-            run.id, run.status.value, steps, f"{s.probes_done}/{run.total_probes}",
+            run.id, _shown_status(database, run.id, run.status.value), steps, f"{s.probes_done}/{run.total_probes}",
             f"{s.tokens.total:,}", f"{run.updated_at:%Y-%m-%d %H:%M}",
         ])
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
@@ -73,6 +83,9 @@ async def cmd_runs(args: argparse.Namespace, out: TextIO | None = None) -> int:
     for s in summaries:
         if s.run.error:
             print(f"{s.run.id}: {s.run.error}", file=out)
+        elif _shown_status(database, s.run.id, s.run.status.value) == "interrupted":
+            print(f"{s.run.id}: interrupted while running (killed?); rerun its `mempa run` command to resume",
+                  file=out)
     return 0
 
 

@@ -13,17 +13,17 @@ def user_error_message(exc: BaseException) -> str | None:
     """One line for a known user-fixable error, or None when ``exc`` is not one.
 
     Known: :class:`UserError`, world file errors (``path:line: message``), profile errors, config
-    mismatches on resume, donor problems, memory option errors, store errors.
+    mismatches on resume, a run another process is playing, donor problems, memory option errors, store errors.
     """
     from mempa_tui.llm.profile import ProfileError
     from mempa_tui.memory import MemoryConfigError
-    from mempa_tui.runner import ConfigMismatchError, DonorError
+    from mempa_tui.runner import ConfigMismatchError, DonorError, RunBusyError
     from mempa_tui.scripts.loader import WorldFileError
     from mempa_tui.store import StoreError
     from mempa_tui.world import WorldPathError
 
     if isinstance(exc, (UserError, ProfileError, ConfigMismatchError, DonorError, MemoryConfigError,
-                        StoreError, WorldPathError)):
+                        StoreError, WorldPathError, RunBusyError)):
         return str(exc)
     if isinstance(exc, WorldFileError):
         return str(exc)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from mempa_tui.runner._lease import RunBusyError, RunLease, lease_path, run_is_being_played
 from mempa_tui.runner._shared import EpisodeFunctions
 from mempa_tui.runner.config import (
     PROBE_ONLY_CONDITIONS,
@@ -43,9 +44,11 @@ __all__ = [
     "EpisodeContext",
     "EpisodeEvent",
     "EpisodeFunctions",
+    "RunBusyError",
     "RunConfig",
     "RunEvent",
     "RunEventKind",
+    "RunLease",
     "RunObserver",
     "RunOutcome",
     "RunPhase",
@@ -55,9 +58,11 @@ __all__ = [
     "StepEvent",
     "StepResult",
     "config_diff",
+    "lease_path",
     "outcome_of",
     "profile_fingerprint",
     "replay_change_event",
+    "run_is_being_played",
     "run_accumulation",
     "run_many",
     "run_probe",

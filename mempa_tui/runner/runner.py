@@ -20,6 +20,7 @@ import anyio
 from pydantic import BaseModel, Field, ValidationError
 
 from mempa_tui.runner._calls import install_call_routing
+from mempa_tui.runner._lease import RunLease
 from mempa_tui.runner._probes import plan_probes, run_probes
 from mempa_tui.runner._scoring import ProbeScorer, default_scorer
 from mempa_tui.runner._shared import EpisodeFunctions, RunContext
@@ -192,8 +193,13 @@ class Runner:
             ConfigMismatchError: the stored run has a different config (names the fields).
             DonorError: the named donor run does not fit.
             MemoryConfigError: invalid memory options.
+            RunBusyError: another process is playing this run right now.
             Exception: a model or store error stops the run (stored as ``failed``; rerun resumes).
         """
+        async with RunLease(self.store.path, self.run_id):
+            return await self._run_leased()
+
+    async def _run_leased(self) -> RunOutcome:
         notes: list[str] = []
         bundle = load_user(self.config.worlds_dir, self.config.user)
         config = self.config
