@@ -16,7 +16,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from mempa_tui.runner._lease import RunBusyError, RunLease, lease_path, run_is_being_played
+from mempa_tui.runner._lease import (
+    RunBusyError,
+    RunLease,
+    lease_path,
+    run_is_being_played,
+)
 from mempa_tui.runner._shared import EpisodeFunctions
 from mempa_tui.runner.config import (
     PROBE_ONLY_CONDITIONS,
@@ -62,8 +67,8 @@ __all__ = [
     "outcome_of",
     "profile_fingerprint",
     "replay_change_event",
-    "run_is_being_played",
     "run_accumulation",
+    "run_is_being_played",
     "run_many",
     "run_probe",
     "worlds_digest",

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 from types import TracebackType
+from typing import Self
 
 from filelock import FileLock, Timeout
 
@@ -61,7 +62,7 @@ class RunLease:
         self.path = lease_path(database, run_id)
         self._lock: FileLock | None = None
 
-    async def __aenter__(self) -> RunLease:
+    async def __aenter__(self) -> Self:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         lock = FileLock(self.path, timeout=0, is_singleton=False, thread_local=False)
         try:
