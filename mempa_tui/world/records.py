@@ -168,6 +168,19 @@ class Contact(Record):
     notes: str = ""
 
 
+# ---- Table 7 domains kept in their own modules (imported here, after Record exists) ----------
+
+from mempa_tui.world._records_conference_registration import (  # noqa: E402
+    Conference,
+    ConferenceRegistration,
+)
+from mempa_tui.world._records_flights import Flight, FlightBooking  # noqa: E402
+from mempa_tui.world._records_grade_submission import Course, GradeSubmission  # noqa: E402
+from mempa_tui.world._records_hotels import Hotel, HotelBooking  # noqa: E402
+from mempa_tui.world._records_reimbursement import ReimbursementPolicy, ReimbursementSubmission  # noqa: E402
+from mempa_tui.world._records_restaurants import Restaurant, RestaurantReservation  # noqa: E402
+from mempa_tui.world._records_room_booking import BookableRoom, RoomBooking  # noqa: E402
+
 #: Collection path -> record model, for the domains built so far.
 COLLECTIONS: dict[str, type[Record]] = {
     "email/inbox": EmailMessage,
@@ -179,6 +192,20 @@ COLLECTIONS: dict[str, type[Record]] = {
     "documents/copier_entitlements": CopierEntitlement,
     "documents/corporate_reports": CorporateReport,
     "contacts/contacts": Contact,
+    "restaurants/restaurants": Restaurant,
+    "restaurants/reservations": RestaurantReservation,
+    "room_booking/rooms": BookableRoom,
+    "room_booking/bookings": RoomBooking,
+    "hotels/hotels": Hotel,
+    "hotels/bookings": HotelBooking,
+    "reimbursement/policies": ReimbursementPolicy,
+    "reimbursement/submissions": ReimbursementSubmission,
+    "conference_registration/conferences": Conference,
+    "conference_registration/registrations": ConferenceRegistration,
+    "grade_submission/courses": Course,
+    "grade_submission/submissions": GradeSubmission,
+    "flights/flights": Flight,
+    "flights/bookings": FlightBooking,
 }
 
 #: Collection path -> prefix of the ids the tools give new records (``<prefix><4 digits>``,
@@ -193,4 +220,18 @@ ID_PREFIXES: dict[str, str] = {
     "documents/copier_entitlements": "ce_",
     "documents/corporate_reports": "rep_",
     "contacts/contacts": "ct_",
+    "restaurants/restaurants": "rs_",
+    "restaurants/reservations": "rr_",
+    "room_booking/rooms": "room_",
+    "room_booking/bookings": "rb_",
+    "hotels/hotels": "ht_",
+    "hotels/bookings": "hb_",
+    "reimbursement/policies": "rp_",
+    "reimbursement/submissions": "rm_",
+    "conference_registration/conferences": "conf_",
+    "conference_registration/registrations": "creg_",
+    "grade_submission/courses": "crs_",
+    "grade_submission/submissions": "gs_",
+    "flights/flights": "fl_",
+    "flights/bookings": "fb_",
 }
