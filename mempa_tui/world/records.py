@@ -170,6 +170,18 @@ class Contact(Record):
 
 # ---- Table 7 domains kept in their own modules (imported here, after Record exists) ----------
 
+from mempa_tui.world._records_appointments import Appointment, AppointmentSlot  # noqa: E402
+from mempa_tui.world._records_finance import (  # noqa: E402
+    BillPayment,
+    PaymentMethod,
+    UtilityAccount,
+    UtilityBill,
+)
+from mempa_tui.world._records_maps_places import ClubClosure, Place, Route  # noqa: E402
+from mempa_tui.world._records_phone import PhoneCall  # noqa: E402
+from mempa_tui.world._records_shipping import DeliveryAddress, DeliveryProof, Package  # noqa: E402
+from mempa_tui.world._records_shopping import Order, Product, ReturnCase  # noqa: E402
+from mempa_tui.world._records_weather import Forecast  # noqa: E402
 from mempa_tui.world._records_conference_registration import (  # noqa: E402
     Conference,
     ConferenceRegistration,
@@ -192,6 +204,23 @@ COLLECTIONS: dict[str, type[Record]] = {
     "documents/copier_entitlements": CopierEntitlement,
     "documents/corporate_reports": CorporateReport,
     "contacts/contacts": Contact,
+    "phone/calls": PhoneCall,
+    "maps_places/places": Place,
+    "maps_places/routes": Route,
+    "maps_places/club_closures": ClubClosure,
+    "weather/forecasts": Forecast,
+    "shopping/products": Product,
+    "shopping/orders": Order,
+    "shopping/return_cases": ReturnCase,
+    "shipping/addresses": DeliveryAddress,
+    "shipping/packages": Package,
+    "shipping/delivery_proofs": DeliveryProof,
+    "finance/utility_accounts": UtilityAccount,
+    "finance/utility_bills": UtilityBill,
+    "finance/payment_methods": PaymentMethod,
+    "finance/bill_payments": BillPayment,
+    "appointments/slots": AppointmentSlot,
+    "appointments/appointments": Appointment,
     "restaurants/restaurants": Restaurant,
     "restaurants/reservations": RestaurantReservation,
     "room_booking/rooms": BookableRoom,
@@ -220,6 +249,23 @@ ID_PREFIXES: dict[str, str] = {
     "documents/copier_entitlements": "ce_",
     "documents/corporate_reports": "rep_",
     "contacts/contacts": "ct_",
+    "phone/calls": "call_",
+    "maps_places/places": "pl_",
+    "maps_places/routes": "route_",
+    "maps_places/club_closures": "clo_",
+    "weather/forecasts": "wf_",
+    "shopping/products": "prod_",
+    "shopping/orders": "ord_",
+    "shopping/return_cases": "ret_",
+    "shipping/addresses": "addr_",
+    "shipping/packages": "pkg_",
+    "shipping/delivery_proofs": "pod_",
+    "finance/utility_accounts": "ua_",
+    "finance/utility_bills": "bill_",
+    "finance/payment_methods": "pm_",
+    "finance/bill_payments": "pay_",
+    "appointments/slots": "slot_",
+    "appointments/appointments": "appt_",
     "restaurants/restaurants": "rs_",
     "restaurants/reservations": "rr_",
     "room_booking/rooms": "room_",
