@@ -1,5 +1,25 @@
 """``worlds check`` rules across a user's steps: the timeline, probes and change events
-(paper Section 3.3, Section 3.5 'Probes', Appendix C.4).
+(paper Section 3.3, Section 3.5 'Probes', Appendix C.4), the timeline counts of a slice or a full
+user, and the rules that hold across all users (:func:`check_across_users`).
+
+Count rules per user (:meth:`TimelineRules.check_counts`), by the timeline's ``scope`` (none
+when the timeline declares no scope, as small test trees do; sessions of one cell need different
+tasks in every case):
+
+- ``full`` (Section 3.3, Appendix C.1): 94 accumulation sessions and 5 change events; each of the
+  23 stable cells in exactly 3 sessions, each of the 5 changing cells in 3 sessions before its
+  event and 2 after; the sessions of one cell have different tasks; the events use slots 1, 2, 3
+  and two of 4-6; 5 pre-event probes.
+- ``slice`` (the first end-to-end slice): at least 12 accumulation sessions over at least 6
+  attributes and both contexts; each covered cell in at least 2 sessions with different tasks;
+  at least one change event.
+
+Across users (:func:`check_across_users`, Appendix B.4 and C.4): with four users, exactly 18 of
+the 56 user-attribute pairs differ between work and personal and at least 30 of the 32 settings
+occur in the matrices; when every user is ``full``, the 20 events cover at least 9 attributes and
+change in both directions (towards a later and towards an earlier setting of the attribute's
+list). No event is Proactive Outreach and every setting has a reaction and a probe expectation:
+both are schema rules of every file (:mod:`.schema`).
 """
 
 from __future__ import annotations
@@ -7,13 +27,44 @@ from __future__ import annotations
 import difflib
 from datetime import datetime, timedelta
 
-from mempa_tui.scripts._check_base import CheckerBase
+from collections import defaultdict
+from collections.abc import Sequence
+from pathlib import Path
+
+from mempa_tui.scripts._check_base import CheckerBase, Violation
 from mempa_tui.scripts._yamldoc import Loc, YamlDoc
-from mempa_tui.scripts.schema import ChangeEvent, ProbeKind
-from mempa_tui.taxonomy import ATTRIBUTES, Context
+from mempa_tui.scripts.loader import UserScan
+from mempa_tui.scripts.schema import AccumulationSession, ChangeEvent, ProbeKind
+from mempa_tui.taxonomy import ATTRIBUTES, Context, attribute
 from mempa_tui.world import WorkingCopy
 
-__all__ = ["TimelineRules"]
+__all__ = [
+    "FULL_COUNTS",
+    "SLICE_COUNTS",
+    "TimelineRules",
+    "change_direction",
+    "check_across_users",
+    "differing_pairs",
+    "settings_used",
+]
+
+#: Counts of a complete user (paper Section 3.3, Appendix C.1).
+FULL_COUNTS: dict[str, int] = {
+    "sessions": 94,
+    "events": 5,
+    "stable_sessions": 3,
+    "before_event": 3,
+    "after_event": 2,
+    "users": 4,
+    "differing_pairs": 18,
+    "min_settings_used": 30,
+    "min_event_attributes": 9,
+}
+#: Minimums of a slice user (issue 2: the first end-to-end slice).
+SLICE_COUNTS: dict[str, int] = {"sessions": 12, "attributes": 6, "per_cell": 2, "events": 1}
+
+_WORK_SLOTS = frozenset({1, 2, 3})
+_PERSONAL_SLOTS = frozenset({4, 5, 6})
 
 
 def _context_cells() -> list[tuple[Context, str]]:
@@ -184,3 +235,248 @@ class TimelineRules(CheckerBase):
         for t, turn in enumerate(event.transcript):
             for c, call in enumerate(turn.pa.tool_calls if turn.pa else []):
                 self.replay(doc, ("transcript", t, "pa", "tool_calls", c), wc, call.tool, call.args)
+
+    # ---- counts ---------------------------------------------------------------------------
+
+    def timeline_sessions(self) -> list[AccumulationSession]:
+        """The accumulation sessions on the timeline, in timeline order (unknown ids skipped)."""
+        steps = self.scan.timeline.steps if self.scan.timeline else []
+        return [self.scan.sessions[s] for s in steps if s in self.scan.sessions]
+
+    def check_counts(self) -> None:
+        """Session, event and per-cell counts of a ``full`` or a ``slice`` timeline (module docstring)."""
+        timeline = self.scan.timeline
+        if timeline is None:
+            return
+        tdoc = self.doc("timeline")
+        sessions = self.timeline_sessions()
+        events = sorted(
+            (self.scan.events[s] for s in timeline.steps if s in self.scan.events), key=lambda e: e.starts_at
+        )
+        by_cell: dict[tuple[Context, str], list[AccumulationSession]] = defaultdict(list)
+        for s in sessions:
+            by_cell[(s.context, s.attribute)].append(s)
+        for cell, group in sorted(by_cell.items(), key=lambda kv: (kv[0][0].value, kv[0][1])):
+            seen: dict[str, str] = {}
+            for s in group:
+                task = " ".join(s.task.lower().split())
+                if task in seen:
+                    self.add(
+                        self.doc(s.id),
+                        ("task",),
+                        f"task: same task as {seen[task]!r}; sessions of cell {cell[0].value}/{cell[1]} "
+                        "need different tasks",
+                    )
+                seen.setdefault(task, s.id)
+        if timeline.scope == "full":
+            self._full_counts(tdoc, sessions, events, by_cell)
+        elif timeline.scope == "slice":
+            self._slice_counts(tdoc, sessions, events, by_cell)
+
+    def _slice_counts(
+        self,
+        tdoc: YamlDoc | None,
+        sessions: Sequence[AccumulationSession],
+        events: Sequence[ChangeEvent],
+        by_cell: dict[tuple[Context, str], list[AccumulationSession]],
+    ) -> None:
+        where = self.scan.root / "timeline.yaml"
+        if len(sessions) < SLICE_COUNTS["sessions"]:
+            self.add(
+                tdoc,
+                ("steps",),
+                f"scope slice: {len(sessions)} accumulation sessions on the timeline, "
+                f"at least {SLICE_COUNTS['sessions']} needed",
+                fallback=where,
+            )
+        attrs = {a for _, a in by_cell}
+        if len(attrs) < SLICE_COUNTS["attributes"]:
+            self.add(
+                tdoc,
+                ("steps",),
+                f"scope slice: sessions cover {len(attrs)} attributes, at least "
+                f"{SLICE_COUNTS['attributes']} needed",
+                fallback=where,
+            )
+        contexts = {c for c, _ in by_cell}
+        if sessions and len(contexts) < 2:
+            self.add(tdoc, ("steps",), "scope slice: sessions cover only one context", fallback=where)
+        for (ctx, key), group in sorted(by_cell.items(), key=lambda kv: (kv[0][0].value, kv[0][1])):
+            if len(group) < SLICE_COUNTS["per_cell"]:
+                self.add(
+                    self.doc(group[0].id),
+                    ("attribute",),
+                    f"scope slice: cell {ctx.value}/{key} has {len(group)} session(s), at least "
+                    f"{SLICE_COUNTS['per_cell']} needed",
+                )
+        if len(events) < SLICE_COUNTS["events"]:
+            self.add(tdoc, ("steps",), "scope slice: no change event on the timeline", fallback=where)
+
+    def _full_counts(
+        self,
+        tdoc: YamlDoc | None,
+        sessions: Sequence[AccumulationSession],
+        events: Sequence[ChangeEvent],
+        by_cell: dict[tuple[Context, str], list[AccumulationSession]],
+    ) -> None:
+        where = self.scan.root / "timeline.yaml"
+        if len(sessions) != FULL_COUNTS["sessions"]:
+            self.add(
+                tdoc,
+                ("steps",),
+                f"scope full: {len(sessions)} accumulation sessions on the timeline, "
+                f"{FULL_COUNTS['sessions']} needed",
+                fallback=where,
+            )
+        if len(events) != FULL_COUNTS["events"]:
+            self.add(
+                tdoc,
+                ("steps",),
+                f"scope full: {len(events)} change events on the timeline, {FULL_COUNTS['events']} needed",
+                fallback=where,
+            )
+        slots = {e.slot for e in events}
+        if not _WORK_SLOTS <= slots or len(slots & _PERSONAL_SLOTS) != 2:
+            self.add(
+                tdoc,
+                ("steps",),
+                f"scope full: events use slots {sorted(slots)}; need 1, 2, 3 and two of 4, 5, 6",
+                fallback=where,
+            )
+        changing: dict[tuple[Context, str], ChangeEvent] = {}
+        for e in events:
+            cell = (e.context, e.attribute)
+            if cell in changing:
+                self.add(
+                    self.doc(e.id),
+                    ("attribute",),
+                    f"scope full: cell {e.context.value}/{e.attribute} already changes in "
+                    f"{changing[cell].id!r}; each event changes a different cell",
+                )
+            changing.setdefault(cell, e)
+        for ctx, key in _context_cells():
+            group = by_cell.get((ctx, key), [])
+            name = f"{ctx.value}/{key}"
+            if (ctx, key) in changing:
+                event = changing[(ctx, key)]
+                before = sum(1 for s in group if s.starts_at < event.starts_at)
+                after = len(group) - before
+                if (before, after) != (FULL_COUNTS["before_event"], FULL_COUNTS["after_event"]):
+                    self.add(
+                        self.doc(event.id),
+                        ("attribute",),
+                        f"scope full: changing cell {name} has {before} session(s) before the event "
+                        f"and {after} after; {FULL_COUNTS['before_event']} and "
+                        f"{FULL_COUNTS['after_event']} needed",
+                    )
+            elif len(group) != FULL_COUNTS["stable_sessions"]:
+                self.add(
+                    tdoc,
+                    ("steps",),
+                    f"scope full: stable cell {name} has {len(group)} session(s), "
+                    f"{FULL_COUNTS['stable_sessions']} needed",
+                    fallback=where,
+                )
+        pre = [p for p in self.scan.probes.values() if p.probe_kind is ProbeKind.PRE_EVENT]
+        if len(pre) != FULL_COUNTS["events"]:
+            self.add(
+                tdoc,
+                ("steps",),
+                f"scope full: {len(pre)} pre-event probes, {FULL_COUNTS['events']} needed",
+                fallback=where,
+            )
+
+
+# ---- across users ---------------------------------------------------------------------------
+
+
+def differing_pairs(scans: Sequence[UserScan]) -> list[tuple[str, str]]:
+    """(user label, attribute key) pairs whose work and personal settings differ at the start.
+
+    Users whose matrix did not load are skipped.
+    """
+    out: list[tuple[str, str]] = []
+    for scan in scans:
+        if scan.matrix is None:
+            continue
+        for a in ATTRIBUTES:
+            if scan.matrix.setting(Context.WORK, a.key) != scan.matrix.setting(Context.PERSONAL, a.key):
+                out.append((scan.label, a.key))
+    return out
+
+
+def settings_used(scans: Sequence[UserScan]) -> set[tuple[str, str]]:
+    """(attribute key, setting) pairs that occur in the users' starting matrices."""
+    used: set[tuple[str, str]] = set()
+    for scan in scans:
+        if scan.matrix is None:
+            continue
+        for ctx in Context:
+            for a in ATTRIBUTES:
+                used.add((a.key, scan.matrix.setting(ctx, a.key)))
+    return used
+
+
+def change_direction(event: ChangeEvent) -> int:
+    """+1 when the new setting comes later in the attribute's setting list than the old one, else -1.
+
+    The lists run from less to more of the behaviour (Table 4), e.g. Low -> High is +1.
+    """
+    names = attribute(event.attribute).setting_names
+    return 1 if names.index(event.new_setting) > names.index(event.old_setting) else -1
+
+
+def check_across_users(worlds_dir: str | Path, scans: Sequence[UserScan]) -> list[Violation]:
+    """Rules over all users of a worlds folder (module docstring).
+
+    Args:
+        worlds_dir: the ``worlds/`` folder (violations are reported on ``users/`` line 1, or on
+            a user's ``preferences.yaml`` when one user's matrix is at fault).
+        scans: every user's scan.
+
+    Returns:
+        Violations; none when fewer than four users exist (a partial benchmark).
+    """
+    where = str(Path(worlds_dir) / "users")
+    if len(scans) != FULL_COUNTS["users"] or any(s.matrix is None for s in scans):
+        return []
+    out: list[Violation] = []
+    pairs = differing_pairs(scans)
+    if len(pairs) != FULL_COUNTS["differing_pairs"]:
+        per_user = ", ".join(f"{s.label}: {sum(1 for u, _ in pairs if u == s.label)}" for s in scans)
+        out.append(
+            Violation(
+                where,
+                1,
+                f"{len(pairs)} of 56 user-attribute pairs differ between work and personal "
+                f"({per_user}); exactly {FULL_COUNTS['differing_pairs']} needed",
+            )
+        )
+    used = settings_used(scans)
+    if len(used) < FULL_COUNTS["min_settings_used"]:
+        unused = [f"{a.key}={s}" for a in ATTRIBUTES for s in a.setting_names if (a.key, s) not in used]
+        out.append(
+            Violation(
+                where,
+                1,
+                f"the matrices use {len(used)} of 32 settings, at least {FULL_COUNTS['min_settings_used']} "
+                f"needed; unused: {', '.join(unused)}",
+            )
+        )
+    if all(s.timeline is not None and s.timeline.scope == "full" for s in scans):
+        events = [e for s in scans for e in s.events.values()]
+        attrs = {e.attribute for e in events}
+        if len(attrs) < FULL_COUNTS["min_event_attributes"]:
+            out.append(
+                Violation(
+                    where,
+                    1,
+                    f"the change events cover {len(attrs)} attributes, at least "
+                    f"{FULL_COUNTS['min_event_attributes']} needed",
+                )
+            )
+        directions = {change_direction(e) for e in events}
+        if events and len(directions) < 2:
+            way = "up the setting list" if 1 in directions else "down the setting list"
+            out.append(Violation(where, 1, f"every change event moves {way}; both directions needed"))
+    return out

@@ -25,8 +25,15 @@ Rules, each reported at the file and line it concerns:
   before it, and no step falls in that hour; final probes start after the last step, at most
   one per cell, and the cells without one are listed in one violation on ``timeline.yaml``.
 
-Not checked yet: the timeline counts of a complete user (94 sessions, 5 events, 3 sessions per
-stable cell, 3 before and 2 after a change) - they would fail every partial world.
+- timeline counts by the timeline's ``scope`` (``full``: 94 sessions, 5 events, 3 sessions per
+  stable cell, 3 before and 2 after a change, slots 1-3 plus two of 4-6; ``slice``: at least 12
+  sessions over 6 attributes and both contexts, 2 per covered cell); sessions of one cell have
+  different tasks (:mod:`._check_timeline`);
+- across the four users: exactly 18 of 56 user-attribute pairs differ between contexts, at least
+  30 of 32 settings used; with every user ``full``, events over at least 9 attributes and in both
+  directions (:func:`._check_timeline.check_across_users`);
+- no scripted user line names an attribute, or a setting as a preference (:mod:`._filter`,
+  Appendix D.4).
 
 :func:`check_worlds` collects every violation of every user (it never stops at the first) and
 returns them sorted by path and line; each prints as ``path:line: message``.
@@ -38,8 +45,9 @@ from pathlib import Path
 
 from mempa_tui.scripts._check_base import Violation
 from mempa_tui.scripts._check_scripts import ScriptRules
-from mempa_tui.scripts._check_timeline import TimelineRules
-from mempa_tui.scripts.loader import list_users, scan_user
+from mempa_tui.scripts._check_timeline import TimelineRules, check_across_users
+from mempa_tui.scripts._filter import filter_user
+from mempa_tui.scripts.loader import UserScan, list_users, scan_user
 from mempa_tui.tools import ToolRegistry, default_registry
 
 __all__ = ["Violation", "check_user", "check_worlds"]
@@ -59,16 +67,22 @@ def check_worlds(worlds_dir: str | Path, registry: ToolRegistry | None = None) -
     if not labels:
         return [Violation(str(Path(worlds_dir) / "users"), 1, "no user folders found")]
     out: list[Violation] = []
-    for label in labels:
-        out.extend(check_user(worlds_dir, label, registry))
+    scans = [scan_user(worlds_dir, label) for label in labels]
+    for scan in scans:
+        out.extend(_check_scan(scan, registry))
+    out.extend(check_across_users(worlds_dir, scans))
     return sorted(out)
 
 
 def check_user(worlds_dir: str | Path, label: str, registry: ToolRegistry | None = None) -> list[Violation]:
     """Check one user's folder; see the module docstring. Returns violations sorted by path, line."""
-    scan = scan_user(worlds_dir, label)
+    return _check_scan(scan_user(worlds_dir, label), registry)
+
+
+def _check_scan(scan: UserScan, registry: ToolRegistry | None) -> list[Violation]:
     checker = _UserChecker(scan, registry or default_registry())
     checker.run()
+    checker.violations.extend(filter_user(scan))
     return sorted(set(checker.violations))
 
 
@@ -85,3 +99,4 @@ class _UserChecker(ScriptRules, TimelineRules):
             self.check_script(p)
         self.check_probes()
         self.check_events()
+        self.check_counts()

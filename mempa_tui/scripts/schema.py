@@ -528,3 +528,11 @@ class Timeline(BaseModel):
 
     user: str = Field(pattern=r"^[A-Z]$")
     steps: list[str] = Field(min_length=1)
+    scope: Literal["slice", "full"] | None = Field(
+        default=None,
+        description=(
+            "'full' for a complete four-month timeline (94 sessions, 5 events: the full count "
+            "rules of ``worlds check`` apply); 'slice' for a partial one (the slice rules apply); "
+            "left out (small test trees), no count rule applies."
+        ),
+    )
