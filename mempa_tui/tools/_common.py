@@ -6,6 +6,7 @@ words (paper Appendix C.2, 'Argument checks'): dates ``YYYY-MM-DD``, times 24-ho
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Iterable, Sequence
 from datetime import date, datetime, time, timedelta
@@ -29,6 +30,7 @@ __all__ = [
     "ToolError",
     "check_range",
     "in_date_range",
+    "known_name",
     "matches",
     "preview",
     "require",
@@ -168,6 +170,35 @@ def require(wc: WorkingCopy, collection: str, model: type[R], record_id: str, ar
     if found is None:
         raise ToolError(f"{arg} {record_id!r} names no {what}")
     return found
+
+
+def known_name(value: str, known: Iterable[str], arg: str, what: str) -> str:
+    """The spelling in ``known`` of ``value`` (case and outer spaces ignored), or a :class:`ToolError`.
+
+    The error names the argument and value and lists the closest known names (or all of them,
+    when there are few), e.g. ``city 'Sallowmuth' is not a known city; did you mean Sallowmouth?``.
+
+    Args:
+        value: the name the caller gave.
+        known: the names that exist (visible ones only).
+        arg: the argument's name, for the message.
+        what: what the name should be, e.g. ``"city with forecasts"``.
+    """
+    names = sorted(set(known), key=str.casefold)
+    by_key = {n.strip().casefold(): n for n in names}
+    found = by_key.get(value.strip().casefold())
+    if found is not None:
+        return found
+    close = difflib.get_close_matches(value.strip(), names, n=3, cutoff=0.6)
+    if close:
+        hint = f"; did you mean {', '.join(close)}?"
+    elif not names:
+        hint = "; there are none"
+    elif len(names) <= 8:
+        hint = f"; known: {', '.join(names)}"
+    else:
+        hint = ""
+    raise ToolError(f"{arg} {value!r} is not a known {what}{hint}")
 
 
 def matches(query: str, *fields: str | Iterable[str]) -> bool:
