@@ -1,4 +1,4 @@
-"""``mempa worlds check``, ``runs``, ``report``, ``models list|check`` and ``tui``."""
+"""``mempa worlds check``, ``runs``, ``report``, ``models list|check``, ``tools list``, ``mcp`` and ``tui``."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from typing import TextIO
 from mempa_tui.cli._errors import UserError
 from mempa_tui.cli._run import database_path
 
-__all__ = ["cmd_models", "cmd_report", "cmd_runs", "cmd_tui", "cmd_worlds_check"]
+__all__ = ["cmd_mcp", "cmd_models", "cmd_report", "cmd_runs", "cmd_tools", "cmd_tui", "cmd_worlds_check"]
 
 
 def cmd_worlds_check(args: argparse.Namespace, out: TextIO | None = None) -> int:
@@ -187,3 +187,50 @@ def cmd_tui(args: argparse.Namespace, out: TextIO | None = None) -> int:
         return 0
     print("the terminal app (mempa_tui.tui) is not written yet; use `mempa run` and `mempa runs`", file=out)
     return 1
+
+
+def cmd_tools(args: argparse.Namespace, out: TextIO | None = None) -> int:
+    """``tools list``: the catalog by Table 7 domain, each tool read or write with its write tag."""
+    import json
+
+    from mempa_tui.tools import DOMAINS, catalog
+
+    out = out or sys.stdout
+    rows = catalog()
+    if args.json:
+        print(json.dumps([r.model_dump() for r in rows], indent=2), file=out)
+        return 0
+    width = max((len(r.name) for r in rows), default=0)
+    for key, title in DOMAINS:
+        mine = [r for r in rows if r.domain == key]
+        writes = sum(r.write for r in mine)
+        print(f"{title} ({len(mine)}: {len(mine) - writes} read, {writes} write)", file=out)
+        for r in mine:
+            kind = f"write  {r.tag}" if r.write else "read"
+            print(f"  {r.name:<{width}}  {kind}", file=out)
+    writes = sum(r.write for r in rows)
+    outward = sum(r.outward for r in rows)
+    domains = len({r.domain for r in rows})
+    print(f"{len(rows)} tools in {domains} domains: {len(rows) - writes} read, {writes} write "
+          f"({outward} outward)", file=out)
+    return 0
+
+
+async def cmd_mcp(args: argparse.Namespace) -> int:
+    """``mcp``: serve a user's world tools over stdio; discard or (``--commit``) write back on exit."""
+    from mempa_tui.mcp import WorldSession, serve_stdio
+    from mempa_tui.scripts.loader import list_users, user_dir
+
+    if args.world:
+        folder = Path(args.world)
+    else:
+        folder = user_dir(args.worlds, args.user) / "fixtures"
+        if not folder.is_dir():
+            known = list_users(args.worlds)
+            raise UserError(f"no fixture tree for user {args.user!r} at {folder}"
+                            + (f" (users: {', '.join(known)})" if known else ""))
+    session = WorldSession(folder, args.at)
+    await serve_stdio(session)
+    report = session.finish(commit=args.commit)
+    print(f"mempa mcp: {report.summary(folder)}", file=sys.stderr)
+    return 0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from datetime import datetime
 from typing import NoReturn
 
 __all__ = ["UsageError", "build_parser"]
@@ -57,6 +58,16 @@ def _int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
 
 
+def _story_time(text: str) -> datetime:
+    try:
+        value = datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an ISO date-time like 2026-03-10T09:00") from None
+    if value.tzinfo is not None:
+        raise argparse.ArgumentTypeError(f"{text!r} has a time zone; story times are local, e.g. 2026-03-10T09:00")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The parser of every ``mempa`` command."""
     parser = _Parser(prog="mempa", description="MemPABench playground: run, resume and score memory runs.")
@@ -104,6 +115,21 @@ def build_parser() -> argparse.ArgumentParser:
     msub.add_parser("list", help="list the profiles in models/")
     mcheck = msub.add_parser("check", help="check that a profile's models can be reached")
     mcheck.add_argument("profile", metavar="PROFILE", help="profile name or YAML path")
+
+    tools = sub.add_parser("tools", help="the world tools of Table 7")
+    tsub = tools.add_subparsers(dest="tools_command", metavar="ACTION", parser_class=_Parser)
+    tsub.required = True
+    tlist = tsub.add_parser("list", help="the catalog by domain: read/write, outward, write tags")
+    tlist.add_argument("--json", action="store_true", help="print the catalog as JSON")
+
+    mcp = sub.add_parser("mcp", help="serve a user's world tools over MCP (stdio) on a working copy")
+    mcp.add_argument("--user", required=True, help="user label, e.g. A (worlds/users/A/fixtures)")
+    mcp.add_argument("--at", required=True, type=_story_time, metavar="DATETIME",
+                     help="story time, ISO YYYY-MM-DDTHH:MM; later records stay hidden")
+    mcp.add_argument("--worlds", default="worlds", metavar="DIR", help="worlds folder (default worlds)")
+    mcp.add_argument("--world", metavar="DIR", help="serve this fixture tree instead of the user's")
+    mcp.add_argument("--commit", action="store_true",
+                     help="on a clean exit, write the changes back into the fixture tree (default: discard)")
 
     tui = sub.add_parser("tui", help="open the terminal app")
     tui.add_argument("--worlds", default="worlds", metavar="DIR", help="worlds folder (default worlds)")

@@ -44,6 +44,10 @@ async def _dispatch(args: argparse.Namespace) -> int:
         return await _commands.cmd_models(args)
     if args.command == "worlds":
         return _commands.cmd_worlds_check(args)
+    if args.command == "tools":
+        return _commands.cmd_tools(args)
+    if args.command == "mcp":
+        return await _commands.cmd_mcp(args)
     raise UsageError(f"mempa: unknown command {args.command!r}")
 
 
