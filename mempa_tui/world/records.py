@@ -192,6 +192,13 @@ from mempa_tui.world._records_hotels import Hotel, HotelBooking  # noqa: E402
 from mempa_tui.world._records_reimbursement import ReimbursementPolicy, ReimbursementSubmission  # noqa: E402
 from mempa_tui.world._records_restaurants import Restaurant, RestaurantReservation  # noqa: E402
 from mempa_tui.world._records_room_booking import BookableRoom, RoomBooking  # noqa: E402
+from mempa_tui.world._records_cinema import CinemaTicket, Showtime  # noqa: E402
+from mempa_tui.world._records_comic_store import ComicItem  # noqa: E402
+from mempa_tui.world._records_exhibitions import Exhibition, ExhibitionTicket  # noqa: E402
+from mempa_tui.world._records_household import HouseholdItem  # noqa: E402
+from mempa_tui.world._records_media_transcoding import TranscodeJob, TranscodeService  # noqa: E402
+from mempa_tui.world._records_recipes import Recipe  # noqa: E402
+from mempa_tui.world._records_scholarly_papers import ScholarlyPaper  # noqa: E402
 
 #: Collection path -> record model, for the domains built so far.
 COLLECTIONS: dict[str, type[Record]] = {
@@ -235,6 +242,16 @@ COLLECTIONS: dict[str, type[Record]] = {
     "grade_submission/submissions": GradeSubmission,
     "flights/flights": Flight,
     "flights/bookings": FlightBooking,
+    "scholarly_papers/papers": ScholarlyPaper,
+    "recipes/recipes": Recipe,
+    "comic_store/inventory": ComicItem,
+    "cinema/showtimes": Showtime,
+    "cinema/tickets": CinemaTicket,
+    "exhibitions/exhibitions": Exhibition,
+    "exhibitions/tickets": ExhibitionTicket,
+    "media_transcoding/services": TranscodeService,
+    "media_transcoding/jobs": TranscodeJob,
+    "household/inventory": HouseholdItem,
 }
 
 #: Collection path -> prefix of the ids the tools give new records (``<prefix><4 digits>``,
@@ -280,4 +297,14 @@ ID_PREFIXES: dict[str, str] = {
     "grade_submission/submissions": "gs_",
     "flights/flights": "fl_",
     "flights/bookings": "fb_",
+    "scholarly_papers/papers": "pap_",
+    "recipes/recipes": "rcp_",
+    "comic_store/inventory": "cmc_",
+    "cinema/showtimes": "show_",
+    "cinema/tickets": "ctk_",
+    "exhibitions/exhibitions": "exh_",
+    "exhibitions/tickets": "etk_",
+    "media_transcoding/services": "mts_",
+    "media_transcoding/jobs": "tjob_",
+    "household/inventory": "hh_",
 }
