@@ -29,7 +29,27 @@ __all__ = [
 ]
 
 #: Domain modules (under mempa_tui.tools) whose ``__all__`` lists ToolDefs, in Table 7 order.
-_DOMAIN_MODULES: tuple[str, ...] = ("_email", "_messages", "_calendar", "_documents", "_contacts")
+_DOMAIN_MODULES: tuple[str, ...] = (
+    "_email",
+    "_messages",
+    "_calendar",
+    "_documents",
+    "_contacts",
+    "_phone",
+    "_maps_places",
+    "_weather",
+    "_shopping",
+    "_shipping",
+    "_finance",
+    "_appointments",
+    "_restaurants",
+    "_room_booking",
+    "_hotels",
+    "_reimbursement",
+    "_conference_registration",
+    "_grade_submission",
+    "_flights",
+)
 
 
 def domain_tools() -> list[ToolDef]:
