@@ -11,6 +11,7 @@ from typing import Any
 
 from mempa_tui.memory._consolidation import CompletionClient
 from mempa_tui.memory._file import FileMemory, default_thresholds
+from mempa_tui.memory._prefstate import PrefStateMemory
 from mempa_tui.memory._reference import NoMemory, OracleMemory
 from mempa_tui.memory.base import MemorySystem
 
@@ -74,10 +75,37 @@ def _build_file(
         raise MemoryConfigError(str(exc)) from None
 
 
+_PREFSTATE_OPTIONS = {"confident_at": (int, float), "recent_changes": (int,)}
+
+
+def _build_prefstate(
+    *, client: CompletionClient | None, folder: Path, context_window: int | None, **options: Any
+) -> MemorySystem:
+    unknown = set(options) - set(_PREFSTATE_OPTIONS)
+    if unknown:
+        raise MemoryConfigError(
+            f"memory condition 'prefstate': unknown option(s) {', '.join(sorted(unknown))}; "
+            f"valid: {', '.join(sorted(_PREFSTATE_OPTIONS))}"
+        )
+    if client is None:
+        raise MemoryConfigError("memory condition 'prefstate' needs a model client (role 'memory')")
+    for key, value in options.items():
+        if isinstance(value, bool) or not isinstance(value, _PREFSTATE_OPTIONS[key]):
+            raise MemoryConfigError(
+                f"memory condition 'prefstate': {key} must be "
+                f"{'a number' if key == 'confident_at' else 'an integer'}, got {value!r}"
+            )
+    try:
+        return PrefStateMemory(client, folder, **options)
+    except ValueError as exc:
+        raise MemoryConfigError(str(exc)) from None
+
+
 MEMORY_BUILDERS: dict[str, MemoryBuilder] = {
     "none": _build_none,
     "oracle": _build_oracle,
     "file": _build_file,
+    "prefstate": _build_prefstate,
 }
 """Condition name -> builder. Register further conditions here."""
 
@@ -93,13 +121,14 @@ def make_memory(
     """Build the memory system of a condition.
 
     Args:
-        name: ``none``, ``oracle`` or ``file`` (any name in :data:`MEMORY_BUILDERS`).
+        name: ``none``, ``oracle``, ``file``, ``prefstate`` (any name in :data:`MEMORY_BUILDERS`).
         client: model client for systems that call a model (File memory: role ``memory``).
         folder: the run's store folder, ``local_memory/<run>/``.
         context_window: the PA model's context window in tokens; File memory scales its
             thresholds to it (50% -> 25%, capped at 20k -> 10k) unless given explicitly.
         **options: condition-specific options (File memory: ``consolidate_at_tokens``,
-            ``consolidate_to_tokens``).
+            ``consolidate_to_tokens``; preference-state memory: ``confident_at``,
+            ``recent_changes``).
 
     Returns:
         A fresh, empty memory system.
