@@ -49,6 +49,13 @@ _DOMAIN_MODULES: tuple[str, ...] = (
     "_conference_registration",
     "_grade_submission",
     "_flights",
+    "_scholarly_papers",
+    "_recipes",
+    "_comic_store",
+    "_cinema",
+    "_exhibitions",
+    "_media_transcoding",
+    "_household",
 )
 
 
