@@ -101,6 +101,15 @@ def build_parser() -> argparse.ArgumentParser:
     wsub.required = True
     check = wsub.add_parser("check", help="check every rule of the world files; path:line: message per problem")
     check.add_argument("dir", nargs="?", default="worlds", help="worlds folder (default worlds)")
+    stats = wsub.add_parser("stats", help="per-user counts: cells differing by context, settings, sessions, events")
+    stats.add_argument("dir", nargs="?", default="worlds", help="worlds folder (default worlds)")
+    review = wsub.add_parser("review", help="a model judges the five viability conditions of each script (YAML)")
+    review.add_argument("dir", nargs="?", default="worlds", help="worlds folder (default worlds)")
+    review.add_argument("--model", required=True, metavar="PROFILE", help="model profile (its judge role reviews)")
+    review.add_argument("--user", action="append", metavar="LABEL", help="review only this user (repeatable)")
+    review.add_argument("--script", action="append", metavar="ID", help="review only this script id (repeatable)")
+    review.add_argument("--out", default="worlds-review.yaml", metavar="FILE",
+                        help="verdicts file (default worlds-review.yaml)")
 
     runs = sub.add_parser("runs", help="list stored runs with their progress")
     runs.add_argument("--saves", default="saves", metavar="DIR", help="run database folder (default saves)")

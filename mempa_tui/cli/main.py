@@ -43,6 +43,12 @@ async def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "models":
         return await _commands.cmd_models(args)
     if args.command == "worlds":
+        from mempa_tui.cli import _worlds
+
+        if args.worlds_command == "stats":
+            return _worlds.cmd_worlds_stats(args)
+        if args.worlds_command == "review":
+            return await _worlds.cmd_worlds_review(args)
         return _commands.cmd_worlds_check(args)
     if args.command == "tools":
         return _commands.cmd_tools(args)
