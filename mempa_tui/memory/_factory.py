@@ -13,6 +13,7 @@ from mempa_tui.memory._consolidation import CompletionClient
 from mempa_tui.memory._file import FileMemory, default_thresholds
 from mempa_tui.memory._prefstate import PrefStateMemory
 from mempa_tui.memory._reference import NoMemory, OracleMemory
+from mempa_tui.memory._retrieval_build import build_mem0, build_rag
 from mempa_tui.memory.base import MemorySystem
 
 __all__ = ["MEMORY_BUILDERS", "MemoryBuilder", "MemoryConfigError", "make_memory"]
@@ -106,6 +107,8 @@ MEMORY_BUILDERS: dict[str, MemoryBuilder] = {
     "oracle": _build_oracle,
     "file": _build_file,
     "prefstate": _build_prefstate,
+    "rag": build_rag,
+    "mem0": build_mem0,
 }
 """Condition name -> builder. Register further conditions here."""
 

@@ -1,0 +1,259 @@
+"""Pieces shared by the retrieval-based memories (Simple RAG, Mem0-style; paper Section 4 ❷ ❸).
+
+- :class:`VectorIndex`: a FAISS inner-product index over unit vectors (cosine similarity) with
+  stable integer ids, removal, and byte serialisation for checkpoints.
+- :func:`pick_within_budget`: the paper's evidence rule, at most 10 results and 4,000 tokens.
+- :func:`trim_window`: the raw conversation the PA keeps, trimmed at the configured limit; the
+  turns dropped are already in the store (Section 4, 'They trim raw conversation at the same
+  20k-token limit').
+
+faiss is imported when the first index is made, never at ``mempa`` start-up.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from mempa_tui.llm.types import ChatMessage
+from mempa_tui.memory._embed import Embedder, EmbedderError
+from mempa_tui.memory._file import _turn_messages
+from mempa_tui.memory.base import EvidenceItem, TurnRecord
+
+__all__ = [
+    "EVIDENCE_TOKENS",
+    "TOP_K",
+    "DimensionMismatchError",
+    "VectorIndex",
+    "check_embedder",
+    "estimate_tokens",
+    "pick_within_budget",
+    "raw_messages",
+    "render_evidence",
+    "trim_window",
+    "window_tokens",
+    "write_files",
+]
+
+TOP_K = 10
+"""Results retrieved per user message (paper Section 4)."""
+EVIDENCE_TOKENS = 4_000
+"""Most tokens of retrieved text placed in the PA's prompt (paper Section 4)."""
+
+_INSTALL_HINT = 'install the memory extra: pip install -e ".[memory]"'
+
+
+class DimensionMismatchError(EmbedderError):
+    """Vectors of one dimension met an index of another (the embedding model changed).
+
+    The message names both dimensions and both model names.
+    """
+
+
+def _faiss() -> Any:
+    try:
+        import faiss
+    except ImportError:
+        raise EmbedderError(f"faiss is not installed; {_INSTALL_HINT}") from None
+    return faiss
+
+
+class VectorIndex:
+    """Cosine-similarity search over unit vectors with integer ids (``IndexIDMap2(IndexFlatIP)``).
+
+    Args:
+        dim: vector dimension (384 for the packaged MiniLM).
+        model: the embedder's name, used in mismatch errors.
+    """
+
+    def __init__(self, dim: int, model: str) -> None:
+        faiss = _faiss()
+        self.dim = dim
+        self.model = model
+        self._index = faiss.IndexIDMap2(faiss.IndexFlatIP(dim))
+
+    @property
+    def size(self) -> int:
+        """Vectors stored."""
+        return int(self._index.ntotal)
+
+    def check(self, vectors: npt.NDArray[np.float32], model: str) -> None:
+        """Refuse vectors whose dimension differs from the index's.
+
+        Raises:
+            DimensionMismatchError: names the index's and the vectors' dimension and model.
+        """
+        if vectors.ndim != 2 or vectors.shape[1] != self.dim:
+            got = vectors.shape[1] if vectors.ndim == 2 else vectors.shape
+            raise DimensionMismatchError(
+                f"embedding dimension mismatch: the store holds {self.dim}-dimensional vectors from "
+                f"{self.model!r}, but {model!r} produced {got}-dimensional ones; start a fresh store "
+                "or use the original embedding model"
+            )
+
+    def add(self, ids: Sequence[int], vectors: npt.NDArray[np.float32], model: str) -> None:
+        """Add vectors under ``ids`` (each id must be new)."""
+        self.check(vectors, model)
+        self._index.add_with_ids(vectors, np.asarray(ids, dtype=np.int64))
+
+    def remove(self, ids: Sequence[int]) -> None:
+        """Remove the vectors stored under ``ids`` (unknown ids are ignored)."""
+        if ids:
+            self._index.remove_ids(np.asarray(ids, dtype=np.int64))
+
+    def search(self, query: npt.NDArray[np.float32], k: int, model: str) -> list[tuple[int, float]]:
+        """The ``k`` most similar stored vectors to one query row, best first.
+
+        Returns:
+            ``[(id, cosine score)]``; empty when the index is empty (never placeholder ids).
+        """
+        self.check(query, model)
+        if self.size == 0 or k <= 0:
+            return []
+        scores, ids = self._index.search(query[:1], min(k, self.size))
+        return [(int(i), float(s)) for i, s in zip(ids[0], scores[0], strict=True) if i >= 0]
+
+    def to_bytes(self) -> bytes:
+        """The index as FAISS's own serialisation."""
+        return bytes(_faiss().serialize_index(self._index).tobytes())
+
+    @classmethod
+    def from_bytes(cls, data: bytes, dim: int, model: str) -> VectorIndex:
+        """Rebuild an index written by :meth:`to_bytes`.
+
+        Raises:
+            DimensionMismatchError: the bytes hold an index of another dimension than ``dim``.
+            ValueError: the bytes are not a FAISS index.
+        """
+        faiss = _faiss()
+        try:
+            index = faiss.deserialize_index(np.frombuffer(data, dtype=np.uint8))
+        except RuntimeError as exc:
+            raise ValueError(f"not a FAISS index: {str(exc).splitlines()[0]}") from None
+        if int(index.d) != dim:
+            raise DimensionMismatchError(
+                f"embedding dimension mismatch: the snapshot's index is {index.d}-dimensional but its "
+                f"records say {dim} ({model!r})"
+            )
+        out = cls.__new__(cls)
+        out.dim, out.model, out._index = dim, model, index
+        return out
+
+
+def pick_within_budget(
+    candidates: Sequence[tuple[str, float, str]],
+    count: Callable[[str], int],
+    *,
+    top_k: int = TOP_K,
+    budget: int = EVIDENCE_TOKENS,
+) -> list[tuple[str, float, str]]:
+    """The first ``top_k`` candidates, best first, that fit together into ``budget`` tokens.
+
+    A candidate too long for what is left of the budget is skipped; later, shorter ones may fit.
+
+    Args:
+        candidates: ``(text, score, source id)`` sorted best first.
+        count: text -> tokens.
+        top_k: most candidates considered (10 in the paper).
+        budget: most tokens in total (4,000 in the paper).
+
+    Returns:
+        The kept candidates, in the same order.
+    """
+    kept: list[tuple[str, float, str]] = []
+    used = 0
+    for text, score, source in list(candidates)[:top_k]:
+        tokens = count(text)
+        if used + tokens <= budget:
+            kept.append((text, score, source))
+            used += tokens
+    return kept
+
+
+def window_tokens(turns: Sequence[TurnRecord], count: Callable[[str], int]) -> int:
+    """Tokens the turns take as raw chat messages in the PA's history (4 per message overhead)."""
+    return sum(count(m.content) + 4 for turn in turns for m in _turn_messages(turn))
+
+
+def trim_window(
+    window: list[TurnRecord], count: Callable[[str], int], *, trim_at: int, trim_to: int
+) -> tuple[list[TurnRecord], int]:
+    """Drop the oldest raw turns once the window passes ``trim_at`` tokens, until below ``trim_to``.
+
+    The hysteresis keeps the PA's prompt prefix stable between trims (KV-cache reuse).
+
+    Returns:
+        ``(kept turns, number dropped)``.
+    """
+    if window_tokens(window, count) <= trim_at:
+        return window, 0
+    kept = list(window)
+    dropped = 0
+    while kept and window_tokens(kept, count) >= trim_to:
+        kept.pop(0)
+        dropped += 1
+    return kept, dropped
+
+
+def raw_messages(window: Sequence[TurnRecord], step_id: str, is_probe: bool) -> list[ChatMessage]:
+    """The raw turns as chat messages before the current session; none in probes.
+
+    Turns of the current step are left out: the PA already holds this session's history.
+    """
+    if is_probe:
+        return []
+    out: list[ChatMessage] = []
+    for turn in window:
+        if turn.step_id != step_id:
+            out.extend(_turn_messages(turn))
+    return out
+
+
+def estimate_tokens(text: str) -> int:
+    """A model-free token estimate: about four characters a token (at least one for any text)."""
+    return (len(text) + 3) // 4 if text else 0
+
+
+def render_evidence(heading: str, items: Sequence[EvidenceItem]) -> str:
+    """The retrieved items as the PA's memory section, numbered, each with its score.
+
+    Returns:
+        ``""`` when there are no items (the PA sees no memory section rather than an empty one).
+    """
+    if not items:
+        return ""
+    lines = [f"{heading} (most similar first; score = cosine similarity):"]
+    for n, item in enumerate(items, 1):
+        score = f"{item.score:.2f}" if item.score is not None else "n/a"
+        lines.append(f"[{n}] (score {score}) {item.text}")
+    return "\n".join(lines)
+
+
+def check_embedder(stored_name: str, stored_dim: int, embedder: Embedder, system: str) -> None:
+    """Refuse a snapshot built with another embedding model or dimension.
+
+    Raises:
+        DimensionMismatchError: names both models and both dimensions.
+    """
+    if embedder.dim and stored_dim and (stored_name != embedder.name or stored_dim != embedder.dim):
+        raise DimensionMismatchError(
+            f"{system}: the snapshot was embedded with {stored_name!r} ({stored_dim} dimensions) but this "
+            f"store embeds with {embedder.name!r} ({embedder.dim} dimensions); start a fresh run or use "
+            "the original embedding model"
+        )
+    if not embedder.dim and stored_dim:
+        embedder.dim = stored_dim
+
+
+def write_files(folder: Path, files: dict[str, bytes]) -> None:
+    """Write each file under ``folder`` atomically (temporary file, then rename)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, data in files.items():
+        tmp = folder / f".{name}.tmp"
+        tmp.write_bytes(data)
+        os.replace(tmp, folder / name)
