@@ -39,6 +39,11 @@ METHODS, PAYMENTS = "finance/payment_methods", "finance/bill_payments"
 Amount = Annotated[float, Field(gt=0, le=1_000_000)]
 
 
+def _alnum(text: str) -> str:
+    """Letters and digits only, case-folded: account numbers match however they are spaced."""
+    return "".join(c for c in text if c.isalnum()).casefold()
+
+
 def usable_method(wc: WorkingCopy, method_id: str, arg: str, on: date) -> PaymentMethod:
     """The visible payment method ``method_id``, checked not expired on ``on``.
 
@@ -211,16 +216,16 @@ def utility_account_holder_update(
     """Ask a utility provider to change who holds an account (e.g. after a move or a death).
 
     Args:
-        account_number: the utility account number, as shown on its bills.
+        account_number: the utility account number as shown on its bills (spaces and dashes ignored).
         holder_name: the full name of the new account holder.
         effective_on: the day the change takes effect, YYYY-MM-DD, today or later; today if omitted.
 
     Returns:
         the account with its holder and its holder changes so far.
     """
-    key = "".join(account_number.split()).casefold()
+    key = _alnum(account_number)
     accounts = wc.records_as(ACCOUNTS, UtilityAccount)
-    account = next((a for a in accounts if "".join(a.account_number.split()).casefold() == key), None)
+    account = next((a for a in accounts if _alnum(a.account_number) == key), None)
     if account is None:
         raise ToolError(f"account_number {account_number!r} names no utility account")
     today = wc.now.date()

@@ -32,11 +32,15 @@ def package_view(wc: WorkingCopy, package: Package) -> dict[str, Any]:
     return shown
 
 
+def _alnum(text: str) -> str:
+    return "".join(c for c in text if c.isalnum()).casefold()
+
+
 def find_package(wc: WorkingCopy, tracking_number: str) -> Package:
-    """The visible parcel with ``tracking_number`` (case and spaces ignored), or a ToolError."""
-    key = "".join(tracking_number.split()).casefold()
+    """The visible parcel with ``tracking_number`` (case, spaces and dashes ignored), or a ToolError."""
+    key = _alnum(tracking_number)
     for p in wc.records_as(PACKAGES, Package):
-        if "".join(p.tracking_number.split()).casefold() == key:
+        if _alnum(p.tracking_number) == key:
             return p
     raise ToolError(f"tracking_number {tracking_number!r} names no parcel")
 
