@@ -13,7 +13,13 @@ import pytest
 
 from mempa_tui.ix.types import CallStatus, ExecutedCall, IXCall
 from mempa_tui.llm import LLMClient, ScriptedModelServer, ScriptedReply, ScriptedRequest
-from mempa_tui.memory import MemoryConfigError, SessionInfo, SnapshotError, TurnRecord, make_memory
+from mempa_tui.memory import (
+    MemoryConfigError,
+    SessionInfo,
+    SnapshotError,
+    TurnRecord,
+    make_memory,
+)
 from mempa_tui.memory._prefstate import PrefStateMemory
 from mempa_tui.memory._prefstate_extract import quote_in
 from mempa_tui.taxonomy import Context
@@ -33,7 +39,7 @@ PHRASES: dict[str, tuple[str, str, float]] = {
 def person_message(request: ScriptedRequest) -> str:
     """The user message the extraction prompt shows (between its heading and the answer line)."""
     text = request.messages[1].content  # the turn's prompt, also on a retry
-    found = re.search(r"## The person's message\n(.*)\n\nAnswer with", text, re.S)
+    found = re.search(r"## The person's message\n(.*)\n\nAnswer with", text, re.DOTALL)
     assert found, text
     return found.group(1)
 
