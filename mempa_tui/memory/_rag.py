@@ -49,7 +49,16 @@ from mempa_tui.memory.base import (
     TurnRecord,
 )
 
-__all__ = ["RagEntry", "RagMemory", "RagState", "RagStats"]
+__all__ = ["RagEntry", "RagMemory", "RagState", "RagStats", "embedding_text"]
+
+
+def embedding_text(record: TurnRecord) -> str:
+    """What is embedded for a turn: the user's message and the delivered reply.
+
+    The header (date, context, step) and tool results stay out of the vector: they are alike in
+    every turn and would pull all turns towards each other. The evidence shows the whole turn.
+    """
+    return f"User: {record.user_message}\nAssistant: {record.reply}"
 
 
 class RagEntry(BaseModel):
@@ -167,7 +176,7 @@ class RagMemory(MemorySystem):
         if key in self._keys:
             self._stats.duplicate_writes += 1
             return
-        vectors = await self.embedder.embed([record.as_text()])
+        vectors = await self.embedder.embed([embedding_text(record)])
         index = self._ensure_index()
         entry = RagEntry(id=self._next_id, key=key, record=record.model_copy(deep=True))
         index.add([entry.id], vectors, self.embedder.name)

@@ -1,0 +1,228 @@
+"""Simple RAG with the real packaged MiniLM embedder and FAISS (paper Section 4 ❷).
+
+The store is built through ``make_memory`` with a client of the scripted model over loopback HTTP
+(its token counter; the scripted runtime makes the factory choose the packaged embedder).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from mempa_tui.ix.types import IXCall
+from mempa_tui.llm import LLMClient, ScriptedModelServer, ScriptedRequest
+from mempa_tui.memory import MemoryConfigError, SessionInfo, SnapshotError, TurnRecord, make_memory
+from mempa_tui.memory._embed import LocalEmbedder, normalise_rows
+from mempa_tui.memory._rag import RagMemory
+from mempa_tui.memory._vectors import DimensionMismatchError, VectorIndex
+from mempa_tui.taxonomy import Context
+
+START = datetime(2025, 3, 3, 9, 0)
+
+# Loading torch and the embedding model the first time takes tens of seconds on a busy 2-core
+# machine; the per-test default of 120 s is too tight for the test that loads it.
+pytestmark = pytest.mark.timeout(600)
+
+FILLER = [
+    "Book the small meeting room for the design review on Thursday afternoon.",
+    "Find me a recipe for a vegetarian lasagna for Saturday dinner.",
+    "What is the status of the shipment of the new office chairs?",
+    "Move my dentist appointment to next week if there is a free slot.",
+    "Summarise the three newest papers on battery recycling.",
+    "Check the weather in Lisbon for the weekend trip.",
+    "Add the cinema tickets for Friday to my calendar.",
+    "Order more printer paper for the office.",
+]
+PREFERENCE = (
+    "Please stop asking me before you send routine emails to my team - just send them and tell me afterwards."
+)
+
+
+def turn(i: int, message: str, *, step: str | None = None, context: Context = Context.WORK, reply: str = "Done.") -> TurnRecord:
+    return TurnRecord(
+        step_id=step or f"A-s{i:02d}",
+        context=context,
+        at=START + timedelta(days=i),
+        turn_index=0,
+        user_message=message,
+        ix_calls=[IXCall(attribute="autonomy_level", setting="Self-directed")],
+        reply=reply,
+    )
+
+
+def session(step: str = "A-s99", probe: bool = False) -> SessionInfo:
+    return SessionInfo(step_id=step, context=Context.WORK, at=START + timedelta(days=60), is_probe=probe)
+
+
+@dataclass
+class Setup:
+    client: LLMClient
+    server: ScriptedModelServer
+
+
+def _no_calls(request: ScriptedRequest) -> str:
+    raise AssertionError(f"Simple RAG must not call a model, got a call to {request.model}")
+
+
+@pytest.fixture
+async def setup() -> AsyncIterator[Setup]:
+    async with ScriptedModelServer(_no_calls) as server:
+        yield Setup(LLMClient(server.profile(num_retries=0)), server)
+
+
+def rag(setup: Setup, folder: Path, **options: object) -> RagMemory:
+    memory = make_memory("rag", client=setup.client, folder=folder, context_window=16_384, **options)
+    assert isinstance(memory, RagMemory)
+    return memory
+
+
+async def test_planted_preference_is_handed_back_at_a_later_decision_point(setup: Setup, tmp_path: Path) -> None:
+    memory = rag(setup, tmp_path / "rag")
+    assert memory.embedder.name == "all-MiniLM-L6-v2" and memory.embedder.dim == 384
+    for i, text in enumerate(FILLER[:4]):
+        await memory.write(turn(i, text))
+    await memory.write(turn(4, PREFERENCE, reply="Understood, I will send them directly from now on."))
+    for i, text in enumerate(FILLER[4:], start=5):
+        await memory.write(turn(i, text))
+
+    evidence = await memory.retrieve("Send the weekly status email to my team about the release.", session())
+
+    assert evidence.items, "a non-empty store must return results"
+    top = evidence.items[0]
+    assert PREFERENCE in top.text
+    assert top.score is not None and 0.0 < top.score <= 1.0
+    assert PREFERENCE in evidence.system_text
+    scores = [i.score for i in evidence.items]
+    assert scores == sorted(scores, reverse=True)
+    assert memory.inspect().last_evidence == evidence
+    # the raw conversation of earlier sessions is carried outside probes, not inside them
+    assert len(evidence.prior_messages) == 2 * 9
+    probe = await memory.retrieve("Send the weekly status email to my team about the release.", session(probe=True))
+    assert probe.prior_messages == [] and probe.items == evidence.items
+
+
+async def test_empty_store_returns_nothing(setup: Setup, tmp_path: Path) -> None:
+    memory = rag(setup, tmp_path / "rag")
+    evidence = await memory.retrieve("anything at all", session())
+    assert evidence.items == [] and evidence.system_text == "" and evidence.prior_messages == []
+
+
+async def test_top_ten_within_token_budget_and_current_step_left_out(setup: Setup, tmp_path: Path) -> None:
+    memory = rag(setup, tmp_path / "rag")
+    for i in range(14):
+        await memory.write(turn(i, f"{FILLER[i % len(FILLER)]} (request number {i})"))
+    await memory.write(turn(20, "Send the email to the team now.", step="A-s99"))
+    evidence = await memory.retrieve("Send the email to the team.", session("A-s99"))
+    assert len(evidence.items) == 10
+    assert all("A-s99" not in item.text for item in evidence.items)
+
+    small = rag(setup, tmp_path / "small", evidence_tokens=60)
+    for i in range(6):
+        await small.write(turn(i, FILLER[i]))
+    limited = await small.retrieve("Send the email to the team.", session())
+    assert 0 < len(limited.items) < 6
+    assert sum(setup.client.count_tokens(item.text) for item in limited.items) <= 60
+
+
+async def test_duplicate_writes_do_not_duplicate_results(setup: Setup, tmp_path: Path) -> None:
+    memory = rag(setup, tmp_path / "rag")
+    record = turn(1, PREFERENCE)
+    await memory.write(record)
+    await memory.write(record)
+    await memory.write(record.model_copy(deep=True))
+    evidence = await memory.retrieve("send emails to my team", session())
+    assert len(evidence.items) == 1
+    stats = memory.inspect().stats
+    assert stats["turns_stored"] == 1 and stats["duplicate_writes"] == 2
+
+
+async def test_raw_conversation_trimmed_at_the_limit(setup: Setup, tmp_path: Path) -> None:
+    memory = rag(setup, tmp_path / "rag", trim_at_tokens=300, trim_to_tokens=150)
+    for i in range(12):
+        await memory.write(turn(i, f"{FILLER[i % len(FILLER)]} {'more detail ' * 5}"))
+    evidence = await memory.retrieve("Book a room", session())
+    stats = memory.inspect().stats
+    assert stats["turns_trimmed"] > 0
+    assert stats["window_tokens"] <= 300
+    assert len(evidence.prior_messages) == 2 * stats["window_turns"] < 24
+    # the trimmed turns are still in the store and retrievable
+    assert stats["turns_stored"] == 12
+    oldest = await memory.retrieve(FILLER[0], session())
+    assert any("A-s00" in item.text for item in oldest.items)
+
+
+async def test_probe_restores_a_copy_and_leaves_the_store_exactly_as_it_was(setup: Setup, tmp_path: Path) -> None:
+    memory = rag(setup, tmp_path / "run")
+    for i, text in enumerate(FILLER[:5]):
+        await memory.write(turn(i, text))
+    before = memory.snapshot()
+    before_files = {p.name: p.read_bytes() for p in (tmp_path / "run").iterdir()}
+
+    branch = rag(setup, tmp_path / "probe")
+    branch.restore(before)
+    assert branch.snapshot() == before
+    await branch.write(turn(30, "Probe-only message that must not leak back.", step="P-01"))
+    assert len((await branch.retrieve("probe-only message", session(probe=True))).items) == 6
+
+    assert memory.snapshot() == before
+    assert {p.name: p.read_bytes() for p in (tmp_path / "run").iterdir()} == before_files
+    assert len((await memory.retrieve("probe-only message", session())).items) == 5
+    branch.restore(before)
+    assert branch.snapshot() == before
+
+
+async def test_bad_snapshot_is_refused_with_the_field(setup: Setup, tmp_path: Path) -> None:
+    memory = rag(setup, tmp_path / "rag")
+    with pytest.raises(SnapshotError, match="Simple RAG: bad snapshot at"):
+        memory.restore(b'{"system": "file"}')
+
+
+class TinyEmbedder:
+    """A deterministic 8-dimensional embedder standing in for a changed model."""
+
+    name = "tiny-8"
+    dim = 8
+
+    async def embed(self, texts: Sequence[str]) -> np.ndarray:
+        rows = [[float((hash(t) >> k) & 7) + 1.0 for k in range(8)] for t in texts]
+        return normalise_rows(np.asarray(rows))
+
+
+async def test_changed_embedding_model_names_both_dimensions(setup: Setup, tmp_path: Path) -> None:
+    memory = rag(setup, tmp_path / "rag")
+    await memory.write(turn(0, FILLER[0]))
+    other = RagMemory(TinyEmbedder(), tmp_path / "other")
+    with pytest.raises(DimensionMismatchError) as info:
+        other.restore(memory.snapshot())
+    assert "384" in str(info.value) and "8 dimensions" in str(info.value)
+    assert "all-MiniLM-L6-v2" in str(info.value) and "tiny-8" in str(info.value)
+
+    index = VectorIndex(384, "all-MiniLM-L6-v2")
+    with pytest.raises(DimensionMismatchError, match="384-dimensional.*8-dimensional"):
+        index.add([0], await TinyEmbedder().embed(["x"]), "tiny-8")
+
+
+def test_local_embedder_is_cached_and_normalised() -> None:
+    first, second = LocalEmbedder(), LocalEmbedder()
+    assert first._model is second._model
+    vectors = first.embed_sync(["short replies please", "no"])
+    assert vectors.shape == (2, 384) and vectors.dtype == np.float32
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+
+
+async def test_factory_rejects_bad_options(setup: Setup, tmp_path: Path) -> None:
+    with pytest.raises(MemoryConfigError, match="unknown option"):
+        make_memory("rag", client=setup.client, folder=tmp_path, bogus=1)
+    with pytest.raises(MemoryConfigError, match="top_k must be an integer"):
+        make_memory("rag", client=setup.client, folder=tmp_path, top_k="ten")
+    with pytest.raises(MemoryConfigError, match="embedder must be"):
+        make_memory("rag", client=setup.client, folder=tmp_path, embedder="cloud")
+    with pytest.raises(MemoryConfigError, match="names no 'embedder' role"):
+        make_memory("rag", client=None, folder=tmp_path, embedder="profile")
+    with pytest.raises(MemoryConfigError, match="must be below"):
+        make_memory("rag", client=setup.client, folder=tmp_path, trim_at_tokens=100, trim_to_tokens=200)
