@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import mcp.types as types
+from mcp import types
 from mcp.server import Server, ServerRequestContext
 from mcp.server.stdio import stdio_server
 

@@ -23,7 +23,16 @@ from typing import Annotated, Any
 
 from pydantic import Field, JsonValue
 
-from mempa_tui.tools._common import DateArg, Limit, TimeArg, ToolError, known_name, matches, require, view
+from mempa_tui.tools._common import (
+    DateArg,
+    Limit,
+    TimeArg,
+    ToolError,
+    known_name,
+    matches,
+    require,
+    view,
+)
 from mempa_tui.tools._registry import tool
 from mempa_tui.world import WorkingCopy
 from mempa_tui.world._records_exhibitions import WEEKDAYS, Exhibition, ExhibitionTicket

@@ -23,11 +23,18 @@ from pydantic import AfterValidator, Field, JsonValue
 from mempa_tui.tools._common import Limit, TextArg, ToolError, matches, require, view
 from mempa_tui.tools._registry import tool
 from mempa_tui.world import WorkingCopy
-from mempa_tui.world._records_media_transcoding import Resolution, TranscodeJob, TranscodeService
+from mempa_tui.world._records_media_transcoding import (
+    Resolution,
+    TranscodeJob,
+    TranscodeService,
+)
 
 __all__ = ["media_transcode_job_create", "media_transcode_job_read", "media_transcode_service_search"]
 
 SERVICES, JOBS = "media_transcoding/services", "media_transcoding/jobs"
+
+#: Output formats that carry sound only (resolution must be 'audio' for these and only these).
+_AUDIO = frozenset({"mp3", "wav", "flac", "m4a", "aac", "ogg", "opus"})
 
 
 def _fmt(value: str) -> str:
@@ -163,7 +170,3 @@ def media_transcode_job_create(
     )
     assert isinstance(job, TranscodeJob)
     return {"job_id": job.id, "job": _job(job, wc)}
-
-
-#: Output formats that carry sound only (resolution must be 'audio' for these and only these).
-_AUDIO = frozenset({"mp3", "wav", "flac", "m4a", "aac", "ogg", "opus"})

@@ -21,9 +21,9 @@ DIETARY_TAGS: tuple[str, ...] = DietaryTag.__args__  # type: ignore[attr-defined
 
 
 class RecipeIngredient(BaseModel):
-    """One ingredient line of a recipe."""
+    """One ingredient line of a recipe (a bare number as quantity is read as text: 3 -> '3')."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", coerce_numbers_to_str=True)
 
     name: str = Field(description="The ingredient, e.g. 'plain flour'.")
     quantity: str = Field(default="", description="Amount as written, e.g. '200 g' or '2 tbsp'.")
