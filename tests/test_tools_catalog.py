@@ -119,3 +119,20 @@ def test_tools_list_command_prints_every_tool_with_its_tag() -> None:
     out = io.StringIO()
     cmd_tools(argparse.Namespace(json=True), out)
     assert [r["name"] for r in json.loads(out.getvalue())] == [r.name for r in rows]
+
+
+def test_readme_tag_table_matches_the_registry() -> None:
+    """The README's World tools section states every write's tag as the registry holds it."""
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8")
+    section = text.split("## World tools", 1)[1].split("\n## ", 1)[0]
+    table, outward_part = section.split("Every other write", 1)
+    stated: dict[str, str] = {}
+    for name, tag in re.findall(r"`(\w+)` \| (draft|routine|key) \|", table):
+        stated[name] = tag
+    for name in re.findall(r"`(\w+_\w+)`", outward_part.split("**Names.**", 1)[0]):
+        stated[name] = "outward"
+    actual = {t.name: str(t.tag) for t in default_registry().tools() if t.write}
+    assert stated == actual
