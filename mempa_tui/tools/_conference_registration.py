@@ -14,8 +14,6 @@ Decisions (Appendix C.2 leaves them open):
 
 from __future__ import annotations
 
-from typing import Any
-
 from pydantic import JsonValue
 
 from mempa_tui.tools._common import Limit, NameList, TextArg, ToolError, matches, require, view
@@ -54,7 +52,9 @@ def conference_registration_read(
         registrations made) in date order; register with conference_registration_create.
     """
     if registration_id is not None:
-        found = require(wc, REGISTRATIONS, ConferenceRegistration, registration_id, "registration_id", "registration")
+        found = require(
+            wc, REGISTRATIONS, ConferenceRegistration, registration_id, "registration_id", "registration"
+        )
         return view(found, "registered_at")
     today = wc.now.date()
     found_confs = [
@@ -63,7 +63,7 @@ def conference_registration_read(
         if matches(query, c.name, c.city, c.venue, c.workshops, c.notes)
     ]
     found_confs.sort(key=lambda c: c.start_date)
-    out: list[dict[str, Any]] = []
+    out: list[JsonValue] = []
     for c in found_confs[:limit]:
         shown = view(c, None)
         shown["registration_open"] = today <= c.registration_deadline
@@ -98,7 +98,10 @@ def conference_registration_create(
     conf = require(wc, CONFERENCES, Conference, conference_id, "conference_id", "conference")
     today = wc.now.date()
     if today > conf.registration_deadline:
-        raise ToolError(f"conference_id '{conference_id}': registration for {conf.name} closed on {conf.registration_deadline}")
+        raise ToolError(
+            f"conference_id '{conference_id}': registration for {conf.name} "
+            f"closed on {conf.registration_deadline}"
+        )
     ticket = next((t for t in conf.ticket_types if t.name.casefold() == ticket_type.strip().casefold()), None)
     if ticket is None:
         names = ", ".join(t.name for t in conf.ticket_types)

@@ -41,13 +41,17 @@ def seats_left(wc: WorkingCopy, flight: Flight, fare: Fare) -> int:
 
 def _serves(f: Flight, place: str, side: str) -> bool:
     key = place.strip().casefold()
-    city, code = (f.origin_city, f.origin_airport) if side == "origin" else (f.destination_city, f.destination_airport)
+    city, code = (
+        (f.origin_city, f.origin_airport) if side == "origin" else (f.destination_city, f.destination_airport)
+    )
     return key in (city.casefold(), code.casefold())
 
 
 def _flight_view(wc: WorkingCopy, f: Flight) -> dict[str, Any]:
     shown = view(f, None)
-    shown["fares"] = [{"cabin": x.cabin, "price": x.price, "seats_left": seats_left(wc, f, x)} for x in f.fares]
+    shown["fares"] = [
+        {"cabin": x.cabin, "price": x.price, "seats_left": seats_left(wc, f, x)} for x in f.fares
+    ]
     return shown
 
 
@@ -83,16 +87,20 @@ def flight_search(
             places[code.casefold()] = city
     cities: list[str] = []
     for arg, place in (("origin", origin), ("destination", destination)):
-        city = places.get(place.strip().casefold())
-        if city is None:
+        resolved = places.get(place.strip().casefold())
+        if resolved is None:
             known = ", ".join(sorted(set(places.values()))) or "none"
             raise ToolError(f"{arg} '{place}' is not a city or airport with flights; known cities: {known}")
-        cities.append(city)
+        cities.append(resolved)
     if cities[0] == cities[1]:
         raise ToolError(f"destination '{destination}' is the same city as origin '{origin}'")
-    found: list[dict[str, Any]] = []
+    found: list[JsonValue] = []
     for f in sorted(flights, key=lambda x: x.departure):
-        if not (_serves(f, origin, "origin") and _serves(f, destination, "destination") and f.departure.date() == date):
+        if not (
+            _serves(f, origin, "origin")
+            and _serves(f, destination, "destination")
+            and f.departure.date() == date
+        ):
             continue
         shown = _flight_view(wc, f)
         fares = [
@@ -131,7 +139,9 @@ def flight_booking_read(wc: WorkingCopy, booking_id: str | None = None) -> JsonV
         the booking, or the number of bookings and the bookings.
     """
     if booking_id is not None:
-        return view(require(wc, BOOKINGS, FlightBooking, booking_id, "booking_id", "flight booking"), "booked_at")
+        return view(
+            require(wc, BOOKINGS, FlightBooking, booking_id, "booking_id", "flight booking"), "booked_at"
+        )
     rows = sorted(wc.records_as(BOOKINGS, FlightBooking), key=lambda b: b.departure)
     return {"count": len(rows), "bookings": [view(b, "booked_at") for b in rows]}
 
@@ -150,7 +160,9 @@ def flight_book(wc: WorkingCopy, flight_id: str, passengers: NameList, cabin: st
     """
     flight = require(wc, FLIGHTS, Flight, flight_id, "flight_id", "flight")
     if flight.departure <= wc.now:
-        raise ToolError(f"flight_id '{flight_id}' departed at {flight.departure:%Y-%m-%d %H:%M}; it cannot be booked")
+        raise ToolError(
+            f"flight_id '{flight_id}' departed at {flight.departure:%Y-%m-%d %H:%M}; it cannot be booked"
+        )
     fare = next((x for x in flight.fares if x.cabin.casefold() == cabin.strip().casefold()), None)
     if fare is None:
         names = ", ".join(x.cabin for x in flight.fares)
@@ -165,7 +177,10 @@ def flight_book(wc: WorkingCopy, flight_id: str, passengers: NameList, cabin: st
         seen.add(p.casefold())
     left = seats_left(wc, flight, fare)
     if len(names_given) > left:
-        raise ToolError(f"passengers: {len(names_given)} seats wanted but only {left} left in {fare.cabin} on {flight.flight_number}")
+        raise ToolError(
+            f"passengers: {len(names_given)} seats wanted but only {left} left "
+            f"in {fare.cabin} on {flight.flight_number}"
+        )
     fields = {
         "flight_id": flight.id,
         "flight_number": flight.flight_number,

@@ -15,7 +15,7 @@ Decisions (Appendix C.2 leaves them open):
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from pydantic import Field, JsonValue
 
@@ -34,9 +34,7 @@ Score = Annotated[float, Field(ge=0)]
 def _submitted(wc: WorkingCopy, course_id: str) -> dict[str, str]:
     """Assessment name -> id of its submission, for one course."""
     return {
-        s.assessment: s.id
-        for s in wc.records_as(SUBMISSIONS, GradeSubmission)
-        if s.course_id == course_id
+        s.assessment: s.id for s in wc.records_as(SUBMISSIONS, GradeSubmission) if s.course_id == course_id
     }
 
 
@@ -57,10 +55,13 @@ def grade_submission_read(
         students, assessments with max_score, deadline and submission id if submitted).
     """
     if submission_id is not None:
-        return view(require(wc, SUBMISSIONS, GradeSubmission, submission_id, "submission_id", "grade submission"), "submitted_at")
+        return view(
+            require(wc, SUBMISSIONS, GradeSubmission, submission_id, "submission_id", "grade submission"),
+            "submitted_at",
+        )
     found = [c for c in wc.records_as(COURSES, Course) if matches(query, c.code, c.title, c.term, c.students)]
     found.sort(key=lambda c: c.code)
-    out: list[dict[str, Any]] = []
+    out: list[JsonValue] = []
     for c in found[:limit]:
         shown = view(c, None)
         done = _submitted(wc, c.id)
@@ -93,13 +94,17 @@ def grade_submission_create(
     target = next((a for a in course.assessments if a.name.casefold() == assessment.strip().casefold()), None)
     if target is None:
         names = ", ".join(a.name for a in course.assessments) or "none"
-        raise ToolError(f"assessment '{assessment}' is not an assessment of {course.code} (assessments: {names})")
+        raise ToolError(
+            f"assessment '{assessment}' is not an assessment of {course.code} (assessments: {names})"
+        )
     today = wc.now.date()
     if today > target.deadline:
         raise ToolError(f"assessment '{assessment}': grades for {course.code} were due by {target.deadline}")
     done = _submitted(wc, course.id)
     if target.name in done:
-        raise ToolError(f"assessment '{assessment}' of {course.code} was already submitted as {done[target.name]}")
+        raise ToolError(
+            f"assessment '{assessment}' of {course.code} was already submitted as {done[target.name]}"
+        )
     roster = {s.casefold(): s for s in course.students}
     clean: dict[str, float] = {}
     for given, score in grades.items():
@@ -113,7 +118,9 @@ def grade_submission_create(
         clean[student] = score
     missing = [s for s in course.students if s not in clean]
     if missing:
-        raise ToolError(f"grades has no score for {', '.join(missing)}; every student on the roster needs one")
+        raise ToolError(
+            f"grades has no score for {', '.join(missing)}; every student on the roster needs one"
+        )
     fields = {
         "course_id": course.id,
         "course_code": course.code,

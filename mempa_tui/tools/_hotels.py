@@ -54,7 +54,13 @@ def _room_type(hotel: Hotel, name: str) -> HotelRoomType:
 
 
 def room_problem(
-    wc: WorkingCopy, hotel: Hotel, room: HotelRoomType, check_in: date, check_out: date, guests: int, ignore: str | None = None
+    wc: WorkingCopy,
+    hotel: Hotel,
+    room: HotelRoomType,
+    check_in: date,
+    check_out: date,
+    guests: int,
+    ignore: str | None = None,
 ) -> str | None:
     """Why this room type cannot be had for the stay, or None when it can."""
     if guests > room.max_guests:
@@ -116,7 +122,7 @@ def hotel_search(
         if h.city.casefold() == wanted and matches(query, h.name, h.address, h.amenities, h.notes)
     ]
     found.sort(key=lambda h: h.name)
-    out: list[dict[str, Any]] = []
+    out: list[JsonValue] = []
     for h in found[:limit]:
         shown = view(h, None)
         rooms: list[dict[str, Any]] = []
@@ -138,7 +144,9 @@ def hotel_search(
 
 
 @tool(domain="hotels")
-def hotel_booking_read(wc: WorkingCopy, booking_id: str | None = None, include_cancelled: bool = False) -> JsonValue:
+def hotel_booking_read(
+    wc: WorkingCopy, booking_id: str | None = None, include_cancelled: bool = False
+) -> JsonValue:
     """Read one of the user's hotel bookings, or list them (soonest check-in first).
 
     Args:
@@ -149,7 +157,9 @@ def hotel_booking_read(wc: WorkingCopy, booking_id: str | None = None, include_c
         the booking, or the number of bookings and the bookings.
     """
     if booking_id is not None:
-        return view(require(wc, BOOKINGS, HotelBooking, booking_id, "booking_id", "hotel booking"), "booked_at")
+        return view(
+            require(wc, BOOKINGS, HotelBooking, booking_id, "booking_id", "hotel booking"), "booked_at"
+        )
     rows = [b for b in wc.records_as(BOOKINGS, HotelBooking) if include_cancelled or b.status == "confirmed"]
     rows.sort(key=lambda b: b.check_in)
     return {"count": len(rows), "bookings": [view(b, "booked_at") for b in rows]}
@@ -228,26 +238,45 @@ def hotel_booking_update(
     old = require(wc, BOOKINGS, HotelBooking, booking_id, "booking_id", "hotel booking")
     if old.status == "cancelled":
         raise ToolError(f"booking_id '{booking_id}' is already cancelled; book again instead")
-    changes = {"check_in": check_in, "check_out": check_out, "room_type": room_type, "guests": guests, "notes": notes}
+    changes = {
+        "check_in": check_in,
+        "check_out": check_out,
+        "room_type": room_type,
+        "guests": guests,
+        "notes": notes,
+    }
     given = {k: v for k, v in changes.items() if v is not None}
     if cancel:
         if given:
-            raise ToolError(f"cancel is true together with changes to {', '.join(given)}; do one or the other")
+            raise ToolError(
+                f"cancel is true together with changes to {', '.join(given)}; do one or the other"
+            )
         if old.check_in <= wc.now.date():
-            raise ToolError(f"booking_id '{booking_id}' has check-in {old.check_in}, not after today; it cannot be cancelled")
+            raise ToolError(
+                f"booking_id '{booking_id}' has check-in {old.check_in}, not after today; "
+                "it cannot be cancelled"
+            )
         new = old.model_copy(update={"status": "cancelled"})
     else:
         if not given:
-            raise ToolError("no change was given; pass check_in, check_out, room_type, guests or notes, or cancel=true")
+            raise ToolError(
+                "no change was given; pass check_in, check_out, room_type, guests or notes, or cancel=true"
+            )
         hotel = require(wc, HOTELS, Hotel, old.hotel_id, "booking_id", "bookable hotel")
         merged = HotelBooking.model_validate({**old.model_dump(), **given})
         nights = _check_stay(wc, merged.check_in, merged.check_out)
         room = _room_type(hotel, merged.room_type)
-        problem = room_problem(wc, hotel, room, merged.check_in, merged.check_out, merged.guests, ignore=old.id)
+        problem = room_problem(
+            wc, hotel, room, merged.check_in, merged.check_out, merged.guests, ignore=old.id
+        )
         if problem is not None:
             raise ToolError(problem)
         new = merged.model_copy(
-            update={"room_type": room.name, "nightly_rate": room.nightly_rate, "total_cost": round(room.nightly_rate * nights, 2)}
+            update={
+                "room_type": room.name,
+                "nightly_rate": room.nightly_rate,
+                "total_cost": round(room.nightly_rate * nights, 2),
+            }
         )
     wc.replace(BOOKINGS, new)
     return {"booking_id": new.id, "booking": view(new, "booked_at")}

@@ -23,7 +23,11 @@ from pydantic import Field, JsonValue
 from mempa_tui.tools._common import DateArg, Limit, TextArg, ToolError, check_range, matches, require, view
 from mempa_tui.tools._registry import tool
 from mempa_tui.world import WorkingCopy
-from mempa_tui.world._records_reimbursement import ExpenseCategory, ReimbursementPolicy, ReimbursementSubmission
+from mempa_tui.world._records_reimbursement import (
+    ExpenseCategory,
+    ReimbursementPolicy,
+    ReimbursementSubmission,
+)
 from mempa_tui.world.records import Document
 
 __all__ = ["reimbursement_submission_create", "reimbursement_submission_read"]
@@ -66,7 +70,9 @@ def reimbursement_submission_read(
         (per category: max_amount, claim_window_days, receipt_required).
     """
     if submission_id is not None:
-        return _claim_view(require(wc, CLAIMS, ReimbursementSubmission, submission_id, "submission_id", "expense claim"))
+        return _claim_view(
+            require(wc, CLAIMS, ReimbursementSubmission, submission_id, "submission_id", "expense claim")
+        )
     statuses = ("submitted", "approved", "rejected", "paid")
     if status and status.strip().casefold() not in statuses:
         raise ToolError(f"status '{status}' is not one of {', '.join(statuses)}")
@@ -80,9 +86,11 @@ def reimbursement_submission_read(
         and (until is None or c.expense_date <= until)
     ]
     found.sort(key=lambda c: (c.expense_date, c.id), reverse=True)
-    policies = [view(p, None) for p in wc.records_as(POLICIES, ReimbursementPolicy)]
-    for p in policies:
-        p.pop("id")
+    policies: list[JsonValue] = []
+    for p in wc.records_as(POLICIES, ReimbursementPolicy):
+        rule = view(p, None)
+        rule.pop("id")
+        policies.append(rule)
     return {
         "count": len(found),
         "total_amount": round(sum(c.amount for c in found), 2),
@@ -133,7 +141,11 @@ def reimbursement_submission_create(
     if receipt_document_id.strip():
         require(wc, DOCUMENTS, Document, receipt_document_id.strip(), "receipt_document_id", "document")
     for c in wc.records_as(CLAIMS, ReimbursementSubmission):
-        if (c.category, c.amount, c.expense_date) == (category, amount, expense_date) and c.status != "rejected":
+        if (c.category, c.amount, c.expense_date) == (
+            category,
+            amount,
+            expense_date,
+        ) and c.status != "rejected":
             raise ToolError(
                 f"amount {amount} for {category} on {expense_date} was already claimed as {c.id}; "
                 "a claim is filed once"

@@ -80,7 +80,10 @@ def table_problem(
         and abs(_minutes(r.time) - _minutes(at)) < venue.sitting_minutes
     )
     if taken + party > venue.seats:
-        return "time", f"is fully booked at {venue.name} for {party} (seats left: {max(venue.seats - taken, 0)})"
+        return (
+            "time",
+            f"is fully booked at {venue.name} for {party} (seats left: {max(venue.seats - taken, 0)})",
+        )
     return None
 
 
@@ -141,7 +144,7 @@ def restaurant_reservation_search(
         and (not city or v.city.casefold() == city.strip().casefold())
     ]
     found.sort(key=lambda v: v.name)
-    out: list[dict[str, Any]] = []
+    out: list[JsonValue] = []
     for v in found[:limit]:
         shown = _venue_view(v)
         if date is not None:
@@ -173,7 +176,9 @@ def restaurant_reservation_read(
         the reservation, or the number of reservations and the reservations.
     """
     if reservation_id is not None:
-        found = require(wc, RESERVATIONS, RestaurantReservation, reservation_id, "reservation_id", "reservation")
+        found = require(
+            wc, RESERVATIONS, RestaurantReservation, reservation_id, "reservation_id", "reservation"
+        )
         return view(found, "booked_at")
     rows = [
         r
@@ -253,7 +258,9 @@ def restaurant_reservation_update(
     given = {k: v for k, v in changes.items() if v is not None}
     if cancel:
         if given:
-            raise ToolError(f"cancel is true together with changes to {', '.join(given)}; do one or the other")
+            raise ToolError(
+                f"cancel is true together with changes to {', '.join(given)}; do one or the other"
+            )
         _check_future(wc, old.date, old.time)
         new = old.model_copy(update={"status": "cancelled"})
     else:

@@ -58,7 +58,10 @@ def slot_problem(
         )
     for b in _room_day(wc, room.id, day):
         if b.id != ignore and b.start_time < end and start < b.end_time:
-            return "start_time", f"clashes with a booking of {room.name} from {_hhmm(b.start_time)} to {_hhmm(b.end_time)}"
+            return (
+                "start_time",
+                f"clashes with a booking of {room.name} from {_hhmm(b.start_time)} to {_hhmm(b.end_time)}",
+            )
     return None
 
 
@@ -78,9 +81,13 @@ def _own(wc: WorkingCopy, booking_id: str) -> RoomBooking:
     return found
 
 
-def _check(wc: WorkingCopy, room: BookableRoom, day: date, start: time, end: time, people: int, ignore: str | None) -> float:
+def _check(
+    wc: WorkingCopy, room: BookableRoom, day: date, start: time, end: time, people: int, ignore: str | None
+) -> float:
     if datetime.combine(day, start) < wc.now:
-        raise ToolError(f"date '{day}' start_time '{_hhmm(start)}' is in the past (now is {wc.now:%Y-%m-%d %H:%M})")
+        raise ToolError(
+            f"date '{day}' start_time '{_hhmm(start)}' is in the past (now is {wc.now:%Y-%m-%d %H:%M})"
+        )
     if people > room.capacity:
         raise ToolError(f"attendees {people} is more than {room.name} holds ({room.capacity})")
     problem = slot_problem(wc, room, day, start, end, ignore)
@@ -133,7 +140,7 @@ def room_booking_search(
         if r.capacity >= min_capacity and matches(query, r.name, r.venue, r.city, r.equipment, r.notes)
     ]
     found.sort(key=lambda r: (r.venue, r.name))
-    out: list[dict[str, Any]] = []
+    out: list[JsonValue] = []
     for r in found[:limit]:
         shown = view(r, None)
         if date is not None:
@@ -244,17 +251,29 @@ def room_booking_update(
     old = _own(wc, booking_id)
     if old.status == "cancelled":
         raise ToolError(f"booking_id '{booking_id}' is already cancelled; make a new booking instead")
-    changes = {"date": date, "start_time": start_time, "end_time": end_time, "title": title, "attendees": attendees}
+    changes = {
+        "date": date,
+        "start_time": start_time,
+        "end_time": end_time,
+        "title": title,
+        "attendees": attendees,
+    }
     given = {k: v for k, v in changes.items() if v is not None}
     if cancel:
         if given:
-            raise ToolError(f"cancel is true together with changes to {', '.join(given)}; do one or the other")
+            raise ToolError(
+                f"cancel is true together with changes to {', '.join(given)}; do one or the other"
+            )
         if datetime.combine(old.date, old.start_time) < wc.now:
-            raise ToolError(f"booking_id '{booking_id}' has already started or passed; it cannot be cancelled")
+            raise ToolError(
+                f"booking_id '{booking_id}' has already started or passed; it cannot be cancelled"
+            )
         new = old.model_copy(update={"status": "cancelled"})
     else:
         if not given:
-            raise ToolError("no change was given; pass date, start_time, end_time, title or attendees, or cancel=true")
+            raise ToolError(
+                "no change was given; pass date, start_time, end_time, title or attendees, or cancel=true"
+            )
         new = RoomBooking.model_validate({**old.model_dump(), **given})
         room = require(wc, ROOMS, BookableRoom, old.room_id, "booking_id", "bookable room")
         cost = _check(wc, room, new.date, new.start_time, new.end_time, new.attendees, old.id)

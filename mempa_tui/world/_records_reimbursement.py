@@ -37,7 +37,9 @@ class ReimbursementPolicy(Record):
 
     category: ExpenseCategory
     max_amount: float | None = Field(default=None, gt=0, description="Largest claim allowed.")
-    claim_window_days: int | None = Field(default=None, ge=1, description="Days after the expense a claim may be filed.")
+    claim_window_days: int | None = Field(
+        default=None, ge=1, description="Days after the expense a claim may be filed."
+    )
     receipt_required: bool = False
     notes: str = ""
 
