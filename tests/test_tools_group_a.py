@@ -15,7 +15,7 @@ import pytest
 
 from mempa_tui.tools import ToolResult, default_registry
 from mempa_tui.world import WorkingCopy, WorldState
-from mempa_tui.world.records import Order, Product
+from mempa_tui.world._records_shopping import Order, Product
 
 FIXTURES = Path(__file__).parent / "fixtures_world" / "group_a" / "fixtures"
 NOW = datetime(2026, 3, 10, 9, 0)  # a Tuesday
@@ -35,7 +35,10 @@ TABLE7: dict[str, tuple[set[str], set[str]]] = {
         {"utility_bill_read", "payment_method_read", "bill_payment_read"},
         {"utility_account_holder_update", "bill_payment_create"},
     ),
-    "appointments": ({"appointment_search", "appointment_read"}, {"appointment_create", "appointment_update"}),
+    "appointments": (
+        {"appointment_search", "appointment_read"},
+        {"appointment_create", "appointment_update"},
+    ),
 }
 GROUP = {name for reads, writes in TABLE7.values() for name in reads | writes}
 
@@ -87,7 +90,11 @@ def test_missing_collections_read_as_empty() -> None:
 # (tool, arguments, words the error must contain) — one rejected argument per tool
 REJECTED: list[tuple[str, dict[str, Any], str]] = [
     ("phone_call_read", {"call_id": "call_0099"}, "call_id 'call_0099' names no call in the call log"),
-    ("phone_call_dial", {"purpose": "keys", "contact": "Rafe Vale"}, "contact 'Rafe Vale' has no phone number"),
+    (
+        "phone_call_dial",
+        {"purpose": "keys", "contact": "Rafe Vale"},
+        "contact 'Rafe Vale' has no phone number",
+    ),
     (
         "club_closure_calendar_read",
         {"club": "Sallowmouth Swimming"},
@@ -98,7 +105,11 @@ REJECTED: list[tuple[str, dict[str, Any], str]] = [
         {"origin": "Northfeld School", "destination": "Harbour Pharmacy"},
         "origin 'Northfeld School' is not a known place on the map; did you mean Northfield School?",
     ),
-    ("place_search", {"city": "Atlantis"}, "city 'Atlantis' is not a known city on the map; known: Brindle, Sallowmouth"),
+    (
+        "place_search",
+        {"city": "Atlantis"},
+        "city 'Atlantis' is not a known city on the map; known: Brindle, Sallowmouth",
+    ),
     (
         "weather_forecast_read",
         {"city": "Sallowmouth", "date": "10/03/2026"},
@@ -122,8 +133,16 @@ REJECTED: list[tuple[str, dict[str, Any], str]] = [
         {"order_id": "ord_0001", "product_id": "prod_0003", "reason": "stopped", "resolution": "refund"},
         "the 14-day return window for 'Stopwatch' closed on 2026-02-19 (delivered 2026-02-05)",
     ),
-    ("delivery_address_read", {"address_id": "addr_0099"}, "address_id 'addr_0099' names no delivery address"),
-    ("package_delivery_proof_read", {"tracking_number": "TRK-9999"}, "tracking_number 'TRK-9999' names no parcel"),
+    (
+        "delivery_address_read",
+        {"address_id": "addr_0099"},
+        "address_id 'addr_0099' names no delivery address",
+    ),
+    (
+        "package_delivery_proof_read",
+        {"tracking_number": "TRK-9999"},
+        "tracking_number 'TRK-9999' names no parcel",
+    ),
     ("package_tracking_read", {"tracking_number": "TRK-1001", "order_id": "ord_0001"}, "not both"),
     ("utility_bill_read", {"bill_id": "bill_0099"}, "bill_id 'bill_0099' names no utility bill"),
     ("payment_method_read", {"method_id": "pm_0099"}, "method_id 'pm_0099' names no payment method"),
@@ -176,7 +195,11 @@ FUTURE: list[tuple[str, dict[str, Any], str, str]] = [
     ("shopping_return_case_update", {"case_id": "ret_0002", "withdraw": True}, "case_id", "ret_9999"),
     (
         "shopping_order_create",
-        {"items": [{"product_id": "prod_0005"}], "delivery_address_id": "addr_0001", "payment_method_id": "pm_0001"},
+        {
+            "items": [{"product_id": "prod_0005"}],
+            "delivery_address_id": "addr_0001",
+            "payment_method_id": "pm_0001",
+        },
         "items.0.product_id",
         "prod_9999",
     ),
@@ -223,8 +246,13 @@ def test_names_that_enter_later_are_unknown(wc: WorkingCopy) -> None:
     assert "'Oxmere' is not a known city" in fail(wc, "weather_forecast_read", city="Oxmere").content
     route = fail(wc, "map_route_search", origin="Northfield School", destination="Marsh Lane Clinic")
     assert "destination 'Marsh Lane Clinic' is not a known place" in route.content
-    assert "is not a known club" in fail(wc, "club_closure_calendar_read", club="Gorse Hill Tennis Club").content
-    assert "is not a known appointment provider" in fail(wc, "appointment_search", provider="Clearview Optics").content
+    assert (
+        "is not a known club" in fail(wc, "club_closure_calendar_read", club="Gorse Hill Tennis Club").content
+    )
+    assert (
+        "is not a known appointment provider"
+        in fail(wc, "appointment_search", provider="Clearview Optics").content
+    )
 
 
 # ---- Phone ------------------------------------------------------------------------------------
@@ -264,7 +292,10 @@ def test_places_round_trip(wc: WorkingCopy) -> None:
     evening = ok(wc, "place_search", city="Sallowmouth", open_at_time="19:00")  # today, a Tuesday
     assert [p["name"] for p in evening["places"]] == ["Northfield School", "Sallowmouth Swim Club"]
     assert ok(wc, "place_search", query="clinic")["count"] == 0  # the clinic enters later
-    assert "open_at_time '7pm' is not a 24-hour HH:MM time" in fail(wc, "place_search", open_at_time="7pm").content
+    assert (
+        "open_at_time '7pm' is not a 24-hour HH:MM time"
+        in fail(wc, "place_search", open_at_time="7pm").content
+    )
 
 
 def test_routes_round_trip(wc: WorkingCopy) -> None:
@@ -279,7 +310,10 @@ def test_routes_round_trip(wc: WorkingCopy) -> None:
     assert ok(wc, "map_route_search", origin="Kestrel Books", destination="Northfield School")["count"] == 0
     same = fail(wc, "map_route_search", origin="Kestrel Books", destination="kestrel books")
     assert "is the same place as origin" in same.content
-    assert "mode 'fly' is invalid" in fail(wc, "map_route_search", origin="a", destination="b", mode="fly").content
+    assert (
+        "mode 'fly' is invalid"
+        in fail(wc, "map_route_search", origin="a", destination="b", mode="fly").content
+    )
 
 
 def test_club_closures_round_trip(wc: WorkingCopy) -> None:
@@ -315,9 +349,10 @@ def test_weather_round_trip(wc: WorkingCopy) -> None:
     assert span["forecasts"][1]["summary"] == "bright spells"  # the storm forecast is issued tonight
     assert span["no_forecast"] == ["2026-03-12"]
     evening = WorkingCopy(wc.state, datetime(2026, 3, 10, 19, 0))
-    assert ok(evening, "weather_forecast_read", city="Sallowmouth", date="2026-03-11")["forecasts"][0][
-        "summary"
-    ] == "gales and storms"
+    assert (
+        ok(evening, "weather_forecast_read", city="Sallowmouth", date="2026-03-11")["forecasts"][0]["summary"]
+        == "gales and storms"
+    )
     long = fail(wc, "weather_forecast_read", city="Brindle", end_date="2026-03-30")
     assert "end_date '2026-03-30' is more than 13 days after date '2026-03-10'" in long.content
 
@@ -354,11 +389,14 @@ def test_order_create_and_update(wc: WorkingCopy) -> None:
     assert cancelled["order"]["status"] == "cancelled"
     kettle = wc.get_as("shopping/products", "prod_0001", Product)
     assert kettle is not None and kettle.stock == 5
-    assert "cancelled and can no longer be changed" in fail(wc, "shopping_order_update", order_id=oid, notes="x").content
-    # the order still processing (its shipping update comes later) can be changed
-    assert ok(wc, "shopping_order_update", order_id="ord_0003", notes="Office hours only")["order"]["status"] == (
-        "processing"
+    assert (
+        "cancelled and can no longer be changed"
+        in fail(wc, "shopping_order_update", order_id=oid, notes="x").content
     )
+    # the order still processing (its shipping update comes later) can be changed
+    assert ok(wc, "shopping_order_update", order_id="ord_0003", notes="Office hours only")["order"][
+        "status"
+    ] == ("processing")
     both = fail(wc, "shopping_order_update", order_id="ord_0003", cancel=True, notes="x")
     assert "cannot be combined" in both.content
     stored = wc.stored("shopping/orders", "ord_0003")
@@ -376,15 +414,30 @@ def test_order_create_rejections_write_nothing(wc: WorkingCopy) -> None:
         wc, "shopping_order_create", items=[{"product_id": "prod_0001"}, {"product_id": "prod_0004"}], **base
     )
     assert "several stores" in two_stores.content
-    assert "names no delivery address" in fail(
-        wc, "shopping_order_create", items=[{"product_id": "prod_0001"}], **{**base, "delivery_address_id": "addr_0003"}
-    ).content
-    assert "expired in 2026-02" in fail(
-        wc, "shopping_order_create", items=[{"product_id": "prod_0001"}], **{**base, "payment_method_id": "pm_0002"}
-    ).content
-    assert "items[0].quantity 0 is invalid" in fail(
-        wc, "shopping_order_create", items=[{"product_id": "prod_0001", "quantity": 0}], **base
-    ).content
+    assert (
+        "names no delivery address"
+        in fail(
+            wc,
+            "shopping_order_create",
+            items=[{"product_id": "prod_0001"}],
+            **{**base, "delivery_address_id": "addr_0003"},
+        ).content
+    )
+    assert (
+        "expired in 2026-02"
+        in fail(
+            wc,
+            "shopping_order_create",
+            items=[{"product_id": "prod_0001"}],
+            **{**base, "payment_method_id": "pm_0002"},
+        ).content
+    )
+    assert (
+        "items[0].quantity 0 is invalid"
+        in fail(
+            wc, "shopping_order_create", items=[{"product_id": "prod_0001", "quantity": 0}], **base
+        ).content
+    )
     assert "items is empty" in fail(wc, "shopping_order_create", items=[], **base).content
     assert wc.change_log == [] and not wc.dirty
 
@@ -428,16 +481,23 @@ def test_return_cases_round_trip(wc: WorkingCopy) -> None:
     assert changed["case"]["resolution"] == "refund"
     gone = ok(wc, "shopping_return_case_update", case_id=cid, withdraw=True)
     assert gone["case"]["status"] == "withdrawn"
-    assert "withdrawn and can no longer be changed" in fail(
-        wc, "shopping_return_case_update", case_id=cid, message="hello"
-    ).content
+    assert (
+        "withdrawn and can no longer be changed"
+        in fail(wc, "shopping_return_case_update", case_id=cid, message="hello").content
+    )
     not_yet = fail(
-        wc, "shopping_return_case_update", order_id="ord_0003", product_id="prod_0003", reason="r", resolution="refund"
+        wc,
+        "shopping_return_case_update",
+        order_id="ord_0003",
+        product_id="prod_0003",
+        reason="r",
+        resolution="refund",
     )
     assert "order_id 'ord_0003' is processing, not delivered" in not_yet.content
-    assert "to open a return give reason, resolution" in fail(
-        wc, "shopping_return_case_update", order_id="ord_0002", product_id="prod_0001"
-    ).content
+    assert (
+        "to open a return give reason, resolution"
+        in fail(wc, "shopping_return_case_update", order_id="ord_0002", product_id="prod_0001").content
+    )
     later = WorkingCopy(wc.to_state(), datetime(2026, 3, 12, 10, 0))
     assert ok(later, "shopping_return_case_read", case_id="ret_0001")["status"] == "refunded"
     assert ok(later, "shopping_return_case_read", case_id=cid)["status"] == "withdrawn"
@@ -458,13 +518,19 @@ def test_shipping_round_trip(wc: WorkingCopy) -> None:
         "TRK-1002",
         "TRK-1001",
     ]
-    assert "order_id 'ord_0099' names no order with a parcel" in fail(
-        wc, "package_tracking_read", order_id="ord_0099"
-    ).content
+    assert (
+        "order_id 'ord_0099' names no order with a parcel"
+        in fail(wc, "package_tracking_read", order_id="ord_0099").content
+    )
     proof = ok(wc, "package_delivery_proof_read", tracking_number="TRK-1002")
     assert proof["delivered"] is True and proof["proof"]["left_at"] == "front porch"
     pending = ok(wc, "package_delivery_proof_read", tracking_number="TRK-1003")
-    assert pending == {"tracking_number": "TRK-1003", "delivered": False, "status": "label_created", "proof": None}
+    assert pending == {
+        "tracking_number": "TRK-1003",
+        "delivered": False,
+        "status": "label_created",
+        "proof": None,
+    }
     noon = WorkingCopy(wc.state, datetime(2026, 3, 12, 12, 30))
     assert ok(noon, "package_tracking_read", tracking_number="TRK-1003")["status"] == "delivered"
     assert ok(noon, "package_delivery_proof_read", tracking_number="TRK-1003")["proof"]["signed"] is True
@@ -480,7 +546,10 @@ def test_bills_and_methods(wc: WorkingCopy) -> None:
     assert (water["paid"], water["left_to_pay"], water["status"]) == (50.0, 70.0, "unpaid")
     assert water["account_holder"] == "Mrs P. Hale"
     # the payment of bill_0002 is made on 12 March, so today the bill is still open
-    assert [b["id"] for b in ok(wc, "utility_bill_read", unpaid_only=True)["bills"]] == ["bill_0002", "bill_0003"]
+    assert [b["id"] for b in ok(wc, "utility_bill_read", unpaid_only=True)["bills"]] == [
+        "bill_0002",
+        "bill_0003",
+    ]
     assert ok(wc, "utility_bill_read", provider="tidewater")["count"] == 2
     methods = ok(wc, "payment_method_read")
     assert [m["id"] for m in methods["methods"]] == ["pm_0001", "pm_0003", "pm_0002"]
@@ -493,15 +562,23 @@ def test_bill_payment_round_trip(wc: WorkingCopy) -> None:
     assert paid["bill"]["left_to_pay"] == 50.0
     over = fail(wc, "bill_payment_create", bill_id="bill_0003", payment_method_id="pm_0003", amount=60)
     assert "amount 60.0 is more than the 50.00 GBP left to pay on bill_0003" in over.content
-    rest = ok(wc, "bill_payment_create", bill_id="bill_0003", payment_method_id="pm_0001", pay_on="2026-03-13")
+    rest = ok(
+        wc, "bill_payment_create", bill_id="bill_0003", payment_method_id="pm_0001", pay_on="2026-03-13"
+    )
     assert rest["payment"]["status"] == "scheduled" and rest["payment"]["amount"] == 50.0
     assert rest["bill"]["status"] == "paid"
-    assert "already paid in full" in fail(wc, "bill_payment_create", bill_id="bill_0003", payment_method_id="pm_0001").content
-    past = fail(wc, "bill_payment_create", bill_id="bill_0002", payment_method_id="pm_0001", pay_on="2026-03-09")
+    assert (
+        "already paid in full"
+        in fail(wc, "bill_payment_create", bill_id="bill_0003", payment_method_id="pm_0001").content
+    )
+    past = fail(
+        wc, "bill_payment_create", bill_id="bill_0002", payment_method_id="pm_0001", pay_on="2026-03-09"
+    )
     assert "pay_on '2026-03-09' is in the past" in past.content
-    assert "amount 0 is invalid" in fail(
-        wc, "bill_payment_create", bill_id="bill_0002", payment_method_id="pm_0001", amount=0
-    ).content
+    assert (
+        "amount 0 is invalid"
+        in fail(wc, "bill_payment_create", bill_id="bill_0002", payment_method_id="pm_0001", amount=0).content
+    )
     listed = ok(wc, "bill_payment_read", bill_id="bill_0003")
     assert [p["id"] for p in listed["payments"]] == ["pay_0005", "pay_0004", "pay_0002"]
     assert ok(wc, "bill_payment_read", payment_id="pay_0001")["status"] == "paid"
@@ -513,7 +590,11 @@ def test_bill_payment_round_trip(wc: WorkingCopy) -> None:
 
 def test_account_holder_round_trip(wc: WorkingCopy) -> None:
     done = ok(
-        wc, "utility_account_holder_update", account_number="88 3311", holder_name="Tamsin Hale", effective_on="2026-03-10"
+        wc,
+        "utility_account_holder_update",
+        account_number="88 3311",
+        holder_name="Tamsin Hale",
+        effective_on="2026-03-10",
     )
     assert done["account"]["holder_name"] == "Tamsin Hale"
     assert ok(wc, "utility_bill_read", bill_id="bill_0003")["account_holder"] == "Tamsin Hale"
@@ -521,7 +602,11 @@ def test_account_holder_round_trip(wc: WorkingCopy) -> None:
     assert "already holds account 88-3311" in again.content
     # the change already asked for on 55-0192 is still to come, so it is not visible yet
     planned = ok(
-        wc, "utility_account_holder_update", account_number="55-0192", holder_name="Jo Hale", effective_on="2026-03-25"
+        wc,
+        "utility_account_holder_update",
+        account_number="55-0192",
+        holder_name="Jo Hale",
+        effective_on="2026-03-25",
     )
     assert planned["account"]["holder_name"] == "Tamsin Hale"  # not in effect before 25 March
     assert [c["holder_name"] for c in planned["account"]["holder_changes"]] == ["Jo Hale"]
@@ -537,8 +622,14 @@ def test_account_holder_round_trip(wc: WorkingCopy) -> None:
 
 def test_appointments_round_trip(wc: WorkingCopy) -> None:
     free = ok(wc, "appointment_search", provider="harbour surgery")
-    assert [s["id"] for s in free["slots"]] == ["slot_0002", "slot_0004"]  # past, taken, held and later slots left out
-    assert ok(wc, "appointment_search", query="check-up", start_date="2026-03-16")["slots"][0]["id"] == "slot_0005"
+    assert [s["id"] for s in free["slots"]] == [
+        "slot_0002",
+        "slot_0004",
+    ]  # past, taken, held and later slots left out
+    assert (
+        ok(wc, "appointment_search", query="check-up", start_date="2026-03-16")["slots"][0]["id"]
+        == "slot_0005"
+    )
     mine = ok(wc, "appointment_read")
     assert [a["id"] for a in mine["appointments"]] == ["appt_0002", "appt_0001"]
     booked = ok(wc, "appointment_create", slot_id="slot_0002", notes="sore throat")
@@ -548,14 +639,20 @@ def test_appointments_round_trip(wc: WorkingCopy) -> None:
     assert "already booked" in fail(wc, "appointment_create", slot_id="slot_0002").content
     assert "is not after now" in fail(wc, "appointment_create", slot_id="slot_0001").content
     moved = ok(wc, "appointment_update", appointment_id=aid, new_slot_id="slot_0004")
-    assert (moved["appointment"]["slot_id"], moved["appointment"]["service"]) == ("slot_0004", "nurse appointment")
+    assert (moved["appointment"]["slot_id"], moved["appointment"]["service"]) == (
+        "slot_0004",
+        "nurse appointment",
+    )
     assert "slot_0002" in [s["id"] for s in ok(wc, "appointment_search")["slots"]]
     cancelled = ok(wc, "appointment_update", appointment_id=aid, cancel=True)
     assert cancelled["appointment"]["status"] == "cancelled"
     assert ok(wc, "appointment_read", appointment_id=aid)["status"] == "cancelled"
     assert ok(wc, "appointment_read", include_cancelled=True)["count"] == 3
     assert "is cancelled" in fail(wc, "appointment_update", appointment_id=aid, notes="x").content
-    assert "can no longer be changed" in fail(wc, "appointment_update", appointment_id="appt_0002", cancel=True).content
+    assert (
+        "can no longer be changed"
+        in fail(wc, "appointment_update", appointment_id="appt_0002", cancel=True).content
+    )
     both = fail(wc, "appointment_update", appointment_id="appt_0001", new_slot_id="slot_0002", cancel=True)
     assert "cancel or move, not both" in both.content
     later = WorkingCopy(wc.to_state(), datetime(2026, 3, 11, 8, 0))

@@ -29,7 +29,7 @@ from mempa_tui.tools._common import (
 )
 from mempa_tui.tools._registry import tool
 from mempa_tui.world import WorkingCopy
-from mempa_tui.world.records import Appointment, AppointmentSlot
+from mempa_tui.world._records_appointments import Appointment, AppointmentSlot
 
 __all__ = ["appointment_create", "appointment_read", "appointment_search", "appointment_update"]
 
@@ -121,7 +121,10 @@ def appointment_read(
         for_person, notes, booked_at), or the number of matches and the appointments.
     """
     if appointment_id is not None:
-        return view(require(wc, APPOINTMENTS, Appointment, appointment_id, "appointment_id", "appointment"), "booked_at")
+        return view(
+            require(wc, APPOINTMENTS, Appointment, appointment_id, "appointment_id", "appointment"),
+            "booked_at",
+        )
     found = [
         a
         for a in wc.records_as(APPOINTMENTS, Appointment)
@@ -187,7 +190,9 @@ def appointment_update(
     if not cancel and new_slot_id is None and notes is None:
         raise ToolError("no change was given; pass new_slot_id, notes or cancel true")
     if appt.status == "cancelled":
-        raise ToolError(f"appointment_id {appointment_id!r} is cancelled; book a new slot with appointment_create")
+        raise ToolError(
+            f"appointment_id {appointment_id!r} is cancelled; book a new slot with appointment_create"
+        )
     if appt.start <= wc.now:
         raise ToolError(
             f"appointment_id {appointment_id!r} started at {appt.start:%Y-%m-%d %H:%M} and can no longer be changed"
@@ -203,7 +208,13 @@ def appointment_update(
         if slot.id == appt.slot_id:
             raise ToolError(f"new_slot_id {new_slot_id!r} is the slot the appointment already holds")
         update.update(
-            {"slot_id": slot.id, "start": slot.start, "end": slot.end, "location": slot.location, "service": slot.service}
+            {
+                "slot_id": slot.id,
+                "start": slot.start,
+                "end": slot.end,
+                "location": slot.location,
+                "service": slot.service,
+            }
         )
     if notes is not None:
         update["notes"] = notes

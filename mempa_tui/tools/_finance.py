@@ -22,7 +22,7 @@ from pydantic import Field, JsonValue
 from mempa_tui.tools._common import DateArg, Limit, TextArg, ToolError, require, view
 from mempa_tui.tools._registry import tool
 from mempa_tui.world import WorkingCopy
-from mempa_tui.world.records import BillPayment, PaymentMethod, UtilityAccount, UtilityBill
+from mempa_tui.world._records_finance import BillPayment, PaymentMethod, UtilityAccount, UtilityBill
 
 __all__ = [
     "bill_payment_create",
@@ -67,7 +67,9 @@ def _account_view(wc: WorkingCopy, account: UtilityAccount) -> dict[str, Any]:
     shown = view(account, None)
     shown["holder_name"] = _holder(wc, account)
     shown["holder_changes"] = [
-        ch for ch, c in zip(shown["holder_changes"], account.holder_changes, strict=True) if c.requested_at <= wc.now
+        ch
+        for ch, c in zip(shown["holder_changes"], account.holder_changes, strict=True)
+        if c.requested_at <= wc.now
     ]
     return shown
 
@@ -81,7 +83,9 @@ def _bill_view(wc: WorkingCopy, bill: UtilityBill) -> dict[str, Any]:
     paid = _paid(wc, bill.id)
     left = round(bill.amount - paid, 2)
     shown.update({"paid": paid, "left_to_pay": max(left, 0.0), "status": "paid" if left <= 0 else "unpaid"})
-    account = next((a for a in wc.records_as(ACCOUNTS, UtilityAccount) if a.account_number == bill.account_number), None)
+    account = next(
+        (a for a in wc.records_as(ACCOUNTS, UtilityAccount) if a.account_number == bill.account_number), None
+    )
     shown["account_holder"] = _holder(wc, account) if account is not None else None
     return shown
 
@@ -94,7 +98,11 @@ def _payment_view(wc: WorkingCopy, payment: BillPayment) -> dict[str, Any]:
 
 @tool(domain="finance")
 def utility_bill_read(
-    wc: WorkingCopy, bill_id: str | None = None, provider: str = "", unpaid_only: bool = False, limit: Limit = 10
+    wc: WorkingCopy,
+    bill_id: str | None = None,
+    provider: str = "",
+    unpaid_only: bool = False,
+    limit: Limit = 10,
 ) -> JsonValue:
     """Read one utility bill, or list bills (newest first) when no id is given.
 
@@ -115,7 +123,8 @@ def utility_bill_read(
     if unpaid_only:
         shown = [b for b in shown if b["status"] == "unpaid"]
     shown.sort(key=lambda b: str(b["received_at"]), reverse=True)
-    return {"count": len(shown), "bills": shown[:limit]}
+    bills: list[JsonValue] = list(shown[:limit])
+    return {"count": len(shown), "bills": bills}
 
 
 @tool(domain="finance")
@@ -131,7 +140,9 @@ def payment_method_read(wc: WorkingCopy, method_id: str | None = None) -> JsonVa
     """
     if method_id is not None:
         return view(require(wc, METHODS, PaymentMethod, method_id, "method_id", "payment method"), None)
-    found = sorted(wc.records_as(METHODS, PaymentMethod), key=lambda m: (not m.is_default, m.label.casefold()))
+    found = sorted(
+        wc.records_as(METHODS, PaymentMethod), key=lambda m: (not m.is_default, m.label.casefold())
+    )
     return {"count": len(found), "methods": [view(m, None) for m in found]}
 
 
@@ -190,7 +201,9 @@ def bill_payment_create(
         raise ToolError(f"bill_id {bill_id!r} is already paid in full")
     paying = round(amount if amount is not None else left, 2)
     if paying > left:
-        raise ToolError(f"amount {amount} is more than the {left:.2f} {bill.currency} left to pay on {bill_id}")
+        raise ToolError(
+            f"amount {amount} is more than the {left:.2f} {bill.currency} left to pay on {bill_id}"
+        )
     usable_method(wc, payment_method_id, "payment_method_id", day)
     payment = wc.create(
         PAYMENTS,
@@ -231,7 +244,9 @@ def utility_account_holder_update(
     today = wc.now.date()
     day = effective_on or today
     if day < today:
-        raise ToolError(f"effective_on '{day}' is in the past (today is {today}); a holder change cannot be backdated")
+        raise ToolError(
+            f"effective_on '{day}' is in the past (today is {today}); a holder change cannot be backdated"
+        )
     pending = [c for c in account.holder_changes if c.requested_at <= wc.now]
     pending.sort(key=lambda c: (c.effective_on, c.requested_at))
     latest = pending[-1].holder_name if pending else account.holder_name
@@ -239,7 +254,10 @@ def utility_account_holder_update(
         raise ToolError(f"holder_name {holder_name!r} already holds account {account.account_number}")
     change = {"requested_at": wc.now, "effective_on": day, "holder_name": holder_name.strip()}
     updated = UtilityAccount.model_validate(
-        {**account.model_dump(), "holder_changes": [*(c.model_dump() for c in account.holder_changes), change]}
+        {
+            **account.model_dump(),
+            "holder_changes": [*(c.model_dump() for c in account.holder_changes), change],
+        }
     )
     wc.replace(ACCOUNTS, updated)
     return {"account": _account_view(wc, updated)}

@@ -27,8 +27,7 @@ from mempa_tui.tools._common import (
 )
 from mempa_tui.tools._registry import tool
 from mempa_tui.world import WorkingCopy
-from mempa_tui.world.records import ClubClosure, Place, Route
-from mempa_tui.world._records_maps_places import WEEKDAYS
+from mempa_tui.world._records_maps_places import WEEKDAYS, ClubClosure, Place, Route
 
 __all__ = ["club_closure_calendar_read", "map_route_search", "place_search"]
 
@@ -116,7 +115,11 @@ def map_route_search(
         summary describes the way back.
     """
     routes = wc.records_as(ROUTES, Route)
-    names = [p.name for p in wc.records_as(PLACES, Place)] + [r.origin for r in routes] + [r.destination for r in routes]
+    names = (
+        [p.name for p in wc.records_as(PLACES, Place)]
+        + [r.origin for r in routes]
+        + [r.destination for r in routes]
+    )
     start = known_name(origin, names, "origin", "place on the map")
     end = known_name(destination, names, "destination", "place on the map")
     if start == end:

@@ -28,7 +28,8 @@ from mempa_tui.tools._common import (
 )
 from mempa_tui.tools._registry import tool
 from mempa_tui.world import WorkingCopy
-from mempa_tui.world.records import Contact, PhoneCall
+from mempa_tui.world._records_phone import PhoneCall
+from mempa_tui.world.records import Contact
 
 __all__ = ["phone_call_dial", "phone_call_read"]
 
@@ -113,9 +114,12 @@ def phone_call_dial(wc: WorkingCopy, purpose: TextArg, contact: str = "", number
         name, dialled = _number_for(wc, contact)
     else:
         dialled = number
-        same = [c for c in wc.records_as(CONTACTS, Contact) if c.phone and _digits(c.phone) == _digits(number)]
+        same = [
+            c for c in wc.records_as(CONTACTS, Contact) if c.phone and _digits(c.phone) == _digits(number)
+        ]
         name = same[0].name if same else ""
     call = wc.create(
-        CALLS, {"contact": name, "number": dialled, "direction": "out", "duration_minutes": 0, "purpose": purpose}
+        CALLS,
+        {"contact": name, "number": dialled, "direction": "out", "duration_minutes": 0, "purpose": purpose},
     )
     return {"call_id": call.id, "status": "dialled", "call": view(call, "at")}

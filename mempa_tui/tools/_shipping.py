@@ -17,7 +17,7 @@ from pydantic import JsonValue
 from mempa_tui.tools._common import Limit, ToolError, require, view
 from mempa_tui.tools._registry import tool
 from mempa_tui.world import WorkingCopy
-from mempa_tui.world.records import DeliveryAddress, DeliveryProof, Package
+from mempa_tui.world._records_shipping import DeliveryAddress, DeliveryProof, Package
 
 __all__ = ["delivery_address_read", "package_delivery_proof_read", "package_tracking_read"]
 
@@ -57,8 +57,12 @@ def delivery_address_read(wc: WorkingCopy, address_id: str | None = None) -> Jso
         is_default), or the number of addresses and the addresses, the default first.
     """
     if address_id is not None:
-        return view(require(wc, ADDRESSES, DeliveryAddress, address_id, "address_id", "delivery address"), None)
-    found = sorted(wc.records_as(ADDRESSES, DeliveryAddress), key=lambda a: (not a.is_default, a.label.casefold()))
+        return view(
+            require(wc, ADDRESSES, DeliveryAddress, address_id, "address_id", "delivery address"), None
+        )
+    found = sorted(
+        wc.records_as(ADDRESSES, DeliveryAddress), key=lambda a: (not a.is_default, a.label.casefold())
+    )
     return {"count": len(found), "addresses": [view(a, None) for a in found]}
 
 
@@ -103,9 +107,15 @@ def package_delivery_proof_read(wc: WorkingCopy, tracking_number: str) -> JsonVa
     """
     package = find_package(wc, tracking_number)
     proof = next(
-        (p for p in wc.records_as(PROOFS, DeliveryProof) if p.tracking_number == package.tracking_number), None
+        (p for p in wc.records_as(PROOFS, DeliveryProof) if p.tracking_number == package.tracking_number),
+        None,
     )
     if proof is None:
         status = package_view(wc, package)["status"]
-        return {"tracking_number": package.tracking_number, "delivered": False, "status": status, "proof": None}
+        return {
+            "tracking_number": package.tracking_number,
+            "delivered": False,
+            "status": status,
+            "proof": None,
+        }
     return {"tracking_number": package.tracking_number, "delivered": True, "proof": view(proof, None)}

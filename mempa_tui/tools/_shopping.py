@@ -20,12 +20,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
-from mempa_tui.tools._common import Limit, TextArg, ToolError, matches, require, view
+from mempa_tui.tools._common import Limit, ToolError, matches, require, view
 from mempa_tui.tools._finance import usable_method
 from mempa_tui.tools._registry import tool
 from mempa_tui.world import WorkingCopy
-from mempa_tui.world.records import DeliveryAddress, Order, Product, ReturnCase
-from mempa_tui.world._records_shopping import OrderStatus, ReturnStatus
+from mempa_tui.world._records_shipping import DeliveryAddress
+from mempa_tui.world._records_shopping import Order, OrderStatus, Product, ReturnCase, ReturnStatus
 
 __all__ = [
     "shopping_order_create",
@@ -215,10 +215,19 @@ def shopping_order_create(
             )
         stores.add(product.store)
         currencies.add(product.currency)
-        lines.append({"product_id": product.id, "name": product.name, "quantity": item.quantity, "unit_price": product.price})
+        lines.append(
+            {
+                "product_id": product.id,
+                "name": product.name,
+                "quantity": item.quantity,
+                "unit_price": product.price,
+            }
+        )
         wc.replace(PRODUCTS, product.model_copy(update={"stock": product.stock - item.quantity}))
     if len(stores) > 1:
-        raise ToolError(f"items come from several stores ({', '.join(sorted(stores))}); place one order per store")
+        raise ToolError(
+            f"items come from several stores ({', '.join(sorted(stores))}); place one order per store"
+        )
     if len(currencies) > 1:
         raise ToolError(f"items are priced in several currencies ({', '.join(sorted(currencies))})")
     require(wc, ADDRESSES, DeliveryAddress, delivery_address_id, "delivery_address_id", "delivery address")
@@ -271,14 +280,19 @@ def shopping_order_update(
         raise ToolError(f"order_id {order_id!r} is {status} and can no longer be changed{hint}")
     update: dict[str, Any] = {}
     if cancel:
-        update["updates"] = [*order.updates, {"at": wc.now, "status": "cancelled", "note": "cancelled by the customer"}]
+        update["updates"] = [
+            *order.updates,
+            {"at": wc.now, "status": "cancelled", "note": "cancelled by the customer"},
+        ]
         for i, line in enumerate(order.lines):
             product = wc.get_as(PRODUCTS, line.product_id, Product)
             if product is None:
                 raise ToolError(f"order line {i} names product {line.product_id!r}, which no longer exists")
             wc.replace(PRODUCTS, product.model_copy(update={"stock": product.stock + line.quantity}))
     if delivery_address_id is not None:
-        require(wc, ADDRESSES, DeliveryAddress, delivery_address_id, "delivery_address_id", "delivery address")
+        require(
+            wc, ADDRESSES, DeliveryAddress, delivery_address_id, "delivery_address_id", "delivery address"
+        )
         update["delivery_address_id"] = delivery_address_id
     if notes is not None:
         update["notes"] = notes
@@ -296,7 +310,9 @@ def _open_case(
         raise ToolError(f"product_id {product_id!r} is not in order {order_id}")
     delivered = _delivered_on(wc, order)
     if delivered is None:
-        raise ToolError(f"order_id {order_id!r} is {order_status(wc, order)}, not delivered; only delivered orders can be returned")
+        raise ToolError(
+            f"order_id {order_id!r} is {order_status(wc, order)}, not delivered; only delivered orders can be returned"
+        )
     product = wc.get_as(PRODUCTS, product_id, Product)
     window = product.return_window_days if product is not None else 30
     last_day = delivered + timedelta(days=window)
@@ -308,7 +324,9 @@ def _open_case(
     live = sum(
         c.quantity
         for c in wc.records_as(CASES, ReturnCase)
-        if c.order_id == order.id and c.product_id == product_id and case_status(wc, c) not in ("refused", "withdrawn")
+        if c.order_id == order.id
+        and c.product_id == product_id
+        and case_status(wc, c) not in ("refused", "withdrawn")
     )
     if quantity > line.quantity - live:
         raise ToolError(
@@ -317,7 +335,13 @@ def _open_case(
         )
     case = wc.create(
         CASES,
-        {"order_id": order.id, "product_id": product_id, "quantity": quantity, "reason": reason, "resolution": resolution},
+        {
+            "order_id": order.id,
+            "product_id": product_id,
+            "quantity": quantity,
+            "reason": reason,
+            "resolution": resolution,
+        },
     )
     assert isinstance(case, ReturnCase)
     return case
@@ -354,12 +378,23 @@ def shopping_return_case_update(
         the case's id and the case as it stands after the change.
     """
     if case_id is None:
-        missing = [n for n, v in (("order_id", order_id), ("product_id", product_id), ("reason", reason), ("resolution", resolution)) if not (v or "").strip()]
+        missing = [
+            n
+            for n, v in (
+                ("order_id", order_id),
+                ("product_id", product_id),
+                ("reason", reason),
+                ("resolution", resolution),
+            )
+            if not (v or "").strip()
+        ]
         if missing:
             raise ToolError(f"to open a return give {', '.join(missing)} (or give case_id to change a case)")
         if withdraw:
             raise ToolError("withdraw true needs the case_id of an open case")
-        assert order_id is not None and product_id is not None and reason is not None and resolution is not None
+        assert (
+            order_id is not None and product_id is not None and reason is not None and resolution is not None
+        )
         case = _open_case(wc, order_id, product_id, quantity, reason, resolution)
         if message.strip():
             case = ReturnCase.model_validate({**case.model_dump(), "updates": [_update(wc, message, None)]})
@@ -367,7 +402,9 @@ def shopping_return_case_update(
         return {"case_id": case.id, "case": _case_view(wc, case)}
     for name, value in (("order_id", order_id), ("product_id", product_id), ("reason", reason)):
         if value is not None:
-            raise ToolError(f"{name} cannot be changed on an existing case; give only resolution, message or withdraw")
+            raise ToolError(
+                f"{name} cannot be changed on an existing case; give only resolution, message or withdraw"
+            )
     case = require(wc, CASES, ReturnCase, case_id, "case_id", "return case")
     status = case_status(wc, case)
     if status not in _OPEN_CASE:

@@ -16,7 +16,7 @@ from pydantic import JsonValue
 from mempa_tui.tools._common import DateArg, TextArg, ToolError, check_range, known_name, view
 from mempa_tui.tools._registry import tool
 from mempa_tui.world import WorkingCopy
-from mempa_tui.world.records import Forecast
+from mempa_tui.world._records_weather import Forecast
 
 __all__ = ["weather_forecast_read"]
 

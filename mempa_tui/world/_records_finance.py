@@ -57,7 +57,9 @@ class PaymentMethod(Record):
     kind: Literal["card", "bank_account"]
     holder: str
     last4: str = Field(pattern=r"^\d{4}$")
-    expires: str | None = Field(default=None, pattern=r"^\d{4}-(0[1-9]|1[0-2])$", description="YYYY-MM, cards only.")
+    expires: str | None = Field(
+        default=None, pattern=r"^\d{4}-(0[1-9]|1[0-2])$", description="YYYY-MM, cards only."
+    )
     is_default: bool = False
 
 

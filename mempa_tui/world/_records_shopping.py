@@ -41,7 +41,9 @@ class Product(Record):
     price: float = Field(ge=0, description="Unit price in ``currency``.")
     currency: str = "GBP"
     stock: int = Field(ge=0, description="Units available to order now.")
-    return_window_days: int = Field(default=30, ge=0, description="Days after delivery a return may be opened.")
+    return_window_days: int = Field(
+        default=30, ge=0, description="Days after delivery a return may be opened."
+    )
     description: str = ""
 
 
