@@ -29,7 +29,12 @@ from pydantic import BaseModel, Field
 
 from mempa_tui.agent.actions import TurnActions
 from mempa_tui.agent.personal import MAX_MODEL_CALLS
-from mempa_tui.agent.seat import AgentSessionStart, AgentTurnInput, AgentTurnResult, OracleHint
+from mempa_tui.agent.seat import (
+    AgentSessionStart,
+    AgentTurnInput,
+    AgentTurnResult,
+    OracleHint,
+)
 from mempa_tui.ix.types import CallStatus
 from mempa_tui.llm.types import ToolCall, ToolSpec
 from mempa_tui.taxonomy import attribute

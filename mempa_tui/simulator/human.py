@@ -29,12 +29,23 @@ from mempa_tui.ix.types import DeliveredTurn, HeldItem
 from mempa_tui.llm.errors import LLMError
 from mempa_tui.llm.types import Role
 from mempa_tui.scripts.schema import Beat, Fact, Persona, Probe
-from mempa_tui.simulator._blocks import TURN_SCHEMA, Assessment, parse_turn, parse_turn_json
+from mempa_tui.simulator._blocks import (
+    TURN_SCHEMA,
+    Assessment,
+    parse_turn,
+    parse_turn_json,
+)
 from mempa_tui.simulator._checker import ModelClient
 from mempa_tui.simulator._dialogue import DialogueEntry, entry_from_delivered
 from mempa_tui.simulator._leaks import LeakRules, rule_check
 from mempa_tui.simulator._memory import SimulatorMemory
-from mempa_tui.simulator._prompt import ActiveSkill, SkillSide, TurnPromptInput, build_turn_messages, render_persona
+from mempa_tui.simulator._prompt import (
+    ActiveSkill,
+    SkillSide,
+    TurnPromptInput,
+    build_turn_messages,
+    render_persona,
+)
 from mempa_tui.simulator._seat import Script, SimulatorStateError, UserTurn
 from mempa_tui.simulator._skills import SkillBook, default_skills
 from mempa_tui.taxonomy import Context

@@ -1,0 +1,336 @@
+"""Playing one session or probe with a person in a seat, stored like any run (SPEC §4.11, §6).
+
+:func:`play_step` plays one accumulation session or probe of a user through the real episode
+loop (:mod:`mempa_tui.runner.episode`) with a :class:`~mempa_tui.simulator.human.HumanUserSeat`
+or a :class:`~mempa_tui.agent.human.HumanAgentSeat` in place of the simulator or the model PA.
+The wrapper, memory, simulator and scoring treat the person exactly as they treat a model: the
+step starts from a run's checkpoint (the last one before the step's start) or from the fixture
+world with an empty memory, and a final probe played as the PA is scored with BRS and PRS the
+same way the runner scores it (paper Section 3.5, Appendix F).
+
+Each play is stored in the run store as its own run ``play-<seat>-<step>-<time>``: the step (or
+probe result) with its transcript, model calls and checkpoint, and in its ``result_json`` a
+:class:`PlayedStep` - the :class:`~mempa_tui.runner.episode.StepResult` plus the side-by-side
+:class:`~mempa_tui.simulator.human.FidelityPair` list when a person played the user. An error
+is stored on the run record (status ``failed``) before it is raised; leaving mid-way stores it
+as ``stopped``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+import anyio
+from pydantic import BaseModel, Field
+
+from mempa_tui.agent.human import HumanAgentSeat
+from mempa_tui.memory import MemorySystem
+from mempa_tui.memory._reference import OracleMemory
+from mempa_tui.runner._calls import capture_calls, install_call_routing
+from mempa_tui.runner._episode_events import EpisodeEvent
+from mempa_tui.runner._scoring import ProbeScorer, RealizationScores, default_scorer
+from mempa_tui.runner._shared import EpisodeFunctions, RunContext, call_rows
+from mempa_tui.runner._simmem import (
+    dump_simulator_memory,
+    load_simulator_memory,
+    new_simulator_memory,
+)
+from mempa_tui.runner.config import RunConfig
+from mempa_tui.runner.episode import (
+    EpisodeContext,
+    StepResult,
+    run_accumulation,
+    run_probe,
+)
+from mempa_tui.scripts.loader import UserBundle, load_user
+from mempa_tui.scripts.schema import AccumulationSession, ChangeEvent, Probe, ProbeKind
+from mempa_tui.simulator import SimulatorMemory
+from mempa_tui.simulator.human import FidelityPair, HumanUserSeat
+from mempa_tui.store import (
+    CheckpointData,
+    ProbeResultRecord,
+    RunRecord,
+    RunStatus,
+    RunStore,
+    StepRecord,
+    TokenTotals,
+    TranscriptEventRecord,
+)
+from mempa_tui.store.rows import utc_now
+from mempa_tui.world import WorldState
+
+if TYPE_CHECKING:
+    from mempa_tui.llm import LLMClient
+    from mempa_tui.llm.types import LLMCallRecord
+    from mempa_tui.tools import ToolRegistry
+
+__all__ = ["PlayOutcome", "PlayRequest", "PlayableStep", "PlayedStep", "play_step", "playable_steps"]
+
+Seat = Literal["user", "agent"]
+
+
+class PlayRequest(BaseModel):
+    """What to play, and from where."""
+
+    user: str = Field(pattern=r"^[A-Z]$")
+    """The user label (``A``)."""
+    step_id: str = Field(min_length=1)
+    """An accumulation session id or a probe id of that user."""
+    seat: Seat
+    """The seat the person takes: ``user`` or ``agent`` (the PA)."""
+    profile: str = Field(min_length=1)
+    """The model profile (for the other seat, the memory's own calls, judge and rater)."""
+    memory: str = "none"
+    """The memory condition."""
+    source_run: str | None = None
+    """Start from this run's last checkpoint before the step; None: the fixture world, empty
+    memory."""
+    worlds_dir: Path = Path("worlds")
+    """The worlds folder."""
+
+
+class PlayableStep(BaseModel):
+    """A session or probe a person can play."""
+
+    id: str
+    """The script id."""
+    kind: Literal["accumulation", "probe"]
+    """Its kind."""
+    label: str
+    """A one-line description (kind, context, attribute, date)."""
+
+
+class PlayedStep(StepResult):
+    """A step played with a person in a seat: the step result plus the fidelity record."""
+
+    seat: Seat = "user"
+    """The seat the person took."""
+    fidelity: list[FidelityPair] = Field(default_factory=list)
+    """Person turn vs. the simulator's shadow turn (user seat only)."""
+
+
+class PlayOutcome(BaseModel):
+    """How a play ended (also stored; see the module docstring)."""
+
+    play_id: str
+    """The stored run's id."""
+    step_id: str
+    """The session or probe."""
+    kind: Literal["accumulation", "probe"]
+    """Its kind."""
+    status: str
+    """completed, invalid, failed or floored."""
+    reason: str | None = None
+    """Why not completed."""
+    selection: str | None = None
+    """The PA's selection for the tested attribute."""
+    target: str | None = None
+    """The user's setting of the tested attribute (shown only after the play)."""
+    scores: RealizationScores = Field(default_factory=RealizationScores)
+    """BRS and PRS of a completed final probe (else empty)."""
+    fidelity: list[FidelityPair] = Field(default_factory=list)
+    """The side-by-side record (user seat)."""
+    source: str
+    """Where the step started (a checkpoint or the fixture world)."""
+
+    model_config = {"arbitrary_types_allowed": True}
+
+
+def playable_steps(bundle: UserBundle) -> list[PlayableStep]:
+    """The user's accumulation sessions (timeline order) then probes (id order)."""
+    out: list[PlayableStep] = []
+    for step in bundle.steps():
+        if isinstance(step, AccumulationSession):
+            out.append(PlayableStep(id=step.id, kind="accumulation", label=(
+                f"session · {step.context.value} · {step.attribute} · {step.starts_at:%Y-%m-%d}")))
+    for probe_id in sorted(bundle.probes):
+        probe = bundle.probes[probe_id]
+        out.append(PlayableStep(id=probe.id, kind="probe", label=(
+            f"{probe.probe_kind.value} probe · {probe.context.value} · {probe.attribute} · {probe.starts_at:%Y-%m-%d}")))
+    return out
+
+
+class _Start(BaseModel):
+    model_config = {"arbitrary_types_allowed": True}
+    world: WorldState
+    memory_blob: bytes | None = None
+    simulator: SimulatorMemory
+    source: str
+
+
+async def _start_state(store: RunStore, request: PlayRequest, bundle: UserBundle, when: datetime) -> _Start:
+    if request.source_run is None:
+        return _Start(world=bundle.world_state(), simulator=new_simulator_memory(), source="the fixture world")
+    if await store.get_run(request.source_run) is None:
+        raise ValueError(f"source run {request.source_run!r} is not in {store.path}")
+    usable = [c for c in await store.checkpoints(request.source_run)
+              if c.story_time is None or c.story_time < when]
+    if not usable:
+        raise ValueError(f"run {request.source_run} has no checkpoint before {when:%Y-%m-%d %H:%M}")
+    ckpt = max(usable, key=lambda c: c.step_index)
+    world = WorldState(await store.load_world(ckpt.world_manifest))
+    blob = await store.load_blob(ckpt.memory_blob) if ckpt.memory_blob else None
+    sim_text = (await store.load_blob(ckpt.simulator_blob)).decode("utf-8") if ckpt.simulator_blob else ""
+    where = "its start" if ckpt.step_index < 0 else f"step {ckpt.step_index + 1} ({ckpt.step_id})"
+    return _Start(world=world, memory_blob=blob,
+                  simulator=load_simulator_memory(sim_text) if sim_text else new_simulator_memory(),
+                  source=f"run {request.source_run}, checkpoint after {where}")
+
+
+def _records(events: list[EpisodeEvent]) -> list[TranscriptEventRecord]:
+    return [TranscriptEventRecord(seq=i, kind=e.type, event_json=e.model_dump_json()) for i, e in enumerate(events)]
+
+
+def play_id_for(request: PlayRequest, now: datetime) -> str:
+    """``play-<seat>-<step>-<UTC time>`` (unique per second)."""
+    return f"play-{request.seat}-{request.step_id}-{now:%Y%m%dT%H%M%S}"
+
+
+async def play_step(
+    request: PlayRequest,
+    store: RunStore,
+    client: LLMClient,
+    registry: ToolRegistry,
+    *,
+    user_seat: HumanUserSeat | None = None,
+    agent_seat: HumanAgentSeat | None = None,
+    observer: Callable[[EpisodeEvent], None] | None = None,
+    memory_root: Path = Path("local_memory"),
+    scorer: ProbeScorer | None = None,
+) -> PlayOutcome:
+    """Play one step with a person in ``request.seat`` and store it (see the module docstring).
+
+    Args:
+        request: what to play.
+        store: the open run store.
+        client: the model client of ``request.profile``.
+        registry: the world tools.
+        user_seat / agent_seat: the person's seat (the one ``request.seat`` names is required).
+        observer: receives every episode event as it happens.
+        memory_root: parent of the play's memory folder.
+        scorer: BRS and PRS of a final probe (default: the runner's judge and rater).
+
+    Returns:
+        The outcome, with the target revealed.
+
+    Raises:
+        ValueError: the seat is missing, the step is a change event, or the source run does not fit.
+        KeyError / WorldFileError: unknown step id or invalid world files.
+        Exception: what the episode loop raises (stored on the play's run record first).
+    """
+    if (request.seat == "user") != (user_seat is not None) or (request.seat == "agent") != (agent_seat is not None):
+        raise ValueError(f"play_step: seat {request.seat!r} needs exactly the matching human seat")
+    bundle = load_user(request.worlds_dir, request.user)
+    script = bundle.script(request.step_id)
+    if isinstance(script, ChangeEvent):
+        raise ValueError(f"{request.step_id} is a change event: it is replayed, not played")  # noqa: TRY004 - a bad request, not a bad type
+    start = await _start_state(store, request, bundle, script.starts_at)
+    config = RunConfig(user=request.user, profile=request.profile, memory=request.memory,
+                       worlds_dir=request.worlds_dir, repeats=1)
+    run = RunContext(config=config, store=store, client=client, registry=registry, bundle=bundle,
+                     episodes=EpisodeFunctions.default(), memory_root=memory_root)
+    started = utc_now()
+    play_id = play_id_for(request, started)
+    is_probe = isinstance(script, Probe)
+    config_json = request.model_dump_json()
+    await store.create_run(RunRecord(
+        id=play_id, user=request.user, profile=request.profile, memory=request.memory, seed=0, repeats=1,
+        config_json=config_json, config_hash=hashlib.sha256(config_json.encode()).hexdigest(),
+        donor_run=request.source_run, status=RunStatus.RUNNING,
+        total_steps=0 if is_probe else 1, total_probes=1 if is_probe else 0,
+    ))
+    install_call_routing(client)
+    folder = memory_root / play_id
+    try:
+        memory = run.new_memory(folder)
+        if start.memory_blob is not None:
+            memory.restore(start.memory_blob)
+        targets = bundle.targets_at(script.context, script.starts_at)
+        if is_probe and request.memory == "oracle" and isinstance(memory, OracleMemory):
+            memory.set_probe_target(script.attribute, targets[script.attribute])
+        if user_seat is not None:
+            user_seat.memory = None if is_probe else start.simulator
+        events: list[EpisodeEvent] = []
+
+        def collect(event: EpisodeEvent) -> None:
+            events.append(event)
+            if observer is not None:
+                observer(event)
+
+        ctx = EpisodeContext(
+            persona=bundle.persona, targets=targets, world=start.world, registry=registry, memory=memory,
+            client=client, simulator_memory=None if is_probe else start.simulator, user_seat=user_seat,
+            agent_seat=agent_seat, observer=collect, oracle=is_probe and request.memory == "oracle",
+        )
+        with capture_calls() as calls:
+            if isinstance(script, Probe):
+                result: StepResult = await run_probe(script, ctx)
+            else:
+                result = await run_accumulation(script, ctx)
+        played = PlayedStep(**dict(result), seat=request.seat,
+                            fidelity=list(user_seat.fidelity) if user_seat is not None else [])
+        outcome = PlayOutcome(
+            play_id=play_id, step_id=script.id, kind="probe" if is_probe else "accumulation",
+            status=result.status, reason=result.reason, selection=result.selection,
+            target=targets[script.attribute], fidelity=played.fidelity, source=start.source,
+        )
+        if isinstance(script, Probe):
+            outcome.scores = await _store_probe(run, play_id, script, targets[script.attribute], played,
+                                                start.world, _records(events), calls, scorer, started)
+        else:
+            await _store_session(store, play_id, script, played, start, memory, _records(events), calls, started)
+        await store.update_run(play_id, status=RunStatus.COMPLETED, clear_error=True)
+        return outcome
+    except anyio.get_cancelled_exc_class():
+        with anyio.CancelScope(shield=True):
+            await store.update_run(play_id, status=RunStatus.STOPPED, error="left before the end of the step")
+        raise
+    except Exception as exc:
+        await store.update_run(play_id, status=RunStatus.FAILED, error=f"{type(exc).__name__}: {exc}")
+        raise
+    finally:
+        run.drop_folder(folder)
+
+
+async def _store_session(
+    store: RunStore, play_id: str, script: AccumulationSession, played: PlayedStep, start: _Start,
+    memory: MemorySystem, events: list[TranscriptEventRecord], calls: list[LLMCallRecord], started: datetime,
+) -> None:
+    world = played.world if played.world is not None else start.world
+    tokens = TokenTotals.from_calls(calls)
+    await store.commit_step(
+        play_id,
+        StepRecord(index=0, step_id=script.id, kind="accumulation", status=played.status, reason=played.reason,
+                   selection=played.selection, started_at=started, finished_at=utc_now(), tokens=tokens,
+                   result_json=played.model_dump_json(exclude={"world"})),
+        events,
+        CheckpointData(step_index=0, step_id=script.id, story_time=script.starts_at, world_files=dict(world.files),
+                       world_manifest=world.manifest(), memory_snapshot=memory.snapshot(),
+                       simulator_memory_json=dump_simulator_memory(start.simulator), tokens=tokens),
+        call_rows(script.id, calls),
+    )
+
+
+async def _store_probe(
+    run: RunContext, play_id: str, probe: Probe, target: str, played: PlayedStep, world: WorldState,
+    events: list[TranscriptEventRecord], calls: list[LLMCallRecord], scorer: ProbeScorer | None, started: datetime,
+) -> RealizationScores:
+    scores = RealizationScores()
+    all_calls = list(calls)
+    if probe.probe_kind is ProbeKind.FINAL and played.status == "completed":
+        with capture_calls() as score_calls:
+            scores = await (scorer or default_scorer)(run, probe, target, played, world)
+        all_calls.extend(score_calls)
+    await run.store.save_probe_result(play_id, ProbeResultRecord(
+        probe_id=probe.id, repeat=1, kind=probe.probe_kind.value, context=probe.context.value,
+        attribute=probe.attribute, target=target, selection=played.selection, status=played.status,
+        reason=played.reason, attempts=1, checkpoint_run=None, checkpoint_index=None,
+        brs=scores.brs, brs_reason=scores.brs_reason, prs=scores.prs, prs_reason=scores.prs_reason,
+        started_at=started, finished_at=utc_now(), tokens=TokenTotals.from_calls(all_calls),
+        result_json=played.model_dump_json(exclude={"world"}),
+    ), events, call_rows(probe.id, all_calls, 1))
+    return scores

@@ -1,0 +1,134 @@
+"""Playing one step of a real user's world with a person in a seat, stored like any run.
+
+SPEC §4.11 (the wrapper, simulator, memory and scoring treat the person as any PA), §6
+(fidelity record stored); user R of tests/fixtures_runner, scripted model over loopback.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from test_tui_support import USER_MESSAGE, WORLDS, fixed_scorer, run_responder
+
+from mempa_tui.agent.human import HumanAgentSeat, PAAction, PATurnView
+from mempa_tui.llm import LLMClient, ScriptedModelServer
+from mempa_tui.runner.play import PlayedStep, PlayRequest, play_step, playable_steps
+from mempa_tui.scripts.loader import load_user
+from mempa_tui.simulator.human import HumanUserSeat, UserAction, UserPanel
+from mempa_tui.store import RunStatus, RunStore
+from mempa_tui.tools import default_registry
+
+
+@pytest.fixture
+async def client() -> AsyncIterator[LLMClient]:
+    async with ScriptedModelServer(run_responder) as server:
+        yield LLMClient(server.profile(context_window=131072))
+
+
+@pytest.fixture
+async def store(tmp_path: Path) -> AsyncIterator[RunStore]:
+    opened = await RunStore(tmp_path / "saves" / "mempa.sqlite").open()
+    try:
+        yield opened
+    finally:
+        await opened.close()
+
+
+def request(step: str, seat: str, **kw: object) -> PlayRequest:
+    return PlayRequest(user="R", step_id=step, seat=seat, profile="scripted", worlds_dir=WORLDS, **kw)  # type: ignore[arg-type]
+
+
+def test_playable_steps_lists_sessions_then_probes() -> None:
+    steps = playable_steps(load_user(WORLDS, "R"))
+    assert [s.id for s in steps] == [
+        "R-s1", "R-s2", "R-final-work-solution_breadth", "R-final-work-verbosity", "R-pre-ev1"]
+    assert steps[0].kind == "accumulation" and "verbosity" in steps[0].label
+    assert steps[-1].kind == "probe" and steps[-1].label.startswith("pre_event probe")
+
+
+async def test_person_as_pa_plays_a_final_probe_and_is_scored_and_stored(
+    client: LLMClient, store: RunStore, tmp_path: Path
+) -> None:
+    seat = HumanAgentSeat()
+    views: list[PATurnView] = []
+    plan = [PAAction(kind="tool", tool="IX_verbosity", arguments={"setting": "Terse"}),
+            PAAction(kind="tool", tool="mcp_state_document_read", arguments={"document_id": "doc_0001"}),
+            PAAction(kind="reply", text="Replace the breaker panel by June.")]
+
+    def person(view: PATurnView) -> None:
+        views.append(view.model_copy(deep=True))
+        if view.waiting and plan:
+            seat.submit(plan.pop(0))
+
+    seat.on_change = person
+    outcome = await play_step(request("R-final-work-verbosity", "agent"), store, client, default_registry(),
+                              agent_seat=seat, memory_root=tmp_path / "mem", scorer=fixed_scorer)
+    assert outcome.status == "completed", outcome.reason
+    assert outcome.selection == "Terse"
+    bundle = load_user(WORLDS, "R")
+    probe = bundle.probes["R-final-work-verbosity"]
+    assert outcome.target == bundle.targets_at(probe.context, probe.starts_at)["verbosity"]
+    assert (outcome.scores.brs, outcome.scores.prs) == (4, 5)
+    # the person never saw the target: no view mentions it except through their own selection
+    assert all(v.oracle is None for v in views)
+    assert views[0].user_message == USER_MESSAGE
+    # stored: run record, probe result with the selection and scores, transcript with the reply
+    run = await store.get_run(outcome.play_id)
+    assert run is not None and run.status is RunStatus.COMPLETED and run.memory == "none"
+    [stored] = await store.probe_results(outcome.play_id, with_results=True)
+    assert (stored.selection, stored.brs, stored.prs, stored.status) == ("Terse", 4, 5, "completed")
+    assert PlayedStep.model_validate_json(stored.result_json).seat == "agent"
+    rows = await store.transcript(outcome.play_id, "R-final-work-verbosity", 1)
+    assert any(r.kind == "pa_reply" and "breaker panel" in r.event_json for r in rows)
+    assert not (tmp_path / "mem" / outcome.play_id).exists()
+
+
+async def test_person_as_user_plays_a_session_with_the_fidelity_record_stored(
+    client: LLMClient, store: RunStore, tmp_path: Path
+) -> None:
+    plan = [UserAction(kind="say", text="Can you find the boiler inspection email?"),
+            UserAction(kind="advance"),
+            UserAction(kind="say", text="What's the gist of it?"),
+            UserAction(kind="advance"),
+            UserAction(kind="say", text="Good, Friday it is."),
+            UserAction(kind="advance")]  # the last beat opens with a world event: no words
+    panels: list[UserPanel] = []
+    seat = HumanUserSeat(client, load_user(WORLDS, "R").persona)
+
+    def person(panel: UserPanel) -> None:
+        panels.append(panel)
+        if panel.waiting and plan:
+            seat.submit(plan.pop(0))
+
+    seat.on_change = person
+    outcome = await play_step(request("R-s1", "user"), store, client, default_registry(),
+                              user_seat=seat, memory_root=tmp_path / "mem")
+    assert outcome.status == "completed", outcome.reason
+    assert [p.human_message for p in outcome.fidelity] == [
+        "Can you find the boiler inspection email?", "What's the gist of it?", "Good, Friday it is."]
+    assert [p.beat_id for p in outcome.fidelity] == ["opening", "ask_summary", "reaction"]
+    assert all(p.simulator.message == USER_MESSAGE for p in outcome.fidelity)
+    # the deadline fact showed in the panel once its beat began
+    asked = next(p for p in panels if p.waiting and p.beat and p.beat.id == "ask_summary")
+    assert [f.id for f in asked.released] == ["deadline"]
+    assert any(sheet.startswith("Acting sheet: Verbosity") for sheet in asked.acting_sheets)
+    [step] = await store.steps(outcome.play_id, with_results=True)
+    stored = PlayedStep.model_validate_json(step.result_json)
+    assert stored.fidelity == outcome.fidelity and stored.seat == "user"
+    kinds = [r.kind for r in await store.transcript(outcome.play_id, "R-s1")]
+    assert "notice" in kinds and kinds.count("user_message") == 3
+    assert await store.latest_checkpoint(outcome.play_id) is not None
+
+
+async def test_bad_requests_are_refused_by_name(client: LLMClient, store: RunStore, tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="needs exactly the matching human seat"):
+        await play_step(request("R-s1", "user"), store, client, default_registry(), agent_seat=HumanAgentSeat())
+    with pytest.raises(ValueError, match="change event"):
+        await play_step(request("R-ev1", "agent"), store, client, default_registry(), agent_seat=HumanAgentSeat())
+    with pytest.raises(ValueError, match="source run 'nope'"):
+        await play_step(request("R-s1", "agent", source_run="nope"), store, client, default_registry(),
+                        agent_seat=HumanAgentSeat())
+    assert json.loads(request("R-s1", "user").model_dump_json())["seat"] == "user"
