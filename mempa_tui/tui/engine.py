@@ -19,15 +19,18 @@ from typing import Any
 import anyio
 from pydantic import BaseModel, Field, ValidationError
 
+from mempa_tui.agent.human import HumanAgentSeat
 from mempa_tui.cli._errors import user_error_message
 from mempa_tui.cli._run import build_run_config, database_path, prepare_runtime
 from mempa_tui.llm import LLMClient, ModelProfile, ProfileError, load_profile
 from mempa_tui.llm.types import ChatMessage, Completion, Role, ToolSpec
 from mempa_tui.memory import MEMORY_BUILDERS, MemoryInspection, make_memory
 from mempa_tui.runner import RunConfig, Runner, RunObserver, RunOutcome, StepEvent
-from mempa_tui.runner._episode_events import episode_event_adapter
+from mempa_tui.runner._episode_events import EpisodeEvent, episode_event_adapter
 from mempa_tui.runner._scoring import ProbeScorer
+from mempa_tui.runner.play import PlayOutcome, PlayRequest, play_step
 from mempa_tui.scripts.loader import list_users
+from mempa_tui.simulator.human import HumanUserSeat
 from mempa_tui.store import RunStore, RunSummary
 from mempa_tui.tools import default_registry
 from mempa_tui.tui.book import RunRequest
@@ -249,6 +252,35 @@ class RunService:
             fresh=request.fresh, **extra,
         )
         return await runner.run()
+
+    async def play(
+        self,
+        request: PlayRequest,
+        *,
+        user_seat: HumanUserSeat | None = None,
+        agent_seat: HumanAgentSeat | None = None,
+        observer: Callable[[EpisodeEvent], None] | None = None,
+        say: Callable[[str], None] = lambda _line: None,
+    ) -> PlayOutcome:
+        """Play one step with a person in a seat (see :func:`mempa_tui.runner.play.play_step`).
+
+        Args:
+            request: what to play (its ``worlds_dir`` is replaced by the app's worlds folder).
+            user_seat / agent_seat: the person's seat.
+            observer: receives every episode event as it happens.
+            say: receives progress lines while the runtime comes up.
+
+        Raises:
+            ProfileError / WorldFileError / ValueError / LLMError / StoreError: as
+            :func:`~mempa_tui.runner.play.play_step` raises them (see :func:`error_line`).
+        """
+        client = await self._client(request.profile, say)
+        store = await self.store()
+        return await play_step(
+            request.model_copy(update={"worlds_dir": self.settings.worlds_dir}), store, client,
+            default_registry(), user_seat=user_seat, agent_seat=agent_seat, observer=observer,
+            memory_root=self.settings.local_memory_dir, scorer=self.options.scorer,
+        )
 
     async def stored_events(self, run_id: str, last_steps: int = 3) -> list[StepEvent | StoredEvent]:
         """The stored transcript of a run's last ``last_steps`` timeline steps, in order.
