@@ -477,6 +477,16 @@ def test_return_cases_round_trip(wc: WorkingCopy) -> None:
         resolution="refund",
     )
     assert "quantity 1 is more than the 0 unit(s) of 'Whistle pack of 10' left to return" in more.content
+    assert (
+        "quantity 0 is invalid"
+        in fail(
+            wc, "shopping_return_case_update", order_id="ord_0002", product_id="prod_0002", quantity=0
+        ).content
+    )
+    assert (
+        "quantity 2 cannot be changed"
+        in fail(wc, "shopping_return_case_update", case_id=cid, quantity=2).content
+    )
     changed = ok(wc, "shopping_return_case_update", case_id=cid, resolution="refund")
     assert changed["case"]["resolution"] == "refund"
     gone = ok(wc, "shopping_return_case_update", case_id=cid, withdraw=True)

@@ -16,7 +16,7 @@ only while ``requested`` or ``approved``.
 from __future__ import annotations
 
 from datetime import date, timedelta
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
@@ -40,6 +40,10 @@ PRODUCTS, ORDERS, CASES = "shopping/products", "shopping/orders", "shopping/retu
 ADDRESSES = "shipping/addresses"
 _CHANGEABLE: tuple[OrderStatus, ...] = ("placed", "processing")
 _OPEN_CASE: tuple[ReturnStatus, ...] = ("requested", "approved")
+
+
+#: How many units of one product (1-99).
+Quantity = Annotated[int, Field(ge=1, le=99)]
 
 
 class OrderItem(BaseModel):
@@ -353,7 +357,7 @@ def shopping_return_case_update(
     case_id: str | None = None,
     order_id: str | None = None,
     product_id: str | None = None,
-    quantity: int = 1,
+    quantity: Quantity = 1,
     reason: str | None = None,
     resolution: Literal["refund", "replacement"] | None = None,
     message: str = "",
@@ -368,7 +372,7 @@ def shopping_return_case_update(
         case_id: the open case's id, e.g. ret_0001; leave out to open a new return.
         order_id: the delivered order to return from, e.g. ord_0002 (new return only).
         product_id: the product to return, e.g. prod_0003 (new return only).
-        quantity: how many units to return (new return only).
+        quantity: how many units to return, 1-99 (new return only).
         reason: why it goes back, in a sentence (new return only).
         resolution: refund or replacement.
         message: a message to the shop about the case.
@@ -400,6 +404,8 @@ def shopping_return_case_update(
             case = ReturnCase.model_validate({**case.model_dump(), "updates": [_update(wc, message, None)]})
             wc.replace(CASES, case)
         return {"case_id": case.id, "case": _case_view(wc, case)}
+    if quantity != 1:
+        raise ToolError(f"quantity {quantity} cannot be changed on an existing case")
     for name, value in (("order_id", order_id), ("product_id", product_id), ("reason", reason)):
         if value is not None:
             raise ToolError(

@@ -36,7 +36,7 @@ def weather_forecast_read(
     Args:
         city: the city's name, e.g. as given by place_search.
         date: the (first) day, YYYY-MM-DD; today if left out.
-        end_date: the last day of a range, YYYY-MM-DD; at most 14 days after date.
+        end_date: the last day of a range, YYYY-MM-DD; a range spans at most 14 days.
 
     Returns:
         the city, the forecasts by day (summary, high_c and low_c in Celsius, precipitation_chance
