@@ -647,3 +647,26 @@ def test_rejected_write_leaves_world_unchanged_after_good_writes(wc: WorkingCopy
     state = wc.to_state()
     reread = WorkingCopy(state, NOW)
     assert [b.id for b in reread.records("flights/bookings")] == ["fb_0001", "fb_0003"]
+
+
+def test_a_world_without_these_domains_reads_them_as_empty() -> None:
+    bare = Path(__file__).parent / "fixtures_world" / "valid" / "users" / "T" / "fixtures"
+    wc = WorkingCopy(WorldState.from_directory(bare), NOW)
+    assert ok(wc, "restaurant_reservation_search")["count"] == 0
+    assert ok(wc, "room_booking_read")["count"] == 0
+    assert ok(wc, "conference_registration_read")["count"] == 0
+    assert ok(wc, "grade_submission_read")["count"] == 0
+    assert ok(wc, "reimbursement_submission_read")["policies"] == []
+    assert "known cities: none" in fail(wc, "hotel_search", city="Sallowmouth").content
+    no_flight = fail(wc, "flight_search", origin="HFY", destination="CRW", date="2026-06-09")
+    assert "origin 'HFY' is not a city or airport with flights; known cities: none" in no_flight.content
+    made = ok(
+        wc,
+        "reimbursement_submission_create",
+        category="other",
+        amount=12,
+        expense_date="2026-05-01",
+        description="Stamps",
+    )
+    assert made["submission_id"] == "rm_0001"
+    assert "reimbursement/submissions.yaml" in wc.to_state().files
