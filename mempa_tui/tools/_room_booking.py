@@ -23,7 +23,7 @@ from pydantic import Field, JsonValue
 
 from mempa_tui.tools._common import DateArg, Limit, TextArg, TimeArg, ToolError, matches, require, view
 from mempa_tui.tools._registry import tool
-from mempa_tui.world import WorkingCopy
+from mempa_tui.world import Record, WorkingCopy
 from mempa_tui.world._records_restaurants import hours_on
 from mempa_tui.world._records_room_booking import BookableRoom, RoomBooking
 
@@ -98,7 +98,7 @@ def _check(
     return round(hours * room.hourly_rate, 2)
 
 
-def _booking_view(b: RoomBooking) -> dict[str, Any]:
+def _booking_view(b: Record) -> dict[str, Any]:
     shown = view(b, "booked_at")
     shown.pop("booked_by")
     return shown
@@ -219,7 +219,6 @@ def room_booking_create(
         "cost": cost,
     }
     made = wc.create(BOOKINGS, fields)
-    assert isinstance(made, RoomBooking)
     return {"booking_id": made.id, "booking": _booking_view(made)}
 
 
