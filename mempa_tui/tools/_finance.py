@@ -83,8 +83,9 @@ def _bill_view(wc: WorkingCopy, bill: UtilityBill) -> dict[str, Any]:
     paid = _paid(wc, bill.id)
     left = round(bill.amount - paid, 2)
     shown.update({"paid": paid, "left_to_pay": max(left, 0.0), "status": "paid" if left <= 0 else "unpaid"})
+    key = _alnum(bill.account_number)
     account = next(
-        (a for a in wc.records_as(ACCOUNTS, UtilityAccount) if a.account_number == bill.account_number), None
+        (a for a in wc.records_as(ACCOUNTS, UtilityAccount) if _alnum(a.account_number) == key), None
     )
     shown["account_holder"] = _holder(wc, account) if account is not None else None
     return shown

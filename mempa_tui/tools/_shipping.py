@@ -24,7 +24,7 @@ __all__ = ["delivery_address_read", "package_delivery_proof_read", "package_trac
 ADDRESSES, PACKAGES, PROOFS = "shipping/addresses", "shipping/packages", "shipping/delivery_proofs"
 
 
-def package_view(wc: WorkingCopy, package: Package) -> dict[str, Any]:
+def _package_view(wc: WorkingCopy, package: Package) -> dict[str, Any]:
     """A parcel as the PA sees it: only the tracking events up to now, and the current status."""
     visible = sorted((e for e in package.events if e.at <= wc.now), key=lambda e: e.at)
     shown = view(package.model_copy(update={"events": visible}), None)
@@ -36,7 +36,7 @@ def _alnum(text: str) -> str:
     return "".join(c for c in text if c.isalnum()).casefold()
 
 
-def find_package(wc: WorkingCopy, tracking_number: str) -> Package:
+def _find_package(wc: WorkingCopy, tracking_number: str) -> Package:
     """The visible parcel with ``tracking_number`` (case, spaces and dashes ignored), or a ToolError."""
     key = _alnum(tracking_number)
     for p in wc.records_as(PACKAGES, Package):
@@ -84,15 +84,15 @@ def package_tracking_read(
     if tracking_number.strip() and order_id.strip():
         raise ToolError("give tracking_number or order_id, not both")
     if tracking_number.strip():
-        return package_view(wc, find_package(wc, tracking_number))
+        return _package_view(wc, _find_package(wc, tracking_number))
     packages = wc.records_as(PACKAGES, Package)
     if order_id.strip():
         mine = [p for p in packages if p.order_id == order_id.strip()]
         if not mine:
             raise ToolError(f"order_id {order_id!r} names no order with a parcel")
-        return package_view(wc, mine[-1])
+        return _package_view(wc, mine[-1])
     packages.sort(key=lambda p: p.entered_at, reverse=True)
-    return {"count": len(packages), "packages": [package_view(wc, p) for p in packages[:limit]]}
+    return {"count": len(packages), "packages": [_package_view(wc, p) for p in packages[:limit]]}
 
 
 @tool(domain="shipping")
@@ -105,13 +105,13 @@ def package_delivery_proof_read(wc: WorkingCopy, tracking_number: str) -> JsonVa
     Returns:
         delivered true with the proof, or delivered false with the parcel's current status.
     """
-    package = find_package(wc, tracking_number)
+    package = _find_package(wc, tracking_number)
     proof = next(
         (p for p in wc.records_as(PROOFS, DeliveryProof) if p.tracking_number == package.tracking_number),
         None,
     )
     if proof is None:
-        status = package_view(wc, package)["status"]
+        status = _package_view(wc, package)["status"]
         return {
             "tracking_number": package.tracking_number,
             "delivered": False,

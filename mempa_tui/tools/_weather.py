@@ -9,6 +9,7 @@ time (a later issue supersedes an earlier one); a day with no visible forecast i
 
 from __future__ import annotations
 
+import datetime as dt
 from datetime import timedelta
 
 from pydantic import JsonValue
@@ -49,7 +50,7 @@ def weather_forecast_read(
         raise ToolError(f"end_date '{last}' is more than {MAX_DAYS - 1} days after date '{first}'")
     forecasts = wc.records_as(FORECASTS, Forecast)
     name = known_name(city, [f.city for f in forecasts], "city", "city with forecasts")
-    latest: dict[object, Forecast] = {}
+    latest: dict[dt.date, Forecast] = {}
     for f in forecasts:
         if f.city == name and first <= f.date <= last:
             held = latest.get(f.date)
