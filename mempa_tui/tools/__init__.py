@@ -2,8 +2,9 @@
 
 Paper Section 3.3 'World and Tools', Appendix C.2 and Table 7. Each domain lives in its own private
 module (``_email.py`` ...) and lists its tools in ``__all__``; :func:`default_registry` collects
-every domain module named in ``_DOMAIN_MODULES``. Built so far: Email, Messages, Calendar,
-Documents, Contacts (23 of the 83 tools).
+every domain module named in ``_DOMAIN_MODULES``: all 26 domains and 83 tools of Table 7. The
+write tags the Autonomy Level wrapper holds by are set on each tool (``@tool(tag=...)``) and listed
+by :func:`catalog` (``mempa tools list``); ``mempa_tui.mcp`` serves the same registry over MCP.
 """
 
 from __future__ import annotations
