@@ -12,12 +12,18 @@ from pathlib import Path
 import pytest
 
 from mempa_tui.llm import LLMClient, ScriptedModelServer, ScriptedReply, ScriptedRequest
+from mempa_tui.llm.scripted_roles import RolePlayer
 from mempa_tui.memory import MemoryConfigError, SessionInfo, SnapshotError, TurnRecord, make_memory
 from mempa_tui.memory._mem0 import Mem0Memory
 from mempa_tui.memory._mem0_prompts import read_decision, read_extraction
+from mempa_tui.runner import RunConfig, Runner
+from mempa_tui.scripts.loader import load_user
+from mempa_tui.store import RunStatus, RunStore
 from mempa_tui.taxonomy import Context
+from mempa_tui.tools import default_registry
 
 START = datetime(2025, 3, 3, 9, 0)
+WORLDS = Path(__file__).resolve().parent.parent / "worlds"
 
 # Loading torch and the embedding model the first time takes tens of seconds on a busy 2-core
 # machine; the per-test default of 120 s is too tight for the test that loads it.
@@ -244,3 +250,32 @@ def test_readers_name_the_problem() -> None:
         read_decision('{"event": "DELETE", "id": 5, "text": ""}', 2, "c")
     with pytest.raises(ValueError, match="'text' must be a string"):
         read_decision('{"event": "ADD", "id": null, "text": 3}', 0, "c")
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+async def test_user_a_slice_with_mem0(tmp_path: Path) -> None:
+    """``mempa run --memory mem0`` over User A's slice: every step and probe completes, the memory
+    model is asked to extract, and extracted memories reach the PA's prompt at the probes."""
+    bundle = load_user(WORLDS, "A")
+    async with ScriptedModelServer(RolePlayer()) as server:
+        client = LLMClient(server.profile(context_window=131072))
+        config = RunConfig(user="A", profile="scripted", memory="mem0", repeats=1, worlds_dir=WORLDS)
+        async with RunStore(tmp_path / "saves" / "mempa.sqlite") as store:
+            outcome = await Runner(config, store, client, default_registry(),
+                                   memory_root=tmp_path / "local_memory", resamples=200).run()
+            steps = await store.steps(outcome.run_id)
+            results = await store.probe_results(outcome.run_id)
+        pa_prompts = [m.content for r in server.requests if r.model.endswith("-pa") for m in r.messages if m.role == "system"]
+        memory_calls = [r for r in server.requests if r.model.endswith("-memory")]
+    assert outcome.status is RunStatus.COMPLETED
+    assert [s.step_id for s in steps] == bundle.timeline.steps
+    assert {s.status for s in steps} == {"completed"}
+    assert len(results) == len(bundle.probes) and {r.status for r in results} == {"completed"}, [
+        (r.probe_id, r.status, r.reason) for r in results if r.status != "completed"
+    ]
+    assert memory_calls
+    assert any("Memories about the user related to the message" in p for p in pa_prompts)
+    stats = json.loads(next((tmp_path / "local_memory" / outcome.run_id).rglob("stats.json")).read_text())
+    assert stats["adds"] >= 1 and stats["extraction_failures"] == 0
+    assert outcome.report is not None

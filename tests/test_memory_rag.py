@@ -16,13 +16,20 @@ import pytest
 
 from mempa_tui.ix.types import IXCall
 from mempa_tui.llm import LLMClient, ScriptedModelServer, ScriptedRequest
+from mempa_tui.llm.scripted_roles import RolePlayer
+from mempa_tui.llm.types import Role
 from mempa_tui.memory import MemoryConfigError, SessionInfo, SnapshotError, TurnRecord, make_memory
 from mempa_tui.memory._embed import LocalEmbedder, normalise_rows
 from mempa_tui.memory._rag import RagMemory
 from mempa_tui.memory._vectors import DimensionMismatchError, VectorIndex
+from mempa_tui.runner import RunConfig, Runner
+from mempa_tui.scripts.loader import load_user
+from mempa_tui.store import RunStatus, RunStore
 from mempa_tui.taxonomy import Context
+from mempa_tui.tools import default_registry
 
 START = datetime(2025, 3, 3, 9, 0)
+WORLDS = Path(__file__).resolve().parent.parent / "worlds"
 
 # Loading torch and the embedding model the first time takes tens of seconds on a busy 2-core
 # machine; the per-test default of 120 s is too tight for the test that loads it.
@@ -226,3 +233,50 @@ async def test_factory_rejects_bad_options(setup: Setup, tmp_path: Path) -> None
         make_memory("rag", client=None, folder=tmp_path, embedder="profile")
     with pytest.raises(MemoryConfigError, match="must be below"):
         make_memory("rag", client=setup.client, folder=tmp_path, trim_at_tokens=100, trim_to_tokens=200)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+async def test_user_a_slice_with_rag(tmp_path: Path) -> None:
+    """``mempa run --memory rag`` over User A's slice: every step and probe completes, and
+    retrieved turns reach the PA's prompt at the probes (which carry no raw conversation)."""
+    bundle = load_user(WORLDS, "A")
+    async with ScriptedModelServer(RolePlayer()) as server:
+        client = LLMClient(server.profile(context_window=131072))
+        config = RunConfig(user="A", profile="scripted", memory="rag", repeats=1, worlds_dir=WORLDS)
+        async with RunStore(tmp_path / "saves" / "mempa.sqlite") as store:
+            outcome = await Runner(config, store, client, default_registry(),
+                                   memory_root=tmp_path / "local_memory", resamples=200).run()
+            steps = await store.steps(outcome.run_id)
+            results = await store.probe_results(outcome.run_id)
+        pa_prompts = [m.content for r in server.requests if r.model.endswith("-pa") for m in r.messages if m.role == "system"]
+    assert outcome.status is RunStatus.COMPLETED
+    assert [s.step_id for s in steps] == bundle.timeline.steps
+    assert {s.status for s in steps} == {"completed"}
+    assert len(results) == len(bundle.probes) and {r.status for r in results} == {"completed"}, [
+        (r.probe_id, r.status, r.reason) for r in results if r.status != "completed"
+    ]
+    assert any("Earlier conversation turns similar to the user's message" in p for p in pa_prompts)
+    store_folder = tmp_path / "local_memory" / outcome.run_id
+    assert any(store_folder.rglob("index.faiss")) and any(store_folder.rglob("turns.jsonl"))
+    assert outcome.report is not None
+
+
+@pytest.mark.parametrize("model", ["openai/scripted-embedder", "ollama/scripted-embedder"])
+async def test_profile_embedder_role_through_litellm(model: str, tmp_path: Path) -> None:
+    """The profile's embedder role is called over HTTP (OpenAI and Ollama wires); a store it built
+    refuses to load under the packaged 384-dimensional model, naming both dimensions."""
+    async with ScriptedModelServer(_no_calls) as server:
+        client = LLMClient(server.profile({Role.EMBEDDER: model}, num_retries=0))
+        memory = rag(Setup(client, server), tmp_path / "profile", embedder="profile")
+        assert memory.embedder.name == model
+        await memory.write(turn(0, "Book the meeting room for the review"))
+        await memory.write(turn(1, "Order printer paper"))
+        evidence = await memory.retrieve("printer paper order", session())
+        assert server.embed_requests and memory.embedder.dim == server.embedding_dim == 16
+        assert "Order printer paper" in evidence.items[0].text
+        assert any(call.role is Role.EMBEDDER and call.ok for call in client.calls)
+        local = RagMemory(LocalEmbedder(), tmp_path / "local")
+        with pytest.raises(DimensionMismatchError) as info:
+            local.restore(memory.snapshot())
+        assert "16 dimensions" in str(info.value) and "384 dimensions" in str(info.value)

@@ -87,6 +87,13 @@ def _cause(exc: BaseException) -> str:
     return text[:400]
 
 
+def _field(item: Any, name: str, default: Any) -> Any:
+    """``item[name]`` or ``item.name`` (litellm returns dicts or objects depending on provider)."""
+    if isinstance(item, dict):
+        return item.get(name, default)
+    return getattr(item, name, default)
+
+
 def _chain(exc: BaseException) -> list[BaseException]:
     """``exc`` and its causes/contexts, outermost first (litellm wraps transport errors)."""
     chain: list[BaseException] = []
@@ -212,6 +219,54 @@ class LLMClient:
         )
         return completion
 
+    async def embed(self, role: Role, texts: Sequence[str]) -> list[list[float]]:
+        """Embed ``texts`` with the role's model (normally ``Role.EMBEDDER``) in one call.
+
+        Used by the retrieval memories when a profile names an ``embedder`` role. Retries and
+        error classes are those of :meth:`complete`; the call is recorded in :attr:`calls`.
+
+        Args:
+            role: which spec serves the call.
+            texts: the texts; an empty list makes no call.
+
+        Returns:
+            One vector per text, in order.
+
+        Raises:
+            LLMConfigError: missing ``api_base`` or API-key variable.
+            LLMTimeoutError, LLMConnectionError, LLMProviderError, LLMRequestError: the call failed,
+                or the reply did not hold one vector per text.
+        """
+        role = Role(role)
+        spec = self.profile.spec_for(role)
+        if not texts:
+            return []
+        kwargs: dict[str, Any] = {"model": spec.model, "input": list(texts), "timeout": spec.timeout_s, "num_retries": 0}
+        if spec.api_base:
+            kwargs["api_base"] = spec.api_base
+        if spec.api_key_env:
+            key = os.environ.get(spec.api_key_env)
+            if not key:
+                raise LLMConfigError(role.value, spec.model, f"environment variable {spec.api_key_env} (api_key_env) is not set")
+            kwargs["api_key"] = key
+        elif spec.api_base:
+            kwargs["api_key"] = _LOCAL_KEY
+        prompt = sum(self._count(t) for t in texts)
+        started = time.perf_counter()
+        try:
+            async with self._limiter(spec):
+                started = time.perf_counter()
+                response = await self._call(role, spec, kwargs, method="aembedding")
+            data = sorted(getattr(response, "data", None) or [], key=lambda d: int(_field(d, "index", 0)))
+            vectors = [[float(x) for x in _field(d, "embedding", [])] for d in data]
+            if len(vectors) != len(texts) or any(not v for v in vectors):
+                raise LLMProviderError(role.value, spec.model, f"embedding reply held {len(vectors)} vectors for {len(texts)} texts")
+        except LLMError as error:
+            self._record(role, spec, prompt, 0, 0, time.perf_counter() - started, error, 0)
+            raise
+        self._record(role, spec, prompt, 0, 0, time.perf_counter() - started, None, 0)
+        return vectors
+
     def count_tokens(self, text: str) -> int:
         """Tokens in ``text``: litellm's offline counter plus the digit allowance (cached).
 
@@ -286,7 +341,7 @@ class LLMClient:
         return role_free
 
     # -- call with retries ---------------------------------------------------------------------
-    async def _call(self, role: Role, spec: ModelSpec, kwargs: dict[str, Any]) -> Any:
+    async def _call(self, role: Role, spec: ModelSpec, kwargs: dict[str, Any], *, method: str = "acompletion") -> Any:
         if self.profile.runtime == "embedded" and not spec.api_base:
             raise LLMConfigError(
                 role.value, spec.model, "embedded profile has no api_base yet; run it inside `async with EmbeddedServer(profile)`"
@@ -296,7 +351,7 @@ class LLMClient:
         while True:
             try:
                 with anyio.fail_after(spec.timeout_s + 5.0):
-                    return await litellm.acompletion(**kwargs)
+                    return await getattr(litellm, method)(**kwargs)
             except Exception as exc:  # noqa: BLE001 - every provider failure is classified and re-raised below
                 error, transient = self._classify(role, spec, exc, attempt + 1)
             if not transient or attempt >= spec.num_retries:

@@ -22,6 +22,7 @@ Example::
 
 from __future__ import annotations
 
+import hashlib
 import json
 import threading
 from collections.abc import Callable, Mapping
@@ -116,6 +117,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(200, {"status": "success"}, ndjson=bool(body.get("stream", True)))
         elif self.path in ("/api/chat", "/v1/chat/completions"):
             self._chat(body, wire)
+        elif self.path in ("/api/embed", "/v1/embeddings"):
+            self._embed(body, wire)
         else:
             self._error(404, f"no route POST {self.path}", wire)
 
@@ -147,6 +150,35 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(200, openai_reply(request, reply))
         else:
             self._send(200, ollama_reply(request, reply), ndjson=bool(body.get("stream")))
+
+
+    def _embed(self, body: dict[str, Any], wire: str) -> None:
+        """Deterministic embeddings: each text hashed into ``owner.embedding_dim`` numbers."""
+        owner = self.server.owner
+        raw = body.get("input")
+        texts = [raw] if isinstance(raw, str) else raw
+        if not isinstance(texts, list) or not all(isinstance(t, str) for t in texts):
+            self._error(400, "embedding input must be a string or a list of strings", wire)
+            return
+        model = str(body.get("model") or "")
+        with owner._lock:
+            owner.embed_requests.append((model, list(texts)))
+        vectors = [scripted_embedding(t, owner.embedding_dim) for t in texts]
+        if wire == "openai":
+            data = [{"object": "embedding", "index": i, "embedding": v} for i, v in enumerate(vectors)]
+            self._send(200, {"object": "list", "data": data, "model": model, "usage": {"prompt_tokens": 1, "total_tokens": 1}})
+        else:
+            self._send(200, {"model": model, "embeddings": vectors, "prompt_eval_count": 1})
+
+
+def scripted_embedding(text: str, dim: int) -> list[float]:
+    """A deterministic pseudo-embedding of ``text`` (word hashes folded into ``dim`` numbers), so
+    texts sharing words score closer than texts that share none."""
+    vector = [0.0] * dim
+    for word in text.lower().split():
+        digest = hashlib.sha256(word.encode("utf-8")).digest()
+        vector[digest[0] % dim] += 1.0 + digest[1] / 255.0
+    return vector if any(vector) else [1.0] + [0.0] * (dim - 1)
 
 
 class _HTTPServer(ThreadingHTTPServer):
@@ -186,6 +218,9 @@ class ScriptedModelServer:
         errors: messages of exceptions the responder raised (each answered with HTTP 500).
         paths: every path requested (including ``/api/show``, ``/v1/models``), in order.
         emulate_llama_cpp: answer 422 to ``response_format`` type ``json_schema``.
+        embed_requests: ``(model, texts)`` of every embedding request (``/api/embed``,
+            ``/v1/embeddings``), answered with :func:`scripted_embedding` vectors.
+        embedding_dim: dimension of those vectors (default 16).
     """
 
     def __init__(
@@ -209,6 +244,8 @@ class ScriptedModelServer:
         self.rejected: list[tuple[dict[str, Any], str]] = []
         self.paths: list[str] = []
         self.errors: list[str] = []
+        self.embed_requests: list[tuple[str, list[str]]] = []
+        self.embedding_dim = 16
         self._models = list(models) if models is not None else None
         self._lock = threading.Lock()
         self._server: _HTTPServer | None = None
