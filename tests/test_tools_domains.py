@@ -93,7 +93,8 @@ REJECTED: list[tuple[str, dict[str, Any], str]] = [
 
 
 def test_every_tool_has_a_rejection_case() -> None:
-    assert {name for name, _, _ in REJECTED} == {t.name for t in REG}
+    first_five = {"email", "messages", "calendar", "documents", "contacts"}  # other domains: test_tools_group_*.py
+    assert {name for name, _, _ in REJECTED} == {t.name for t in REG if t.domain in first_five}
 
 
 @pytest.mark.parametrize(("name", "args", "words"), REJECTED, ids=[r[0] for r in REJECTED])

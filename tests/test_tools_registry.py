@@ -50,9 +50,11 @@ def wc() -> WorkingCopy:
 
 def test_registry_matches_table7() -> None:
     reg = default_registry()
-    assert {t.name for t in reg} == set(TABLE7)
-    for t in reg:
+    first_five = [t for t in reg if t.domain in {"email", "messages", "calendar", "documents", "contacts"}]
+    assert {t.name for t in first_five} == set(TABLE7)  # the whole catalog: test_tools_catalog.py
+    for t in first_five:
         assert (t.domain, t.write, t.outward) == TABLE7[t.name], t.name
+    for t in reg:
         assert (t.tag is None) == (not t.write)
     own_writes = [t.name for t in reg if t.write and not t.outward]
     assert len(own_writes) == 8  # Table 7: eight writes change the user's own records
