@@ -5,6 +5,7 @@ real episode loop against the scripted model on loopback HTTP.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
@@ -18,6 +19,8 @@ from mempa_tui.runner import RunConfig, RunEvent, Runner, StepEvent
 from mempa_tui.scripts import check_worlds
 from mempa_tui.scripts.check import check_user
 from mempa_tui.scripts.loader import UserBundle, list_users, load_user
+from mempa_tui.scripts.schema import Probe
+from mempa_tui.simulator import EARLIER_SESSION_PHRASES, LeakRules, rule_check
 from mempa_tui.store import RunStore
 from mempa_tui.tools import default_registry
 from mempa_tui.world import WorkingCopy
@@ -66,6 +69,23 @@ def _pairs() -> Iterator[tuple[str, str]]:
 def test_no_person_or_institution_is_shared(a: str, b: str) -> None:
     shared = _names(load_user(WORLDS, a)) & _names(load_user(WORLDS, b))
     assert not shared, f"users {a} and {b} share {sorted(shared)}"
+
+
+@pytest.mark.parametrize("label", NEW_USERS)
+def test_scripted_user_text_passes_the_simulator_leak_rules(label: str) -> None:
+    """Beats and facts give nothing away (Appendix D.4); probes never point at an earlier session."""
+    bundle = load_user(WORLDS, label)
+    for s in [*bundle.sessions.values(), *bundle.probes.values()]:
+        rules = LeakRules(probe=isinstance(s, Probe), beat_ids=tuple(b.id for b in s.beats), script_id=s.id,
+                          attributes=tuple({a for b in s.beats for a in b.active_attributes}))
+        for text in [*(b.conveys for b in s.beats), *(f.text for f in s.facts)]:
+            assert not rule_check(text, rules), f"{s.id}: {rule_check(text, rules)} in {text!r}"
+            if isinstance(s, Probe):
+                hits = [p for p in EARLIER_SESSION_PHRASES if re.search(rf"\b{re.escape(p)}\b", text.lower())]
+                assert not hits, f"{s.id}: {hits}"
+    for e in bundle.events.values():
+        for turn in e.transcript:
+            assert not rule_check(turn.user, LeakRules(attributes=(e.attribute,))), e.id
 
 
 def test_all_users_in_one_town() -> None:
