@@ -27,8 +27,16 @@ from mempa_tui.llm.types import ChatMessage, Completion, Role, ToolSpec
 from mempa_tui.memory import MEMORY_BUILDERS, MemoryInspection, make_memory
 from mempa_tui.runner import RunConfig, Runner, RunObserver, RunOutcome, StepEvent
 from mempa_tui.runner._episode_events import EpisodeEvent, episode_event_adapter
+from mempa_tui.runner._results import stored_outcomes
 from mempa_tui.runner._scoring import ProbeScorer
+from mempa_tui.runner._stepper import (
+    ProbeStepper,
+    StepperChoices,
+    StepperError,
+    stepper_choices,
+)
 from mempa_tui.runner.play import PlayOutcome, PlayRequest, play_step
+from mempa_tui.scoring import ProbeOutcome
 from mempa_tui.scripts.loader import list_users
 from mempa_tui.simulator.human import HumanUserSeat
 from mempa_tui.store import RunStore, RunSummary
@@ -331,6 +339,41 @@ class RunService:
         inspection = await anyio.to_thread.run_sync(rebuild)
         where = "the start" if checkpoint.step_index < 0 else f"step {checkpoint.step_index + 1} ({checkpoint.step_id})"
         return inspection, f"checkpoint after {where}"
+
+    async def stepper_choices(self, run_id: str) -> StepperChoices:
+        """The probes and checkpoints a stored run offers the probe stepper (store reads only).
+
+        Raises:
+            StepperError / WorldFileError: unknown run, unreadable configuration or world files.
+        """
+        return await stepper_choices(await self.store(), run_id, worlds_dir=self.settings.worlds_dir)
+
+    async def open_stepper(
+        self, run_id: str, probe_id: str, checkpoint_index: int | None, say: Callable[[str], None]
+    ) -> ProbeStepper:
+        """A probe stepper on a private branch of a stored run (enter it to start).
+
+        The run's profile is brought up like a run's (one client per profile, shared); the
+        scorer is the app's (:attr:`RunnerOptions.scorer`, else the runner's judge and rater).
+
+        Raises:
+            StepperError / WorldFileError / ProfileError / LLMError: as the stepper and runtime do.
+        """
+        store = await self.store()
+        record = await store.get_run(run_id)
+        if record is None:
+            raise StepperError(f"no run {run_id!r} in {store.path}")
+        client = await self._client(record.profile, say)
+        return await ProbeStepper.open(
+            store, run_id, probe_id, client=client, checkpoint_index=checkpoint_index,
+            worlds_dir=self.settings.worlds_dir, scorer=self.options.scorer,
+        )
+
+    async def outcomes(self, run_ids: Sequence[str] | None = None) -> list[ProbeOutcome]:
+        """Probe outcomes of the stored runs (all by default); none without a database."""
+        if self._store is None and not self.database.is_file():
+            return []
+        return await stored_outcomes(await self.store(), run_ids)
 
     async def aclose(self) -> None:
         """Close the store and stop the model runtimes this service started (idempotent)."""
