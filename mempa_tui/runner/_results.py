@@ -1,0 +1,241 @@
+"""Results across stored runs: the tables of SPEC section 4.9 for the app, a bar chart, exports.
+
+Reuses the scoring package (paper Section 3.5 metrics, Appendix F.2 floors and incompletes): the
+store's probe rows become :class:`~mempa_tui.scoring.ProbeOutcome` values with
+:func:`~mempa_tui.runner.report.outcome_of`, then :func:`~mempa_tui.scoring.score_conditions` or
+:func:`~mempa_tui.scoring.breakdown` group them by memory condition and model, and optionally by
+user, dimension or reply-vs-action group.
+
+* :func:`stored_outcomes` - every probe outcome of the chosen runs (all runs by default).
+* :func:`results_rows` - the rows of one grouping (means and SDs; intervals on request).
+* :func:`bar_chart` - one bar per row for one metric, scaled to the metric's range.
+* :func:`export_results` - the full report (``report.md`` and CSVs, with bootstrap intervals,
+  via :func:`~mempa_tui.scoring.write_reports`) plus ``by_user.csv`` and ``screen.md`` (the table
+  as grouped on screen).
+"""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel
+
+from mempa_tui.runner.report import outcome_of
+from mempa_tui.scoring import (
+    ConditionScores,
+    MetricSummary,
+    ProbeOutcome,
+    ReportPaths,
+    breakdown,
+    score_conditions,
+    write_reports,
+)
+from mempa_tui.store import RunStore
+
+__all__ = [
+    "GROUPINGS",
+    "SHOWN_METRICS",
+    "Bar",
+    "ExportedResults",
+    "Grouping",
+    "bar_chart",
+    "export_results",
+    "results_markdown",
+    "results_rows",
+    "stored_outcomes",
+]
+
+Grouping = Literal["condition", "user", "dimension", "group"]
+"""How rows are split beyond memory condition and model."""
+
+GROUPINGS: tuple[Grouping, ...] = ("condition", "user", "dimension", "group")
+"""The groupings in the order the app cycles through them."""
+
+SHOWN_METRICS: tuple[str, ...] = ("PSA", "CS", "PET", "BRS", "PRS")
+"""The metrics the results view shows (paper Section 3.5)."""
+
+_SCALE = {"%": 100.0, "1-5": 5.0}
+
+
+async def stored_outcomes(store: RunStore, run_ids: Sequence[str] | None = None) -> list[ProbeOutcome]:
+    """The probe outcomes of stored runs.
+
+    Args:
+        store: the open run store.
+        run_ids: the runs to include (None: every run in the store).
+
+    Returns:
+        One outcome per stored probe x repeat, in run order.
+
+    Raises:
+        StoreError: a named run is not in the store.
+    """
+    from mempa_tui.store import StoreError
+
+    runs = await store.list_runs()
+    by_id = {r.id: r for r in runs}
+    chosen = list(by_id) if run_ids is None else list(run_ids)
+    out: list[ProbeOutcome] = []
+    for run_id in chosen:
+        run = by_id.get(run_id)
+        if run is None:
+            raise StoreError(f"no run {run_id!r} in {store.path}")
+        out.extend(outcome_of(r, run) for r in await store.probe_results(run_id))
+    return out
+
+
+def results_rows(
+    outcomes: Sequence[ProbeOutcome], by: Grouping = "condition", *, intervals: bool = False,
+    resamples: int = 1000,
+) -> list[ConditionScores]:
+    """The rows of one grouping.
+
+    Args:
+        outcomes: probe outcomes of any runs.
+        by: ``condition`` (one row per memory condition and model, Tables 1-3), or additionally
+            per ``user``, ``dimension`` (Table 14) or reply-vs-action ``group`` (Appendix G.1).
+        intervals / resamples: compute bootstrap intervals (slow; off for the screen).
+
+    Returns:
+        Rows ordered memory conditions first, then No Memory, then Oracle; empty without outcomes.
+
+    Raises:
+        ValueError: unknown ``by``.
+    """
+    if not outcomes:
+        return []
+    if by == "condition":
+        return score_conditions(outcomes, intervals=intervals, resamples=resamples)
+    if by not in GROUPINGS:
+        raise ValueError(f"group results by {by!r}: choose one of {', '.join(GROUPINGS)}")
+    return breakdown(outcomes, by, intervals=intervals, resamples=resamples)
+
+
+def _cell(summary: MetricSummary | None) -> str:
+    return "N/A" if summary is None else summary.formatted(interval=True)
+
+
+def _row_label(row: ConditionScores) -> str:
+    parts = [row.label, row.model]
+    if row.breakdown:
+        parts.append(row.breakdown)
+    return " · ".join(parts)
+
+
+class Bar(BaseModel):
+    """One bar of :func:`bar_chart`."""
+
+    label: str
+    """``memory · model[ · breakdown]``."""
+    value: float | None
+    """The metric's mean (None: N/A)."""
+    fraction: float
+    """``value`` over the metric's full range (100 % or 5), 0 for N/A."""
+    text: str
+    """The value as shown (``62.5%``, ``3.80``, ``N/A``)."""
+
+
+def bar_chart(rows: Sequence[ConditionScores], metric: str) -> list[Bar]:
+    """One bar per row for ``metric`` (PSA, CS, PET in %, BRS, PRS on 1-5).
+
+    Raises:
+        KeyError: unknown metric.
+    """
+    bars: list[Bar] = []
+    for row in rows:
+        summary = row.metric(metric)
+        if summary is None or summary.mean is None:
+            bars.append(Bar(label=_row_label(row), value=None, fraction=0.0, text="N/A"))
+            continue
+        scale = _SCALE.get(summary.unit, 1.0)
+        text = f"{summary.mean:.1f}%" if summary.unit == "%" else f"{summary.mean:.2f}"
+        bars.append(Bar(
+            label=_row_label(row), value=summary.mean,
+            fraction=max(0.0, min(1.0, summary.mean / scale)), text=text,
+        ))
+    return bars
+
+
+def _table(rows: Sequence[ConditionScores], by: Grouping) -> tuple[list[str], list[list[str]]]:
+    header = ["Memory", "Model"] + ([by.capitalize()] if by != "condition" else [])
+    header += [*SHOWN_METRICS, "Probes", "Floored", "Incomplete"]
+    body = []
+    for r in rows:
+        cells = [r.label, r.model] + ([r.breakdown or ""] if by != "condition" else [])
+        cells += [_cell(r.metric(m)) for m in SHOWN_METRICS]
+        cells += [str(r.probes), str(r.floored), str(r.incomplete)]
+        body.append(cells)
+    return header, body
+
+
+def results_markdown(rows: Sequence[ConditionScores], by: Grouping) -> str:
+    """The rows as one Markdown table (cells ``mean ± SD``, with intervals when computed)."""
+    header, body = _table(rows, by)
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in body]
+    return "\n".join(lines) + "\n"
+
+
+class ExportedResults(BaseModel):
+    """What :func:`export_results` wrote."""
+
+    folder: Path
+    """The export folder."""
+    report: ReportPaths
+    """The scoring package's report files (``report.md``, ``main.csv``...)."""
+    by_user_csv: Path
+    """Every metric per memory condition, model and user."""
+    screen_md: Path
+    """The table as grouped on screen."""
+
+    def all(self) -> list[Path]:
+        """Every written path."""
+        return [*self.report.all(), self.by_user_csv, self.screen_md]
+
+
+def export_results(
+    outcomes: Sequence[ProbeOutcome], saves_dir: Path, *, by: Grouping = "condition",
+    resamples: int = 5000, stamp: datetime | None = None,
+) -> ExportedResults:
+    """Write the results as Markdown and CSV into ``<saves_dir>/results-<UTC stamp>/``.
+
+    Args:
+        outcomes: the probe outcomes (at least one).
+        saves_dir: the saves folder.
+        by: the grouping of ``screen.md``.
+        resamples: bootstrap resamples of the report's intervals (paper: 5,000).
+        stamp: the folder's time stamp (default: now, UTC).
+
+    Raises:
+        ValueError: no outcomes.
+        OSError: the folder cannot be written.
+    """
+    if not outcomes:
+        raise ValueError("no probe results to export: finish a run's probes first")
+    when = stamp or datetime.now(UTC)
+    folder = Path(saves_dir) / f"results-{when:%Y%m%d-%H%M%S}"
+    report = write_reports(outcomes, folder, resamples=resamples)
+    users = results_rows(outcomes, "user")
+    by_user = folder / "by_user.csv"
+    with by_user.open("w", newline="", encoding="utf-8") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(["memory", "model", "user", "metric", "mean", "sd", "eligible", "excluded"])
+        for r in users:
+            for m in SHOWN_METRICS:
+                s = r.metric(m)
+                writer.writerow([
+                    r.memory, r.model, r.breakdown or "", m,
+                    "" if s is None or s.mean is None else f"{s.mean:.4f}",
+                    "" if s is None or s.sd is None else f"{s.sd:.4f}",
+                    s.eligible if s else 0, s.excluded if s else 0,
+                ])
+    screen = folder / "screen.md"
+    screen.write_text(
+        f"# MemPABench results by {by}\n\n" + results_markdown(results_rows(outcomes, by), by),
+        encoding="utf-8",
+    )
+    return ExportedResults(folder=folder, report=report, by_user_csv=by_user, screen_md=screen)
