@@ -35,6 +35,7 @@ from mempa_tui.memory._prefstate_extract import (
 )
 from mempa_tui.memory._prefstate_state import (
     DEFAULT_CONFIDENT_AT,
+    KEEP_OBSERVATIONS,
     CellChange,
     CellState,
     PrefStateState,
@@ -58,6 +59,7 @@ DEFAULT_RECENT_CHANGES = 3
 """Changes of the current context listed under the table."""
 
 _QUOTE_CLIP = 90
+_SHOW_OBSERVATIONS = 5
 _NOTIFICATION = "[Notification]"
 _ORDER = {a.key: i for i, a in enumerate(ATTRIBUTES)}
 
@@ -188,6 +190,7 @@ class PrefStateMemory(MemorySystem):
             apply_observation(self._state.cells, obs, stats, confident_at=self.confident_at)
             self._state.observations.append(obs)
             stats.items_accepted += 1
+        del self._state.observations[:-KEEP_OBSERVATIONS]
         self._persist()
 
     async def retrieve(self, user_message: str, session: SessionInfo) -> Evidence:
@@ -281,7 +284,8 @@ class PrefStateMemory(MemorySystem):
         self._persist()
 
     def inspect(self) -> MemoryInspection:
-        """The state table (both contexts), each cell's history, the counters, the last evidence."""
+        """The state table (both contexts) with each cell's history, the latest observations, the
+        last problem, the counters (drops by reason included) and the last evidence handed over."""
         stored: list[str] = []
         for context in Context:
             for c in self._cells(context):
@@ -296,6 +300,11 @@ class PrefStateMemory(MemorySystem):
                     f'"{_clip(h.quote)}"'
                     for h in c.history
                 )
+        stored.extend(
+            f"observed {o.at:%Y-%m-%d %H:%M} {o.context.value}/{o.attribute} = {o.setting} "
+            f'({o.confidence:.2f}, {o.step_id}#{o.turn_index}): "{_clip(o.quote)}"'
+            for o in self._state.observations[-_SHOW_OBSERVATIONS:]
+        )
         s = self._state.stats
         if s.last_failure:
             stored.append(f"last problem: {s.last_failure}")

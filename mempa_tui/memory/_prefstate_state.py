@@ -11,7 +11,8 @@ Update rule (:func:`apply_observation`), applied to one cell at a time:
    3.3 'Timeline and Preference Change', Finding 5 on cross-context spill).
 2. An empty cell takes the first observation, whatever its confidence.
 3. An observation of the setting already held reinforces it: the support count grows, the
-   confidence becomes the larger of the two, and a pending challenger is dropped.
+   confidence becomes the larger of the two, and a pending challenger is dropped (the history
+   logs a reinforcement only then, so it stays a short list of changes).
 4. A different setting with confidence at or above ``confident_at`` (default 0.6) supersedes the
    current value at once, and the change is logged. A stated rule ("from now on ...") is meant
    to arrive here.
@@ -35,6 +36,7 @@ from mempa_tui.taxonomy import Context
 
 __all__ = [
     "DEFAULT_CONFIDENT_AT",
+    "KEEP_OBSERVATIONS",
     "CellChange",
     "CellState",
     "ChangeKind",
@@ -47,6 +49,9 @@ __all__ = [
 
 DEFAULT_CONFIDENT_AT = 0.6
 """Confidence from which a single observation supersedes a different current value."""
+
+KEEP_OBSERVATIONS = 50
+"""Accepted observations kept in the state's log (for the side panel), newest last."""
 
 _KEEP_QUOTES = 3
 """Evidence quotes kept per cell value (most recent last)."""
@@ -175,7 +180,8 @@ class PrefStateState(BaseModel):
 
     Attributes:
         cells: cell key (:func:`cell_key`) -> cell.
-        observations: every accepted observation, oldest first (the raw evidence log).
+        observations: the latest accepted observations, oldest first (at most
+            :data:`KEEP_OBSERVATIONS`; the cells' histories keep every change).
         previous_turn: the PA's side of the last turn written, so the next user message can be
             read as a reaction to it: ``(step_id, summary text)``; None at the start.
         stats: the counters.
@@ -248,9 +254,10 @@ def apply_observation(
         cell.support += 1
         cell.confidence = max(cell.confidence, obs.confidence)
         cell.updated = max(cell.updated, obs.at)
-        cell.challenger = None
         _remember_quote(cell, obs.quote)
-        cell.history.append(_change("reinforced", cell.setting, obs))
+        if cell.challenger is not None:  # logged only when it sets a challenger aside
+            cell.challenger = None
+            cell.history.append(_change("reinforced", cell.setting, obs))
         return "reinforced"
     repeated = (
         cell.challenger is not None
