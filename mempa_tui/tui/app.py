@@ -32,6 +32,8 @@ from mempa_tui.tui.screens import (
     SessionScreen,
     key_rows,
 )
+from mempa_tui.tui.screens.probe_stepper import ProbeStepperScreen
+from mempa_tui.tui.screens.results import ResultsScreen
 from mempa_tui.tui.settings import AppSettings
 
 __all__ = ["MempaApp", "RunUpdate"]
@@ -71,6 +73,8 @@ class MempaApp(App[None]):
         "launcher": LauncherScreen,
         "dashboard": DashboardScreen,
         "session": SessionScreen,
+        "stepper": ProbeStepperScreen,
+        "results": ResultsScreen,
     }
     DEFAULT_MODE = "launcher"
     COMMANDS = App.COMMANDS | {MempaCommands}
@@ -81,6 +85,10 @@ class MempaApp(App[None]):
                 tooltip="One progress bar per run: timeline steps, probes, tokens, errors"),
         Binding("s", "switch_mode('session')", "Session", id="app.session",
                 tooltip="The live transcript of a run with the memory's contents and evidence"),
+        Binding("p", "switch_mode('stepper')", "Probe stepper", id="app.stepper",
+                tooltip="Replay a stored probe one model call at a time; target, BRS and PRS revealed after"),
+        Binding("R", "switch_mode('results')", "Results", id="app.results",
+                tooltip="PSA, CS, PET, BRS and PRS of the stored runs; bar chart; Markdown and CSV export"),
         Binding("question_mark", "help", "Keys", key_display="?", id="app.help",
                 tooltip="List every key of this screen"),
         Binding("ctrl+q", "quit", "Quit", id="app.quit", priority=True,

@@ -28,6 +28,10 @@ class MempaCommands(Provider):
             ("Open launcher", partial(app.switch_mode, "launcher"), "Start runs; resume or view saved runs"),
             ("Open dashboard", partial(app.switch_mode, "dashboard"), "Progress of every run of this session"),
             ("Open session view", partial(app.switch_mode, "session"), "Live transcript and memory panel"),
+            ("Open probe stepper", partial(app.switch_mode, "stepper"),
+             "Replay a stored probe one model call at a time; then target, BRS and PRS"),
+            ("Open results", partial(app.switch_mode, "results"),
+             "PSA, CS, PET, BRS, PRS by user, condition, model, dimension; chart; export"),
             ("Show keys", app.action_help, "List every key of the current screen"),
         ]
         for entry in app.book:

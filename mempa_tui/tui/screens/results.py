@@ -1,0 +1,203 @@
+"""Results (SPEC section 4.11, the tables of 4.9): PSA, CS, PET, BRS and PRS of every stored run
+by memory condition and model, optionally split by user, dimension or reply-vs-action group; a bar
+chart of one metric; export as Markdown and CSV. Scoring is the scoring package's (via
+:mod:`mempa_tui.runner._results`); reading and scoring run in workers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, ClassVar, cast
+
+import anyio
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, VerticalScroll
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Header, Label, Select, Static
+from textual.worker import Worker, WorkerState
+
+from mempa_tui.runner._results import (
+    GROUPINGS,
+    SHOWN_METRICS,
+    Bar,
+    ExportedResults,
+    Grouping,
+    bar_chart,
+    export_results,
+    results_rows,
+)
+from mempa_tui.scoring import ConditionScores, ProbeOutcome
+from mempa_tui.tui.engine import error_line
+
+if TYPE_CHECKING:
+    from mempa_tui.tui.app import MempaApp, RunUpdate
+
+__all__ = ["ResultsScreen", "bars_text"]
+
+BAR_WIDTH = 40
+"""Cells of a full bar."""
+
+
+def bars_text(bars: list[Bar], metric: str, width: int = BAR_WIDTH) -> Text:
+    """The bar chart as Rich text: ``label  ████████░░░░  62.5%`` per row."""
+    if not bars:
+        return Text("No probe results yet: finish a run's probes, then refresh (f5).", style="dim")
+    label_width = min(44, max(len(b.label) for b in bars))
+    out = Text(f"{metric} by row (full bar = {'100%' if metric in ('PSA', 'CS', 'PET') else '5'})\n",
+               style="bold")
+    for bar in bars:
+        filled = round(bar.fraction * width)
+        out.append(f"{bar.label[:label_width]:<{label_width}}  ")
+        out.append("█" * filled, style="green" if bar.value is not None else "dim")
+        out.append("░" * (width - filled), style="dim")
+        out.append(f"  {bar.text}\n")
+    return out
+
+
+class ResultsScreen(Screen[None]):
+    """Scores of the stored runs, one grouping and one charted metric at a time."""
+
+    CSS_PATH = "results.tcss"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("g", "cycle_grouping", "Group by", id="results.group",
+                tooltip="Split rows by nothing more, by user, by dimension or by reply-vs-action group"),
+        Binding("c", "cycle_metric", "Chart metric", id="results.metric",
+                tooltip="Chart PSA, CS, PET, BRS or PRS"),
+        Binding("x", "export", "Export", id="results.export",
+                tooltip="Write report.md and CSVs (with bootstrap intervals) under saves/results-<time>/"),
+        Binding("f5", "refresh", "Refresh", id="results.refresh",
+                tooltip="Read the stored probe results again"),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.outcomes: list[ProbeOutcome] = []
+        self.rows: list[ConditionScores] = []
+        self.last_export: ExportedResults | None = None
+
+    @property
+    def mempa(self) -> MempaApp:
+        """The app, typed."""
+        return cast("MempaApp", self.app)
+
+    def compose(self) -> ComposeResult:
+        """Pickers, the table, the chart."""
+        yield Header()
+        with Horizontal(id="results-bar"):
+            yield Label("Group by", classes="field-label")
+            yield Select[str]([(g, g) for g in GROUPINGS], id="grouping", value="condition", allow_blank=False)
+            yield Label("Chart", classes="field-label")
+            yield Select[str]([(m, m) for m in SHOWN_METRICS], id="metric", value="PSA", allow_blank=False)
+            yield Label("", id="results-count")
+        yield DataTable(id="results-table", zebra_stripes=True, cursor_type="row")
+        with VerticalScroll(id="chart-box"):
+            yield Static(id="chart")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        """Read the results; follow finished runs."""
+        self.load()
+        self.mempa.run_signal.subscribe(self, self._on_run_update)
+
+    def on_screen_resume(self) -> None:
+        """Coming back: runs may have finished probes meanwhile."""
+        if self.is_mounted:
+            self.load()
+
+    def _on_run_update(self, update: RunUpdate) -> None:
+        if getattr(update.item, "kind", None) in ("run_finished", "probe_finished"):
+            self.load()
+
+    @property
+    def grouping(self) -> Grouping:
+        """The chosen grouping."""
+        return cast(Grouping, self.query_one("#grouping", Select).value)
+
+    @property
+    def metric(self) -> str:
+        """The charted metric."""
+        return str(self.query_one("#metric", Select).value)
+
+    # ---- loading --------------------------------------------------------------------------
+
+    @work(exclusive=True, group="results", exit_on_error=False)
+    async def load(self) -> None:
+        """Read every stored probe outcome, then score the chosen grouping."""
+        self.outcomes = await self.mempa.service.outcomes()
+        await self._score()
+
+    async def _score(self) -> None:
+        outcomes, by = list(self.outcomes), self.grouping
+        self.rows = await anyio.to_thread.run_sync(lambda: results_rows(outcomes, by))
+        self._show()
+
+    def _show(self) -> None:
+        by = self.grouping
+        table = self.query_one("#results-table", DataTable)
+        table.clear(columns=True)
+        columns = ["Memory", "Model"] + ([by] if by != "condition" else [])
+        table.add_columns(*columns, *SHOWN_METRICS, "probes", "incomplete")
+        for r in self.rows:
+            cells = [r.label, r.model] + ([r.breakdown or ""] if by != "condition" else [])
+            cells += [m.formatted(interval=False) if (m := r.metric(name)) else "N/A" for name in SHOWN_METRICS]
+            table.add_row(*cells, str(r.probes), str(r.incomplete))
+        runs = len({(o.memory, o.model, o.user) for o in self.outcomes})
+        self.query_one("#results-count", Label).update(
+            f"{len(self.outcomes)} probe result(s) from {runs} user × condition × model combination(s)"
+        )
+        self._chart()
+
+    def _chart(self) -> None:
+        self.query_one("#chart", Static).update(bars_text(bar_chart(self.rows, self.metric), self.metric))
+
+    def on_select_changed(self, event: Select.Changed) -> None:
+        """A new grouping reads and scores again; a new metric redraws the chart."""
+        if event.select.id == "grouping" and self.is_mounted:
+            self.load()
+        elif event.select.id == "metric":
+            self._chart()
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        """A failed read, score or export shows as a notification; the screen carries on."""
+        if event.state is WorkerState.ERROR and event.worker.error is not None:
+            self.notify(error_line(event.worker.error), severity="error", title="Results")
+
+    # ---- actions --------------------------------------------------------------------------
+
+    def _cycle(self, selector: str, values: tuple[str, ...]) -> None:
+        select = self.query_one(selector, Select)
+        index = values.index(str(select.value)) if select.value in values else -1
+        select.value = values[(index + 1) % len(values)]
+
+    def action_cycle_grouping(self) -> None:
+        """Next grouping."""
+        self._cycle("#grouping", GROUPINGS)
+
+    def action_cycle_metric(self) -> None:
+        """Next charted metric."""
+        self._cycle("#metric", SHOWN_METRICS)
+
+    def action_refresh(self) -> None:
+        """Read the stored results again."""
+        self.load()
+
+    def action_export(self) -> None:
+        """Write the results as Markdown and CSV."""
+        if not self.outcomes:
+            self.notify("no probe results to export yet", severity="warning", title="Results")
+            return
+        self.export()
+
+    @work(exclusive=True, group="results-export", exit_on_error=False)
+    async def export(self) -> None:
+        """Export in a worker (bootstrap intervals take a while)."""
+        outcomes, by = list(self.outcomes), self.grouping
+        saves: Path = self.mempa.settings.saves_dir
+        resamples = self.mempa.service.options.resamples
+        done = await anyio.to_thread.run_sync(
+            lambda: export_results(outcomes, saves, by=by, resamples=resamples)
+        )
+        self.last_export = done
+        self.notify(f"wrote {len(done.all())} files to {done.folder}", title="Results exported", timeout=10)

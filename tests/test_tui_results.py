@@ -1,0 +1,149 @@
+"""Results: the engine (mempa_tui.runner._results) on hand-made stored results, and the Results
+screen driven with a pilot (grouping, chart metric, export).
+
+Two stored runs of user R with two final probes x two repeats each:
+File memory selects every target (PSA 100%, BRS 4, PRS 5); No Memory selects the target of
+``verbosity`` only (PSA 50%, BRS 2 and 4, PRS 3).
+"""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import anyio
+import pytest
+from test_tui_support import WORLDS, make_folders
+from textual.pilot import Pilot
+from textual.widgets import DataTable, Select, Static
+from textual.worker import WorkerState
+
+from mempa_tui.runner import RunConfig
+from mempa_tui.runner._results import (
+    bar_chart,
+    export_results,
+    results_rows,
+    stored_outcomes,
+)
+from mempa_tui.store import ProbeResultRecord, RunRecord, RunStatus, RunStore, utc_now
+from mempa_tui.tui import MempaApp, RunnerOptions
+from mempa_tui.tui.screens.results import ResultsScreen, bars_text
+
+PROBES = {  # probe id -> (attribute, target, wrong setting)
+    "R-final-work-verbosity": ("verbosity", "Terse", "Detailed"),
+    "R-final-work-solution_breadth": ("solution_breadth", "Low", "High"),
+}
+
+
+async def seed(db: Path) -> None:
+    """Store the two runs described in the module docstring."""
+    async with RunStore(db) as store:
+        for memory in ("file", "none"):
+            config = RunConfig(user="R", profile="scripted", memory=memory, repeats=2, worlds_dir=WORLDS)
+            await store.create_run(RunRecord(
+                id=config.run_id, user="R", profile="scripted", memory=memory, seed=0, repeats=2,
+                config_json=config.model_dump_json(), config_hash=config.config_hash(),
+                status=RunStatus.COMPLETED, total_probes=4,
+            ))
+            for probe_id, (attribute, target, wrong) in PROBES.items():
+                for repeat in (1, 2):
+                    right = memory == "file" or attribute == "verbosity"
+                    await store.save_probe_result(config.run_id, ProbeResultRecord(
+                        probe_id=probe_id, repeat=repeat, kind="final", context="work",
+                        attribute=attribute, target=target, selection=target if right else wrong,
+                        status="completed", brs=4 if right else 2, brs_reason="judge",
+                        prs=5 if memory == "file" else 3, prs_reason="user",
+                        started_at=utc_now(), finished_at=utc_now(),
+                    ))
+
+
+async def test_engine_rows_chart_and_export(tmp_path: Path) -> None:
+    db = tmp_path / "mempa.sqlite"
+    await seed(db)
+    async with RunStore(db) as store:
+        outcomes = await stored_outcomes(store)
+        assert len(outcomes) == 8
+        only_file = await stored_outcomes(store, ["R-file-scripted-s0"])
+        assert {o.memory for o in only_file} == {"file"}
+    rows = {r.memory: r for r in results_rows(outcomes)}
+    assert rows["file"].psa.mean == pytest.approx(100.0)
+    assert rows["none"].psa.mean == pytest.approx(50.0)
+    assert rows["none"].brs.mean == pytest.approx(3.0)
+    assert rows["file"].prs.mean == pytest.approx(5.0)
+    bars = {b.label.split(" · ")[0]: b for b in bar_chart(list(rows.values()), "PSA")}
+    assert bars["File memory"].fraction == pytest.approx(1.0)
+    assert bars["No Memory"].fraction == pytest.approx(0.5) and bars["No Memory"].text == "50.0%"
+    prs = {b.label.split(" · ")[0]: b for b in bar_chart(list(rows.values()), "PRS")}
+    assert prs["No Memory"].fraction == pytest.approx(3 / 5)
+    by_dim = results_rows(outcomes, "dimension")
+    assert {(r.memory, r.breakdown) for r in by_dim} >= {("none", "Expression Style"), ("none", "Initiative & Autonomy")}
+    dim = {(r.memory, r.breakdown): r for r in by_dim}
+    assert dim[("none", "Expression Style")].psa.mean == pytest.approx(100.0)
+    assert dim[("none", "Initiative & Autonomy")].psa.mean == pytest.approx(0.0)
+    with pytest.raises(ValueError, match="choose one of"):
+        results_rows(outcomes, "colour")  # type: ignore[arg-type]
+
+    done = export_results(outcomes, tmp_path / "saves", by="user", resamples=50)
+    assert all(p.is_file() for p in done.all())
+    main = {r["memory"]: r for r in csv.DictReader(done.report.main_csv.open(encoding="utf-8"))}
+    assert float(main["none"]["psa_mean"]) == pytest.approx(50.0)
+    users = list(csv.DictReader(done.by_user_csv.open(encoding="utf-8")))
+    psa_none = next(r for r in users if r["memory"] == "none" and r["metric"] == "PSA")
+    assert (psa_none["user"], float(psa_none["mean"])) == ("R", 50.0)
+    assert "| Memory | Model | User |" in done.screen_md.read_text(encoding="utf-8")
+    with pytest.raises(ValueError, match="no probe results"):
+        export_results([], tmp_path / "saves")
+
+
+def test_bars_text_without_rows() -> None:
+    assert "No probe results yet" in bars_text([], "PSA").plain
+
+
+async def _wait_workers(app: MempaApp, pilot: Pilot[None], group: str) -> None:
+    with anyio.fail_after(60):
+        while True:
+            await pilot.pause()
+            live = [w for w in app.workers if w.group == group and w.state in (WorkerState.PENDING, WorkerState.RUNNING)]
+            if not live:
+                return
+            for worker in live:
+                if worker.state is WorkerState.RUNNING:
+                    await worker.wait()
+
+
+def _cells(table: DataTable[str]) -> list[list[str]]:
+    return [[str(c) for c in table.get_row_at(i)] for i in range(table.row_count)]
+
+
+async def test_results_screen_groups_charts_and_exports(tmp_path: Path) -> None:
+    folders = make_folders(tmp_path)
+    folders.settings.saves_dir.mkdir(parents=True)
+    await seed(folders.settings.saves_dir / "mempa.sqlite")
+    app = MempaApp(folders.settings, options=RunnerOptions(resamples=50))
+    async with app.run_test(size=(140, 44)) as pilot:
+        await pilot.press("R")  # the app's Results key
+        screen = app.screen
+        assert isinstance(screen, ResultsScreen)
+        await _wait_workers(app, pilot, "results")
+        table = screen.query_one("#results-table", DataTable)
+        rows = _cells(table)
+        assert [r[0] for r in rows] == ["File memory", "No Memory"]
+        assert rows[0][2].startswith("100.0") and rows[1][2].startswith("50.0")
+        chart = screen.query_one("#chart", Static)
+        shown = str(chart.render())
+        assert "PSA by row" in shown and "100.0%" in shown and "50.0%" in shown
+
+        await pilot.press("g")  # by user
+        await _wait_workers(app, pilot, "results")
+        assert screen.query_one("#grouping", Select).value == "user"
+        rows = _cells(table)
+        assert [r[2] for r in rows] == ["R", "R"]
+
+        await pilot.press("c")  # chart CS
+        assert screen.query_one("#metric", Select).value == "CS"
+
+        await pilot.press("x")
+        await _wait_workers(app, pilot, "results-export")
+        assert screen.last_export is not None
+        assert screen.last_export.report.main_md.is_file()
+        assert screen.last_export.folder.parent == folders.settings.saves_dir
