@@ -11,7 +11,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
+from test_runner_support import WORLDS as RUNNER_WORLDS
+from test_runner_support import protocol_responder
 
+from mempa_tui.cli.main import main
 from mempa_tui.ix.types import CallStatus, ExecutedCall, IXCall
 from mempa_tui.llm import LLMClient, ScriptedModelServer, ScriptedReply, ScriptedRequest
 from mempa_tui.llm.scripted_roles import RolePlayer
@@ -27,7 +31,7 @@ from mempa_tui.memory._prefstate_extract import quote_in
 from mempa_tui.runner import RunConfig, Runner
 from mempa_tui.scripts.loader import load_user
 from mempa_tui.store import RunStatus, RunStore
-from mempa_tui.taxonomy import Context, attribute
+from mempa_tui.taxonomy import ATTRIBUTES, Context, attribute
 from mempa_tui.tools import default_registry
 
 START = datetime(2026, 3, 2, 9, 0)
@@ -500,3 +504,54 @@ async def test_user_a_slice_with_prefstate(tmp_path: Path) -> None:
     assert memory_prompts
     assert all(marker not in text for marker in withheld for text in memory_prompts)
     assert outcome.report is not None
+
+
+# ---- the command line: mempa run --memory prefstate ---------------------------------------------
+
+
+def _cli_responder(request: ScriptedRequest) -> ScriptedReply | str:
+    """The runner tests' protocol responder; the memory role reads "sort this out" as Terse."""
+    if request.model == "scripted-memory":
+        found = "sort this out" in person_message(request)
+        item = {"attribute": "verbosity", "setting": "Terse", "quote": "sort this out", "confidence": 0.8}
+        return json.dumps({"observations": [item] if found else []})
+    return protocol_responder(request)
+
+
+def test_mempa_run_with_prefstate(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with ScriptedModelServer(_cli_responder) as server:
+        profile = tmp_path / "scripted.yaml"
+        profile.write_text(yaml.safe_dump(server.profile(context_window=131072).model_dump(mode="json")))
+        code = main([
+            "run", "--user", "R", "--memory", "prefstate", "--memory-option", "confident_at=0.7",
+            "--model", str(profile), "--repeats", "1", "--worlds", str(RUNNER_WORLDS),
+            "--saves", str(tmp_path / "saves"), "--local-memory", str(tmp_path / "local_memory"),
+        ])
+        memory_calls = [r for r in server.requests if r.model == "scripted-memory"]
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "PSA" in out and "Preference-state memory" in out
+    assert memory_calls
+    state = json.loads((tmp_path / "local_memory" / "R-prefstate-scripted-s0" / "run" / "state.json").read_text())
+    assert state["stats"]["turns_extracted"] > 0 and state["stats"]["extraction_failures"] == 0
+    assert any(cell["setting"] == "Terse" for cell in state["cells"].values())
+
+
+async def test_full_table_and_prompt_fit_a_small_model(harness: Harness, tmp_path: Path) -> None:
+    long_message = "please " + " ".join(f"word{i}" for i in range(400))
+    items = [
+        {"attribute": a.key, "setting": a.setting_names[0], "quote": long_message[:300], "confidence": 0.9}
+        for a in ATTRIBUTES
+    ]
+    flipped = [{**i, "setting": attribute(str(i["attribute"])).setting_names[1]} for i in items]
+    harness.extractor.queue += [json.dumps({"observations": items[:6]}), json.dumps({"observations": items[6:12]}),
+                                json.dumps({"observations": items[12:]}), json.dumps({"observations": flipped[:6]})]
+    mem = harness.memory(tmp_path)
+    for i in range(4):
+        await mem.write(turn(f"A-S0{i}", long_message, day=i, reply="x " * 3000))
+    assert len(mem.table(Context.WORK)) == 14 and mem.stats.superseded == 6
+    evidence = await mem.retrieve("x", session("A-S09"))
+    assert len(evidence.items) == 14 + 3  # every cell, the three latest changes
+    assert mem.client.count_tokens(evidence.system_text) <= 1_200
+    prompt = "\n".join(m.content for m in harness.server.requests[-1].messages)
+    assert mem.client.count_tokens(prompt) <= 4_000  # extraction fits a 16k window with room to answer
