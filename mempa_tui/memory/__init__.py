@@ -1,6 +1,7 @@
 """Memory systems behind the common adapter (SPEC section 4.7; paper Sections 3.4, 4; App. F.1).
 
-Conditions: No Memory and Oracle (references) and File memory (MEMORY.md + HISTORY.md).
+Conditions: No Memory and Oracle (references), File memory (MEMORY.md + HISTORY.md) and more;
+preference-state memory (SPEC section 6) is :class:`PrefStateMemory`.
 Build one with :func:`make_memory`.
 """
 
@@ -12,6 +13,13 @@ from mempa_tui.memory._file import (
     FileMemoryStats,
     HistoryEntry,
     default_thresholds,
+)
+from mempa_tui.memory._prefstate import PrefStateMemory
+from mempa_tui.memory._prefstate_state import (
+    CellChange,
+    CellState,
+    Observation,
+    PrefStateStats,
 )
 from mempa_tui.memory._reference import (
     NoMemory,
@@ -30,6 +38,8 @@ from mempa_tui.memory.base import (
 
 __all__ = [
     "MEMORY_BUILDERS",
+    "CellChange",
+    "CellState",
     "CompletionClient",
     "ConsolidationReply",
     "Evidence",
@@ -42,8 +52,11 @@ __all__ = [
     "MemoryInspection",
     "MemorySystem",
     "NoMemory",
+    "Observation",
     "OracleMemory",
     "OracleTarget",
+    "PrefStateMemory",
+    "PrefStateStats",
     "SessionInfo",
     "SnapshotError",
     "TurnRecord",
