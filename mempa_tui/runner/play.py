@@ -254,6 +254,8 @@ async def play_step(
             memory.set_probe_target(script.attribute, targets[script.attribute])
         if user_seat is not None:
             user_seat.memory = None if is_probe else start.simulator
+            if user_seat.client is None and user_seat.shadow:
+                user_seat.client = client
         events: list[EpisodeEvent] = []
 
         def collect(event: EpisodeEvent) -> None:

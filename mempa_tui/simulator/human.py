@@ -133,13 +133,16 @@ class HumanUserSeat:
     """The user's seat filled by a person (see the module docstring).
 
     Args:
-        client: the model client for the shadow simulator (role ``simulator``); None disables it.
+        client: the model client for the shadow simulator (role ``simulator``); None: no shadow
+            unless one is bound later (:func:`~mempa_tui.runner.play.play_step` binds the play's
+            client when ``shadow`` is True).
         persona: the user.
         memory: the simulator memory the shadow reads in accumulation sessions (None in probes).
         skills: the skill book (default: the packaged skills).
         output_format: the shadow's turn format (``tags`` or ``json``).
         on_change: called with the panel whenever it changes (waiting starts, beat moves, a
             turn is recorded); it must not block.
+        shadow: ask the simulator for its shadow turn at each of the person's turns.
     """
 
     def __init__(
@@ -151,8 +154,12 @@ class HumanUserSeat:
         skills: SkillBook | None = None,
         output_format: Literal["tags", "json"] = "tags",
         on_change: Callable[[UserPanel], None] | None = None,
+        shadow: bool = True,
     ) -> None:
-        self._client = client
+        self.client = client
+        """The shadow simulator's model client (None: no shadow)."""
+        self.shadow = shadow
+        """Whether the shadow simulator is asked at each turn."""
         self.persona = persona
         self.memory = memory
         self._skills = skills or default_skills()
@@ -384,7 +391,7 @@ class HumanUserSeat:
         self.fidelity.append(FidelityPair(
             turn=self._user_turns, beat_id=beat.id, human_message=message, human_consent=consent,
             human_warnings=list(self._warnings),
-            simulator=shadow or ShadowTurn(error="no shadow simulator (no model client)"),
+            simulator=shadow or ShadowTurn(error="no shadow simulator in this play"),
         ))
         self._dialogue.append(DialogueEntry(speaker="user", text=message))
         self._turns += 1
@@ -413,7 +420,7 @@ class HumanUserSeat:
                 async def person() -> None:
                     box_action.append(await self._receive.receive())
 
-                if self._client is not None:
+                if self.client is not None and self.shadow:
                     tg.start_soon(shadow)
                 tg.start_soon(person)
         finally:
@@ -440,14 +447,15 @@ class HumanUserSeat:
 
     async def _shadow_turn(self) -> ShadowTurn:
         """One simulator attempt from the current state (no rewrites; its problems recorded)."""
-        assert self._client is not None
+        client = self.client
+        assert client is not None
         messages = build_turn_messages(self._prompt_input())
         try:
             if self.output_format == "json":
-                completion = await self._client.complete(Role.SIMULATOR, messages, json_schema=TURN_SCHEMA)
+                completion = await client.complete(Role.SIMULATOR, messages, json_schema=TURN_SCHEMA)
                 parsed = parse_turn_json(completion.text)
             else:
-                completion = await self._client.complete(Role.SIMULATOR, messages)
+                completion = await client.complete(Role.SIMULATOR, messages)
                 parsed = parse_turn(completion.text)
         except LLMError as exc:
             return ShadowTurn(error=f"the simulator's call failed: {exc}")

@@ -32,6 +32,8 @@ from mempa_tui.tui.screens import (
     SessionScreen,
     key_rows,
 )
+from mempa_tui.tui.screens.play_agent import PlayAgentScreen
+from mempa_tui.tui.screens.play_user import PlayUserScreen
 from mempa_tui.tui.screens.probe_stepper import ProbeStepperScreen
 from mempa_tui.tui.screens.results import ResultsScreen
 from mempa_tui.tui.settings import AppSettings
@@ -75,6 +77,8 @@ class MempaApp(App[None]):
         "session": SessionScreen,
         "stepper": ProbeStepperScreen,
         "results": ResultsScreen,
+        "play_user": PlayUserScreen,
+        "play_agent": PlayAgentScreen,
     }
     DEFAULT_MODE = "launcher"
     COMMANDS = App.COMMANDS | {MempaCommands}
@@ -85,6 +89,10 @@ class MempaApp(App[None]):
                 tooltip="One progress bar per run: timeline steps, probes, tokens, errors"),
         Binding("s", "switch_mode('session')", "Session", id="app.session",
                 tooltip="The live transcript of a run with the memory's contents and evidence"),
+        Binding("u", "switch_mode('play_user')", "Play user", id="app.play_user",
+                tooltip="Play as the user: you type the user's turns; the simulator's answers are kept beside"),
+        Binding("a", "switch_mode('play_agent')", "Play PA", id="app.play_agent",
+                tooltip="Play as the PA: call tools from a palette, pick the IX setting, write the reply"),
         Binding("p", "switch_mode('stepper')", "Probe stepper", id="app.stepper",
                 tooltip="Replay a stored probe one model call at a time; target, BRS and PRS revealed after"),
         Binding("R", "switch_mode('results')", "Results", id="app.results",

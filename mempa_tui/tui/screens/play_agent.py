@@ -1,0 +1,280 @@
+"""Play as the PA (SPEC §4.11): the person fills the PA seat of a live session or probe.
+
+A tool palette lists every tool on offer this turn (world tools, then the activated IX tools); the
+chosen tool's form is generated from its JSON schema. At the decision point ctrl+b opens the IX
+tool of the tested attribute, whose setting picker lists its settings. The reply editor sends the
+turn. Calls go through the same wrapper as a model PA's; the simulator, memory and checkpoints see
+no difference, and a final probe is scored with BRS and PRS as in a run.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, ClassVar, cast
+
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.message import Message
+from textual.screen import Screen
+from textual.widget import Widget
+from textual.widgets import Footer, Header, Input, Label, Select, Static, TextArea
+from textual.worker import Worker, WorkerState
+
+from mempa_tui.agent.forms import FormError, arguments_from_form, form_fields
+from mempa_tui.agent.human import HumanAgentSeat, PAAction, PATurnView
+from mempa_tui.llm.types import ToolSpec
+from mempa_tui.runner import StepEvent
+from mempa_tui.runner._episode_events import (
+    BeatChangeEvent,
+    EpisodeEvent,
+    EvidenceEvent,
+    UserMessageEvent,
+)
+from mempa_tui.runner.play import PlayOutcome, PlayRequest
+from mempa_tui.tui.engine import error_line
+from mempa_tui.tui.play_render import agent_panel_text, outcome_text
+from mempa_tui.tui.widgets import TranscriptLog
+from mempa_tui.tui.widgets.play_setup import PlaySetup
+
+if TYPE_CHECKING:
+    from mempa_tui.tui.app import MempaApp
+
+__all__ = ["PlayAgentScreen"]
+
+_HINT = {"text": "", "integer": "a whole number", "number": "a number", "boolean": "true or false",
+         "list": "comma-separated", "json": "JSON"}
+
+
+class PlayAgentScreen(Screen[None]):
+    """A person in the PA seat; the simulator plays the user."""
+
+    CSS_PATH: ClassVar[list[str]] = ["play.tcss", "play_agent.tcss"]  # type: ignore[assignment,misc]
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("ctrl+r", "start", "Start", id="play_agent.start", priority=True,
+                tooltip="Start the chosen session or probe with you in the PA's seat"),
+        Binding("ctrl+t", "call_tool", "Call tool", id="play_agent.call", priority=True,
+                tooltip="Call the tool chosen in the palette with the form's arguments"),
+        Binding("ctrl+b", "ix_picker", "IX picker", id="play_agent.ix", priority=True,
+                tooltip="Open the interaction tool of the decision point (its setting picker)"),
+        Binding("ctrl+s", "reply", "Send reply", id="play_agent.reply", priority=True,
+                tooltip="Send the reply editor's text; it ends your turn"),
+        Binding("ctrl+g", "give_up", "Give up turn", id="play_agent.give_up", priority=True,
+                tooltip="End the turn with no reply (the step is floored, as for a model PA)"),
+    ]
+
+    class ViewChanged(Message):
+        """The seat's view changed (handler: ``on_play_agent_screen_view_changed``)."""
+
+        def __init__(self, view: PATurnView) -> None:
+            self.view = view
+            """The new view."""
+            super().__init__()
+
+    class EventArrived(Message):
+        """An episode event arrived (handler: ``on_play_agent_screen_event_arrived``)."""
+
+        def __init__(self, event: EpisodeEvent) -> None:
+            self.event = event
+            """The event."""
+            super().__init__()
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seat: HumanAgentSeat | None = None
+        """The seat of the play in progress."""
+        self.view: PATurnView | None = None
+        """The latest view (None between turns)."""
+        self.outcome: PlayOutcome | None = None
+        """How the last play ended."""
+        self._step = ""
+        self._tools: dict[str, ToolSpec] = {}
+        self._form_tool: str | None = None
+
+    @property
+    def mempa(self) -> MempaApp:
+        """The app, typed."""
+        return cast("MempaApp", self.app)
+
+    def compose(self) -> ComposeResult:
+        """Setup; transcript and the turn panel with the tool palette; the reply editor."""
+        yield Header()
+        yield PlaySetup(id="play-setup")
+        yield Label("Play as the PA: choose what to play, then ctrl+r.", id="play-status", classes="play-status")
+        with Horizontal(classes="play-body"):
+            yield TranscriptLog(id="play-transcript")
+            with VerticalScroll(classes="play-panel", id="agent-side"):
+                yield Static(agent_panel_text(None), id="agent-panel")
+                yield Label("Tool palette", classes="field-label")
+                yield Select[str]([], id="tool-pick", prompt="choose a tool")
+                yield Vertical(id="tool-form")
+                yield Static("", id="outcome")
+        yield TextArea(id="reply", disabled=True)
+        yield Footer()
+
+    # ---- starting -------------------------------------------------------------------------------
+
+    def workers_running(self) -> bool:
+        """True while the play worker runs."""
+        return any(w.group == "play" and w.is_running for w in self.workers)
+
+    def action_start(self) -> None:
+        """Start the play chosen in the setup (one at a time)."""
+        if self.workers_running():
+            self.notify("a play is in progress; give up its turn (ctrl+g) to end it", severity="warning",
+                        title="Play")
+            return
+        try:
+            request = self.query_one(PlaySetup).request("agent")
+        except ValueError as exc:
+            self.notify(error_line(exc), severity="error", title="Play as the PA")
+            return
+        self.seat = HumanAgentSeat(on_change=lambda v: self.post_message(self.ViewChanged(v.model_copy(deep=True))))
+        self.outcome, self._step = None, request.step_id
+        self.query_one(TranscriptLog).replay([])
+        self.query_one("#outcome", Static).update("")
+        self._status(f"starting {request.step_id} from {request.source_run or 'the fixture world'} "
+                     f"with {request.profile}; the simulated user speaks first…")
+        self.play(request)
+
+    @work(exclusive=True, group="play", exit_on_error=False)
+    async def play(self, request: PlayRequest) -> PlayOutcome:
+        """Run the play in the engine."""
+        assert self.seat is not None
+        return await self.mempa.service.play(request, agent_seat=self.seat, say=self._status,
+                                             observer=lambda e: self.post_message(self.EventArrived(e)))
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        """The play ended: show the outcome (target revealed, scores); errors notify and stay shown."""
+        if event.worker.group != "play":
+            return
+        if event.state is WorkerState.SUCCESS and isinstance(event.worker.result, PlayOutcome):
+            self.outcome = event.worker.result
+            self.query_one("#outcome", Static).update(outcome_text(self.outcome))
+            self._status(f"{self.outcome.step_id} {self.outcome.status}; stored as {self.outcome.play_id}")
+            self._enable(False)
+        elif event.state is WorkerState.ERROR and event.worker.error is not None:
+            line = error_line(event.worker.error)
+            self.notify(line, severity="error", title="Play as the PA")
+            self._status(f"stopped: {line}")
+            self._enable(False)
+
+    # ---- live updates ---------------------------------------------------------------------------
+
+    async def on_play_agent_screen_view_changed(self, message: ViewChanged) -> None:
+        """Redraw the turn panel and the palette; focus the reply editor when a turn opens."""
+        view = message.view
+        self.view = view if view.waiting else None
+        self.query_one("#agent-panel", Static).update(agent_panel_text(view))
+        self._enable(view.waiting)
+        tools = {t.name: t for t in view.tools}
+        if list(tools) != list(self._tools):
+            self._tools = tools
+            pick = self.query_one("#tool-pick", Select)
+            pick.set_options([(name, name) for name in tools])
+        if view.note:
+            self.notify(view.note, severity="warning", title="PA turn")
+        self._status("your turn as the PA" if view.waiting else "the user is writing…")
+
+    def on_play_agent_screen_event_arrived(self, message: EventArrived) -> None:
+        """Append what the PA may see (no beat bookkeeping; evidence is in the panel)."""
+        event = message.event
+        if isinstance(event, (BeatChangeEvent, EvidenceEvent)):
+            return
+        if isinstance(event, UserMessageEvent):
+            event = event.model_copy(update={"beat_id": None})
+        self.query_one(TranscriptLog).append(StepEvent(run_id="play", step_id=self._step, event=event))
+
+    async def on_select_changed(self, event: Select.Changed) -> None:
+        """A tool chosen in the palette: build its form from the schema."""
+        if event.select.id == "tool-pick" and isinstance(event.value, str):
+            await self._build_form(event.value)
+
+    async def _build_form(self, name: str) -> None:
+        spec = self._tools.get(name)
+        box = self.query_one("#tool-form", Vertical)
+        await box.remove_children()
+        self._form_tool = name if spec is not None else None
+        if spec is None:
+            return
+        widgets: list[Widget] = [Static(spec.description[:300], classes="tool-description")]
+        for field in form_fields(spec):
+            mark = " *" if field.required else ""
+            widgets.append(Label(f"{field.name}{mark} {_HINT[field.kind]}".rstrip(), classes="field-label"))
+            if field.kind == "choice":
+                widgets.append(Select[str]([(c, c) for c in field.choices], id=f"arg-{field.name}",
+                                           prompt=f"choose {field.name}"))
+            else:
+                widgets.append(Input(value=field.default, placeholder=field.description[:80], id=f"arg-{field.name}"))
+        await box.mount_all(widgets)
+
+    # ---- the person's actions -------------------------------------------------------------------
+
+    def _submit(self, action: PAAction) -> bool:
+        if self.seat is None or self.view is None:
+            self.notify("no PA turn is open", severity="warning", title="Play as the PA")
+            return False
+        try:
+            self.seat.submit(action)
+        except (RuntimeError, ValueError) as exc:
+            self.notify(str(exc), severity="warning", title="Play as the PA")
+            return False
+        return True
+
+    def form_values(self) -> dict[str, str]:
+        """The tool form's entries as text (field name -> entry)."""
+        values: dict[str, str] = {}
+        for widget in self.query_one("#tool-form", Vertical).query("Input, Select"):
+            if not widget.id:
+                continue
+            name = widget.id.removeprefix("arg-")
+            if isinstance(widget, Input):
+                values[name] = widget.value
+            elif isinstance(widget, Select):
+                values[name] = widget.value if isinstance(widget.value, str) else ""
+        return values
+
+    def action_call_tool(self) -> None:
+        """Call the palette's tool with the form's arguments."""
+        spec = self._tools.get(self._form_tool or "")
+        if spec is None:
+            self.notify("choose a tool in the palette first", severity="warning", title="Play as the PA")
+            return
+        try:
+            arguments = arguments_from_form(spec, self.form_values())
+        except FormError as exc:
+            self.notify(str(exc), severity="error", title="Tool form")
+            return
+        self._submit(PAAction(kind="tool", tool=spec.name, arguments=arguments))
+
+    async def action_ix_picker(self) -> None:
+        """Open the decision point's IX tool in the palette and focus its setting picker."""
+        view = self.view
+        key = view.required_ix if view else None
+        name = next((n for n in self._tools if key and n == f"IX_{key}"), None)
+        name = name or next((n for n in self._tools if n.startswith("IX_")), None)
+        if name is None:
+            self.notify("no interaction tool is on offer yet", severity="warning", title="Play as the PA")
+            return
+        self.query_one("#tool-pick", Select).value = name
+        await self._build_form(name)
+        self.query_one("#arg-setting", Select).focus()
+
+    def action_reply(self) -> None:
+        """Send the reply editor's text (ends the turn)."""
+        editor = self.query_one("#reply", TextArea)
+        if self._submit(PAAction(kind="reply", text=editor.text)):
+            editor.text = ""
+
+    def action_give_up(self) -> None:
+        """End the turn with no reply (floored)."""
+        self._submit(PAAction(kind="give_up"))
+
+    # ---- helpers --------------------------------------------------------------------------------
+
+    def _enable(self, waiting: bool) -> None:
+        self.query_one("#reply", TextArea).disabled = not waiting
+        self.set_class(waiting, "-waiting")
+
+    def _status(self, line: str) -> None:
+        self.query_one("#play-status", Label).update(line)
