@@ -1,0 +1,161 @@
+"""Probe stepper screen, driven with a pilot against the scripted model on loopback.
+
+A run of user R (File memory, one repeat) is stored first through the app's engine facade; then
+the app opens on the stepper, picks that run and a final probe, steps it call by call, reveals
+the target and the (fixed, test) BRS and PRS, and the run store is compared before and after.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import anyio
+import pytest
+from test_tui_support import (
+    TuiFolders,
+    fixed_scorer,
+    make_folders,
+    run_responder,
+    write_profile,
+)
+from textual.pilot import Pilot
+from textual.widgets import RichLog, Select
+from textual.worker import WorkerState
+
+from mempa_tui.llm import ScriptedModelServer
+from mempa_tui.store import RunStatus
+from mempa_tui.tui import MempaApp, RunnerOptions, RunRequest, RunService
+from mempa_tui.tui.screens.probe_stepper import ProbeStepperScreen
+
+RUN_ID = "R-file-scripted-s0"
+PROBE = "R-final-work-verbosity"
+
+
+@dataclass
+class Env:
+    """The app's folders with one stored run, and the scripted server."""
+
+    folders: TuiFolders
+    server: ScriptedModelServer
+
+    def app(self) -> MempaApp:
+        return MempaApp(self.folders.settings, options=RunnerOptions(scorer=fixed_scorer, resamples=50),
+                        initial_mode="stepper")
+
+
+@pytest.fixture
+async def env(tmp_path: Path) -> AsyncIterator[Env]:
+    async with ScriptedModelServer(run_responder) as server:
+        folders = make_folders(tmp_path)
+        write_profile(server.profile(context_window=131072), folders.settings.models_dir)
+        service = RunService(folders.settings, RunnerOptions(scorer=fixed_scorer, resamples=50))
+        try:
+            outcome = await service.execute(
+                RunRequest(user="R", memory="file", profile="scripted", repeats=1), lambda item: None,
+                lambda line: None,
+            )
+        finally:
+            await service.aclose()
+        assert outcome.status is RunStatus.COMPLETED
+        yield Env(folders, server)
+
+
+def _dump(db: Path) -> list[str]:
+    with sqlite3.connect(db) as conn:
+        return list(conn.iterdump())
+
+
+async def _until(pilot: Pilot[None], check: Callable[[], bool]) -> None:
+    """Let the app work until ``check`` holds (a pending worker may need several passes)."""
+    with anyio.fail_after(60):
+        while not check():
+            await pilot.pause()
+
+
+async def _steps_done(app: MempaApp, pilot: Pilot[None]) -> None:
+    await pilot.pause()
+    for worker in [w for w in app.workers if w.group == "stepper-step"]:
+        if worker.state in (WorkerState.PENDING, WorkerState.RUNNING):
+            await _until(pilot, lambda w=worker: w.state is not WorkerState.PENDING)  # type: ignore[misc]
+            await worker.wait()
+    await pilot.pause()
+
+
+def _log(screen: ProbeStepperScreen) -> str:
+    return "\n".join(line.text for line in screen.query_one("#step-log", RichLog).lines)
+
+
+async def test_step_a_probe_to_its_scores(env: Env) -> None:
+    db = env.folders.settings.saves_dir / "mempa.sqlite"
+    before = _dump(db)
+    app = env.app()
+    async with app.run_test(size=(150, 45)) as pilot:
+        screen = app.screen
+        assert isinstance(screen, ProbeStepperScreen)
+        run = screen.query_one("#run", Select)
+        await _until(pilot, lambda: RUN_ID in [v for _, v in run._options])
+        run.value = RUN_ID
+        await _until(pilot, lambda: screen.choices is not None)
+        screen.query_one("#probe", Select).value = PROBE
+        await pilot.pause()
+        assert screen.query_one("#checkpoint", Select).value == 2  # the runner's: after the last step
+        await pilot.press("o")
+        await _until(pilot, lambda: screen.stepper is not None and bool(screen.stepper.updates))
+        stepper = screen.stepper
+        assert stepper is not None
+        assert "next: a simulator call" in _log(screen)
+
+        await pilot.press("n")
+        await _steps_done(app, pilot)
+        assert stepper.client.gate.count == 1
+        assert "call 1 · simulator" in _log(screen)
+        assert "target" not in _log(screen).lower().replace("the target stays hidden", "")
+
+        await pilot.press("t")  # up to the selection
+        await _steps_done(app, pilot)
+        assert stepper.stage == "episode_end"
+        log = _log(screen)
+        assert "call 2 · pa" in log and "IX verbosity" in log
+        assert "PA's selection: Terse" in log  # the scripted PA picks the first setting
+        prompt = str(screen.query_one("#prompt").render())
+        assert "[system]" in prompt
+
+        await pilot.press("n")
+        await _steps_done(app, pilot)
+        assert "target: Terse" in _log(screen) and "selection matches" in _log(screen)
+        await pilot.press("n")
+        await _steps_done(app, pilot)
+        log = _log(screen)
+        assert "BRS 4  judge: fixed in the TUI tests" in log
+        assert "PRS 5  user: fixed" in log
+        await pilot.press("n")
+        await _steps_done(app, pilot)
+        assert stepper.finished and "the stored run was not changed" in _log(screen)
+
+        await pilot.press("c")
+        await _until(pilot, lambda: screen.stepper is None)
+    assert _dump(db) == before
+
+
+async def test_errors_show_and_the_screen_carries_on(env: Env) -> None:
+    app = env.app()
+    async with app.run_test(size=(150, 45)) as pilot:
+        screen = app.screen
+        assert isinstance(screen, ProbeStepperScreen)
+        await pilot.press("n")  # nothing open yet
+        await pilot.pause()
+        assert any("open a probe first" in n.message for n in app._notifications)
+        run = screen.query_one("#run", Select)
+        await _until(pilot, lambda: RUN_ID in [v for _, v in run._options])
+        run.value = RUN_ID
+        await _until(pilot, lambda: screen.choices is not None)
+        screen.query_one("#probe", Select).value = "R-pre-ev1"
+        await pilot.pause()
+        screen.query_one("#checkpoint", Select).value = 2  # after the event: too late for this probe
+        await pilot.press("o")
+        await _until(pilot, lambda: "choose an earlier one" in _log(screen))
+        assert screen.stepper is None
+        assert app.is_running
