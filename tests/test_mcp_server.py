@@ -90,3 +90,12 @@ def test_session_in_process_matches_names() -> None:
     tdef = session.registry.get("mcp_state_email_message_send")
     assert tdef is not None and mcp_tool(tdef).name == "email_message_send"
     assert session.finish(commit=False).committed is False
+
+
+def test_broken_world_fails_at_start(tree: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tree / "cinema").mkdir()
+    (tree / "cinema" / "tickets.yaml").write_text("- id: ctk_0001\n  entered_at: 2026-03-01T00:00\n")
+    from mempa_tui.cli.main import main
+
+    assert main(["mcp", "--user", "T", "--at", AT, "--world", str(tree)]) == 2
+    assert "cinema/tickets.yaml record 0 (id 'ctk_0001')" in capsys.readouterr().err

@@ -220,6 +220,7 @@ async def cmd_mcp(args: argparse.Namespace) -> int:
     """``mcp``: serve a user's world tools over stdio; discard or (``--commit``) write back on exit."""
     from mempa_tui.mcp import WorldSession, serve_stdio
     from mempa_tui.scripts.loader import list_users, user_dir
+    from mempa_tui.world import FixtureError
 
     if args.world:
         folder = Path(args.world)
@@ -229,7 +230,10 @@ async def cmd_mcp(args: argparse.Namespace) -> int:
             known = list_users(args.worlds)
             raise UserError(f"no fixture tree for user {args.user!r} at {folder}"
                             + (f" (users: {', '.join(known)})" if known else ""))
-    session = WorldSession(folder, args.at)
+    try:
+        session = WorldSession(folder, args.at)
+    except FixtureError as exc:
+        raise UserError(f"{folder}: {exc}") from None
     await serve_stdio(session)
     report = session.finish(commit=args.commit)
     print(f"mempa mcp: {report.summary(folder)}", file=sys.stderr)

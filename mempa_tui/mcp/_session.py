@@ -14,7 +14,13 @@ from datetime import datetime
 from pathlib import Path
 
 from mempa_tui.tools import ToolRegistry, ToolResult, default_registry
-from mempa_tui.world import WorkingCopy, WorldState
+from mempa_tui.world import (
+    COLLECTIONS,
+    WorkingCopy,
+    WorldState,
+    collection_issues,
+    collection_path,
+)
 
 __all__ = ["CommitReport", "WorldSession"]
 
@@ -58,6 +64,8 @@ class WorldSession:
 
     Raises:
         WorldPathError: the folder is missing or holds a link or an escaping path.
+        FixtureError: a collection file of the tree is invalid (the first problem found), so a
+            broken world fails at start rather than on some later call.
     """
 
     folder: Path
@@ -68,6 +76,11 @@ class WorldSession:
 
     def __post_init__(self) -> None:
         self._start = WorldState.from_directory(self.folder)
+        for collection in COLLECTIONS:
+            data = self._start.get(collection_path(collection))
+            issues = collection_issues(collection, data) if data is not None else []
+            if issues:
+                raise issues[0]
         self.wc = WorkingCopy(self._start, self.at)
 
     def call(self, name: str, arguments: object) -> ToolResult:
