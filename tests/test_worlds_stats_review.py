@@ -13,7 +13,12 @@ import yaml
 
 from mempa_tui.cli._worlds import cmd_worlds_review, cmd_worlds_stats
 from mempa_tui.llm import LLMClient, ScriptedModelServer, ScriptedRequest
-from mempa_tui.scripts._review import CONDITIONS, review_script, review_user, write_reviews
+from mempa_tui.scripts._review import (
+    CONDITIONS,
+    review_script,
+    review_user,
+    write_reviews,
+)
 from mempa_tui.scripts._stats import format_stats, user_stats, world_stats
 from mempa_tui.scripts.loader import load_user
 
@@ -22,7 +27,13 @@ WORLDS = Path(__file__).resolve().parents[1] / "worlds"
 
 def _verdict(failing: str | None = None) -> str:
     return json.dumps(
-        {c: {"ok": c != failing, "reason": f"{c} {'fails' if c == failing else 'holds'}"} for c in CONDITIONS}
+        {
+            c: {
+                "ok": c != failing,
+                "reason": f"{c} {'fails' if c == failing else 'holds'}",
+            }
+            for c in CONDITIONS
+        }
     )
 
 
@@ -67,7 +78,9 @@ async def test_review_script_reads_verdicts_and_retries_a_bad_reply() -> None:
         return next(replies)
 
     async with ScriptedModelServer(responder) as server:
-        review = await review_script(LLMClient(server.profile(num_retries=0)), bundle, bundle.sessions["A-S01"])
+        review = await review_script(
+            LLMClient(server.profile(num_retries=0)), bundle, bundle.sessions["A-S01"]
+        )
     assert review.error is None and review.attempts == 2
     assert review.live is False
     assert [c for c, v in review.conditions.items() if not v.ok] == ["observable"]
@@ -109,12 +122,20 @@ async def test_worlds_review_command_writes_yaml(tmp_path: Path) -> None:
         profile_path = tmp_path / "scripted.yaml"
         profile_path.write_text(yaml.safe_dump(profile.model_dump(mode="json", exclude_none=True)))
         out = io.StringIO()
-        args = Namespace(dir=str(worlds), model=str(profile_path), user=["A"], script=["A-S01", "A-S02"],
-                         out=str(tmp_path / "review.yaml"))
+        args = Namespace(
+            dir=str(worlds),
+            model=str(profile_path),
+            user=["A"],
+            script=["A-S01", "A-S02"],
+            out=str(tmp_path / "review.yaml"),
+        )
         assert await cmd_worlds_review(args, out) == 0
     doc = yaml.safe_load((tmp_path / "review.yaml").read_text())
     assert (doc["reviewed"], doc["live"], doc["closed"]) == (2, 1, 1)
     by_id = {e["script"]: e for e in doc["scripts"]}
-    assert by_id["A-S02"]["conditions"]["answerable"] == {"ok": False, "reason": "answerable fails"}
+    assert by_id["A-S02"]["conditions"]["answerable"] == {
+        "ok": False,
+        "reason": "answerable fails",
+    }
     assert by_id["A-S01"]["live"] is True
     assert "A-S02: closed (answerable)" in out.getvalue()

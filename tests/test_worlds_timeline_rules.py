@@ -13,7 +13,11 @@ from pathlib import Path
 import pytest
 
 from mempa_tui.scripts import check_worlds
-from mempa_tui.scripts._check_timeline import change_direction, differing_pairs, settings_used
+from mempa_tui.scripts._check_timeline import (
+    change_direction,
+    differing_pairs,
+    settings_used,
+)
 from mempa_tui.scripts._filter import filter_line
 from mempa_tui.scripts.loader import load_user, scan_user
 
@@ -32,8 +36,8 @@ def _copy_a(dest: Path, labels: tuple[str, ...] = ("A",)) -> Path:
                 continue
             text = path.read_text()
             text = re.sub(r"\bA-(S|E|P)", rf"{label}-\1", text)
-            text = re.sub(r"^label: A$", f"label: {label}", text, flags=re.M)
-            text = re.sub(r"^user: A$", f"user: {label}", text, flags=re.M)
+            text = re.sub(r"^label: A$", f"label: {label}", text, flags=re.MULTILINE)
+            text = re.sub(r"^user: A$", f"user: {label}", text, flags=re.MULTILINE)
             path.write_text(text)
             if path.name.startswith("A-"):
                 path.rename(path.with_name(label + path.name[1:]))
@@ -64,9 +68,13 @@ def test_slice_needs_sessions_attributes_and_two_per_cell(tmp_path: Path) -> Non
     worlds = _copy_a(tmp_path / "w")
     bundle = load_user(WORLDS, "A")
     assert (bundle.sessions["A-S13"].attribute, bundle.sessions["A-S14"].attribute) == (
-        "solution_breadth", "solution_breadth")
+        "solution_breadth",
+        "solution_breadth",
+    )
     _drop(worlds, "A-S14")
-    assert _messages(worlds) == ["scope slice: cell work/solution_breadth has 1 session(s), at least 2 needed"]
+    assert _messages(worlds) == [
+        "scope slice: cell work/solution_breadth has 1 session(s), at least 2 needed"
+    ]
     _drop(worlds, "A-S13")  # the cell is gone: five attributes left, 12 sessions still enough
     assert _messages(worlds) == ["scope slice: sessions cover 5 attributes, at least 6 needed"]
     _drop(worlds, "A-S12")
@@ -77,8 +85,11 @@ def test_same_task_in_one_cell_is_reported_at_the_task_line(tmp_path: Path) -> N
     worlds = _copy_a(tmp_path / "w")
     bundle = load_user(WORLDS, "A")
     first = bundle.sessions["A-S01"]
-    twin = next(s for s in bundle.sessions.values() if s.id != first.id and
-                (s.context, s.attribute) == (first.context, first.attribute))
+    twin = next(
+        s
+        for s in bundle.sessions.values()
+        if s.id != first.id and (s.context, s.attribute) == (first.context, first.attribute)
+    )
     path = worlds / "users" / "A" / "sessions" / f"{twin.id}.yaml"
     path.write_text(path.read_text().replace(f"task: {twin.task}", f"task: {first.task}"))
     found = [v for v in check_worlds(worlds) if "need different tasks" in v.message]
@@ -95,8 +106,10 @@ def test_full_scope_reports_every_count_a_slice_misses(tmp_path: Path) -> None:
     assert "scope full: 1 change events on the timeline, 5 needed" in messages
     assert "scope full: events use slots [1]; need 1, 2, 3 and two of 4, 5, 6" in messages
     assert "scope full: 1 pre-event probes, 5 needed" in messages
-    assert ("scope full: changing cell work/solution_breadth has 2 session(s) before the event "
-            "and 0 after; 3 and 2 needed") in messages
+    assert (
+        "scope full: changing cell work/solution_breadth has 2 session(s) before the event "
+        "and 0 after; 3 and 2 needed"
+    ) in messages
     stable = [m for m in messages if m.startswith("scope full: stable cell")]
     assert len(stable) == 27  # every cell but the changing one misses its three sessions
     assert "scope full: stable cell work/verbosity has 2 session(s), 3 needed" in stable
@@ -117,8 +130,9 @@ def test_four_copies_of_a_break_the_cross_user_matrix_rules(tmp_path: Path) -> N
     assert len(differing_pairs(scans)) == 32  # A has 8 differing attributes, four times
     assert len(settings_used(scans)) == 22
     messages = _messages(worlds)
-    assert any(m.startswith("32 of 56 user-attribute pairs differ") and "exactly 18 needed" in m
-               for m in messages)
+    assert any(
+        m.startswith("32 of 56 user-attribute pairs differ") and "exactly 18 needed" in m for m in messages
+    )
     unused = next(m for m in messages if m.startswith("the matrices use 22 of 32 settings"))
     assert "process_visibility=Full narration" in unused and "verbosity=Terse" not in unused
     # the event rules wait until every user is full
@@ -137,7 +151,11 @@ def test_three_users_skip_the_cross_user_rules(tmp_path: Path) -> None:
 
 def test_change_direction_follows_the_setting_list() -> None:
     event = load_user(WORLDS, "A").events["A-E01"]
-    assert (event.old_setting, event.new_setting, change_direction(event)) == ("Low", "High", 1)
+    assert (event.old_setting, event.new_setting, change_direction(event)) == (
+        "Low",
+        "High",
+        1,
+    )
     back = event.model_copy(update={"old_setting": "High", "new_setting": "Low"})
     assert change_direction(back) == -1
 
@@ -145,13 +163,31 @@ def test_change_direction_follows_the_setting_list() -> None:
 @pytest.mark.parametrize(
     ("line", "keys", "expected"),
     [
-        ("Can you sort out the autonomy level for me?", (), ["names the attribute 'Autonomy Level'"]),
-        ("Tone and formality matter here.", (), ["names the attribute 'Tone & Formality'"]),
-        ("this is about solution_breadth", (), ["names the attribute 'Solution Breadth'"]),
-        ("From now on keep it terse.", ("verbosity",),
-         ["states the setting 'Terse' as a preference (with 'from now on')"]),
-        ("I'd rather you gave me full narration.", ("process_visibility",),
-         ["states the setting 'Full narration' as a preference (with 'i'd rather')"]),
+        (
+            "Can you sort out the autonomy level for me?",
+            (),
+            ["names the attribute 'Autonomy Level'"],
+        ),
+        (
+            "Tone and formality matter here.",
+            (),
+            ["names the attribute 'Tone & Formality'"],
+        ),
+        (
+            "this is about solution_breadth",
+            (),
+            ["names the attribute 'Solution Breadth'"],
+        ),
+        (
+            "From now on keep it terse.",
+            ("verbosity",),
+            ["states the setting 'Terse' as a preference (with 'from now on')"],
+        ),
+        (
+            "I'd rather you gave me full narration.",
+            ("process_visibility",),
+            ["states the setting 'Full narration' as a preference (with 'i'd rather')"],
+        ),
         # a setting word without a preference phrase is ordinary speech
         ("The river is high this week.", ("proactive_outreach",), []),
         # a setting of an attribute not active in the script is not matched
@@ -175,4 +211,3 @@ def test_filter_hit_in_a_session_fails_the_check_at_its_line(tmp_path: Path) -> 
     assert found[0].path == str(path)
     assert "'Terse'" in found[0].message
     assert "conveys:" in path.read_text().splitlines()[found[0].line - 1]
-

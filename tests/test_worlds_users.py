@@ -61,7 +61,7 @@ def _names(bundle: UserBundle) -> set[str]:
 def _pairs() -> Iterator[tuple[str, str]]:
     users = list_users(WORLDS)
     for i, a in enumerate(users):
-        for b in users[i + 1:]:
+        for b in users[i + 1 :]:
             yield a, b
 
 
@@ -76,8 +76,12 @@ def test_scripted_user_text_passes_the_simulator_leak_rules(label: str) -> None:
     """Beats and facts give nothing away (Appendix D.4); probes never point at an earlier session."""
     bundle = load_user(WORLDS, label)
     for s in [*bundle.sessions.values(), *bundle.probes.values()]:
-        rules = LeakRules(probe=isinstance(s, Probe), beat_ids=tuple(b.id for b in s.beats), script_id=s.id,
-                          attributes=tuple({a for b in s.beats for a in b.active_attributes}))
+        rules = LeakRules(
+            probe=isinstance(s, Probe),
+            beat_ids=tuple(b.id for b in s.beats),
+            script_id=s.id,
+            attributes=tuple({a for b in s.beats for a in b.active_attributes}),
+        )
         for text in [*(b.conveys for b in s.beats), *(f.text for f in s.facts)]:
             assert not rule_check(text, rules), f"{s.id}: {rule_check(text, rules)} in {text!r}"
             if isinstance(s, Probe):
@@ -96,10 +100,21 @@ def test_whole_worlds_folder_passes() -> None:
     assert [str(v) for v in check_worlds(WORLDS)] == []
 
 
-async def test_user_b_first_session_completes_through_the_runner(tmp_path: Path) -> None:
-    config = RunConfig(user="B", profile="scripted", memory="file", repeats=1, worlds_dir=WORLDS,
-                       step_attempts=1,
-                       memory_options={"consolidate_at_tokens": 50_000, "consolidate_to_tokens": 20_000})
+async def test_user_b_first_session_completes_through_the_runner(
+    tmp_path: Path,
+) -> None:
+    config = RunConfig(
+        user="B",
+        profile="scripted",
+        memory="file",
+        repeats=1,
+        worlds_dir=WORLDS,
+        step_attempts=1,
+        memory_options={
+            "consolidate_at_tokens": 50_000,
+            "consolidate_to_tokens": 20_000,
+        },
+    )
     first = load_user(WORLDS, "B").timeline.steps[0]
     async with ScriptedModelServer(protocol_responder) as server:
         client = LLMClient(server.profile(context_window=131072))
@@ -110,8 +125,14 @@ async def test_user_b_first_session_completes_through_the_runner(tmp_path: Path)
                     if isinstance(item, StepEvent) and item.step_id != first:
                         tg.cancel_scope.cancel()  # the second step has begun: stop here
 
-                runner = Runner(config, store, client, default_registry(), observer,
-                                memory_root=tmp_path / "local_memory")
+                runner = Runner(
+                    config,
+                    store,
+                    client,
+                    default_registry(),
+                    observer,
+                    memory_root=tmp_path / "local_memory",
+                )
                 tg.start_soon(runner.run)
             steps = await store.steps(runner.run_id, with_results=True)
             assert [(s.step_id, s.status) for s in steps] == [(first, "completed")]

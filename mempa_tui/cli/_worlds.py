@@ -51,14 +51,20 @@ async def cmd_worlds_review(args: argparse.Namespace, out: TextIO | None = None)
     users = args.user or labels
     unknown = [u for u in users if u not in labels]
     if unknown:
-        raise UserError(f"--user: no user {', '.join(unknown)} in {folder / 'users'} (have {', '.join(labels)})")
+        raise UserError(
+            f"--user: no user {', '.join(unknown)} in {folder / 'users'} (have {', '.join(labels)})"
+        )
     bundles = [load_user(folder, u) for u in users]
     profile = load_profile(args.model)
 
     def show(review: ScriptReview) -> None:
         verdict = review.error and f"error: {review.error}" or ("live" if review.live else "closed")
         failed = [c for c, v in review.conditions.items() if not v.ok]
-        print(f"{review.script_id}: {verdict}" + (f" ({', '.join(failed)})" if failed else ""), file=out, flush=True)
+        print(
+            f"{review.script_id}: {verdict}" + (f" ({', '.join(failed)})" if failed else ""),
+            file=out,
+            flush=True,
+        )
 
     reviews: list[ScriptReview] = []
     async with AsyncExitStack() as stack:
@@ -77,6 +83,9 @@ async def cmd_worlds_review(args: argparse.Namespace, out: TextIO | None = None)
     path = write_reviews(reviews, args.out, f"{profile.name}: {profile.spec_for(Role.JUDGE).model}")
     live = sum(1 for r in reviews if r.live)
     errors = sum(1 for r in reviews if r.error is not None)
-    print(f"{len(reviews)} script(s) reviewed: {live} live, {len(reviews) - live - errors} closed, "
-          f"{errors} without a verdict; verdicts in {path}", file=out)
+    print(
+        f"{len(reviews)} script(s) reviewed: {live} live, {len(reviews) - live - errors} closed, "
+        f"{errors} without a verdict; verdicts in {path}",
+        file=out,
+    )
     return 1 if errors else 0

@@ -25,10 +25,9 @@ both are schema rules of every file (:mod:`.schema`).
 from __future__ import annotations
 
 import difflib
-from datetime import datetime, timedelta
-
 from collections import defaultdict
 from collections.abc import Sequence
+from datetime import datetime, timedelta
 from pathlib import Path
 
 from mempa_tui.scripts._check_base import CheckerBase, Violation
@@ -61,7 +60,12 @@ FULL_COUNTS: dict[str, int] = {
     "min_event_attributes": 9,
 }
 #: Minimums of a slice user (issue 2: the first end-to-end slice).
-SLICE_COUNTS: dict[str, int] = {"sessions": 12, "attributes": 6, "per_cell": 2, "events": 1}
+SLICE_COUNTS: dict[str, int] = {
+    "sessions": 12,
+    "attributes": 6,
+    "per_cell": 2,
+    "events": 1,
+}
 
 _WORK_SLOTS = frozenset({1, 2, 3})
 _PERSONAL_SLOTS = frozenset({4, 5, 6})
@@ -181,11 +185,17 @@ class TimelineRules(CheckerBase):
             ]
             if between:
                 self.add(
-                    doc, ("starts_at",), f"step(s) {', '.join(between)} fall between the probe and its event"
+                    doc,
+                    ("starts_at",),
+                    f"step(s) {', '.join(between)} fall between the probe and its event",
                 )
         for event in self.scan.events.values():
             if event.id not in pre:
-                self.add(self.doc(event.id), ("id",), f"change event {event.id!r} has no pre-event probe")
+                self.add(
+                    self.doc(event.id),
+                    ("id",),
+                    f"change event {event.id!r} has no pre-event probe",
+                )
         missing = [f"{c.value}/{a}" for c, a in _context_cells() if (c, a) not in finals]
         if missing:
             self.add(
@@ -205,15 +215,26 @@ class TimelineRules(CheckerBase):
         for event in events:
             doc = self.doc(event.id)
             if event.slot in slots:
-                self.add(doc, ("slot",), f"slot {event.slot} is already used by {slots[event.slot]!r}")
+                self.add(
+                    doc,
+                    ("slot",),
+                    f"slot {event.slot} is already used by {slots[event.slot]!r}",
+                )
             elif event.slot < last_slot:
-                self.add(doc, ("slot",), f"slot {event.slot} comes after slot {last_slot} in time")
+                self.add(
+                    doc,
+                    ("slot",),
+                    f"slot {event.slot} comes after slot {last_slot} in time",
+                )
             slots.setdefault(event.slot, event.id)
             last_slot = max(last_slot, event.slot)
             if self.scan.matrix is not None:
                 current = self.scan.matrix.setting(event.context, event.attribute)
                 for earlier in events:
-                    if earlier.starts_at < event.starts_at and (earlier.context, earlier.attribute) == (
+                    if earlier.starts_at < event.starts_at and (
+                        earlier.context,
+                        earlier.attribute,
+                    ) == (
                         event.context,
                         event.attribute,
                     ):
@@ -234,7 +255,13 @@ class TimelineRules(CheckerBase):
         wc = WorkingCopy(self.state, event.starts_at)
         for t, turn in enumerate(event.transcript):
             for c, call in enumerate(turn.pa.tool_calls if turn.pa else []):
-                self.replay(doc, ("transcript", t, "pa", "tool_calls", c), wc, call.tool, call.args)
+                self.replay(
+                    doc,
+                    ("transcript", t, "pa", "tool_calls", c),
+                    wc,
+                    call.tool,
+                    call.args,
+                )
 
     # ---- counts ---------------------------------------------------------------------------
 
@@ -251,7 +278,8 @@ class TimelineRules(CheckerBase):
         tdoc = self.doc("timeline")
         sessions = self.timeline_sessions()
         events = sorted(
-            (self.scan.events[s] for s in timeline.steps if s in self.scan.events), key=lambda e: e.starts_at
+            (self.scan.events[s] for s in timeline.steps if s in self.scan.events),
+            key=lambda e: e.starts_at,
         )
         by_cell: dict[tuple[Context, str], list[AccumulationSession]] = defaultdict(list)
         for s in sessions:
@@ -300,7 +328,12 @@ class TimelineRules(CheckerBase):
             )
         contexts = {c for c, _ in by_cell}
         if sessions and len(contexts) < 2:
-            self.add(tdoc, ("steps",), "scope slice: sessions cover only one context", fallback=where)
+            self.add(
+                tdoc,
+                ("steps",),
+                "scope slice: sessions cover only one context",
+                fallback=where,
+            )
         for (ctx, key), group in sorted(by_cell.items(), key=lambda kv: (kv[0][0].value, kv[0][1])):
             if len(group) < SLICE_COUNTS["per_cell"]:
                 self.add(
@@ -310,7 +343,12 @@ class TimelineRules(CheckerBase):
                     f"{SLICE_COUNTS['per_cell']} needed",
                 )
         if len(events) < SLICE_COUNTS["events"]:
-            self.add(tdoc, ("steps",), "scope slice: no change event on the timeline", fallback=where)
+            self.add(
+                tdoc,
+                ("steps",),
+                "scope slice: no change event on the timeline",
+                fallback=where,
+            )
 
     def _full_counts(
         self,
@@ -361,7 +399,10 @@ class TimelineRules(CheckerBase):
                 event = changing[(ctx, key)]
                 before = sum(1 for s in group if s.starts_at < event.starts_at)
                 after = len(group) - before
-                if (before, after) != (FULL_COUNTS["before_event"], FULL_COUNTS["after_event"]):
+                if (before, after) != (
+                    FULL_COUNTS["before_event"],
+                    FULL_COUNTS["after_event"],
+                ):
                     self.add(
                         self.doc(event.id),
                         ("attribute",),

@@ -79,7 +79,9 @@ def filter_line(text: str, attribute_keys: tuple[str, ...]) -> list[str]:
     return hits
 
 
-def user_lines(script: AccumulationSession | Probe | ChangeEvent) -> Iterator[tuple[Loc, str]]:
+def user_lines(
+    script: AccumulationSession | Probe | ChangeEvent,
+) -> Iterator[tuple[Loc, str]]:
     """Every scripted user line of a script with its location in the file."""
     if isinstance(script, ChangeEvent):
         for t, turn in enumerate(script.transcript):

@@ -51,7 +51,13 @@ __all__ = [
 ]
 
 #: The five conditions of Table 8, in order.
-CONDITIONS: tuple[str, ...] = ("feasible", "reasonable", "not_given_away", "observable", "answerable")
+CONDITIONS: tuple[str, ...] = (
+    "feasible",
+    "reasonable",
+    "not_given_away",
+    "observable",
+    "answerable",
+)
 
 _CONDITION_TEXT: dict[str, str] = {
     "feasible": (
@@ -125,7 +131,7 @@ class ScriptReview(BaseModel):
 def _read(text: str) -> dict[str, ConditionVerdict]:
     raw = parse_json_reply(text)
     if not isinstance(raw, dict):
-        raise ValueError("the reply is not a JSON object")
+        raise ValueError("the reply is not a JSON object")  # noqa: TRY004 - complete_json retries on ValueError
     missing = [c for c in CONDITIONS if c not in raw]
     if missing:
         raise ValueError(f"missing condition(s): {', '.join(missing)}")
@@ -193,7 +199,10 @@ def review_messages(bundle: UserBundle, script: Script) -> list[ChatMessage]:
         f"Scenario file:\n{_script_text(bundle, script)}\n"
         + ("World records it binds:\n" + "\n".join(records) if records else "It binds no world records.")
     )
-    return [ChatMessage(role="system", content=system), ChatMessage(role="user", content=user)]
+    return [
+        ChatMessage(role="system", content=system),
+        ChatMessage(role="user", content=user),
+    ]
 
 
 async def review_script(client: StructuredClient, bundle: UserBundle, script: Script) -> ScriptReview:
@@ -262,7 +271,12 @@ def write_reviews(reviews: Sequence[ScriptReview], path: str | Path, model: str)
     """
     entries = []
     for r in reviews:
-        entry: dict[str, Any] = {"script": r.script_id, "user": r.user, "kind": r.kind, "cell": r.cell}
+        entry: dict[str, Any] = {
+            "script": r.script_id,
+            "user": r.user,
+            "kind": r.kind,
+            "cell": r.cell,
+        }
         if r.error is not None:
             entry["error"] = r.error
         else:

@@ -21,7 +21,14 @@ from mempa_tui.scripts.loader import UserBundle, WorldFileError, list_users, loa
 from mempa_tui.scripts.schema import ProbeKind
 from mempa_tui.taxonomy import ATTRIBUTES, Context
 
-__all__ = ["EventStats", "UserStats", "WorldStats", "format_stats", "user_stats", "world_stats"]
+__all__ = [
+    "EventStats",
+    "UserStats",
+    "WorldStats",
+    "format_stats",
+    "user_stats",
+    "world_stats",
+]
 
 
 class EventStats(BaseModel):
@@ -77,7 +84,9 @@ def user_stats(bundle: UserBundle) -> UserStats:
     """The counts of one loaded user."""
     matrix = bundle.matrix
     differing = [
-        a.key for a in ATTRIBUTES if matrix.setting(Context.WORK, a.key) != matrix.setting(Context.PERSONAL, a.key)
+        a.key
+        for a in ATTRIBUTES
+        if matrix.setting(Context.WORK, a.key) != matrix.setting(Context.PERSONAL, a.key)
     ]
     used = sorted({f"{a.key}={matrix.setting(c, a.key)}" for c in Context for a in ATTRIBUTES})
     sessions = [bundle.sessions[s] for s in bundle.timeline.steps if s in bundle.sessions]
@@ -153,14 +162,20 @@ def format_stats(stats: WorldStats) -> str:
         lines += [f"User {label}: not loaded - {problem}", ""]
     ups = sum(1 for u in stats.users for e in u.events if e.direction > 0)
     downs = sum(1 for u in stats.users for e in u.events if e.direction < 0)
+    pairs = (
+        f"  user-attribute pairs differing by context: {stats.differing_pairs} of {14 * len(stats.users)} "
+        f"(benchmark: {FULL_COUNTS['differing_pairs']} of 56)"
+    )
+    events = (
+        f"  change events: {sum(len(u.events) for u in stats.users)} over {len(stats.event_attributes)} "
+        f"attribute(s), {ups} up / {downs} down (benchmark: 20 over at least "
+        f"{FULL_COUNTS['min_event_attributes']}, both directions)"
+    )
     lines += [
         "All users",
         f"  users: {len(stats.users)} (benchmark: {FULL_COUNTS['users']})",
-        f"  user-attribute pairs differing by context: {stats.differing_pairs} of {14 * len(stats.users)} "
-        f"(benchmark: {FULL_COUNTS['differing_pairs']} of 56)",
+        pairs,
         f"  settings used: {len(stats.settings_used)} of 32 (benchmark: at least {FULL_COUNTS['min_settings_used']})",
-        f"  change events: {sum(len(u.events) for u in stats.users)} over {len(stats.event_attributes)} "
-        f"attribute(s), {ups} up / {downs} down (benchmark: 20 over at least "
-        f"{FULL_COUNTS['min_event_attributes']}, both directions)",
+        events,
     ]
     return "\n".join(lines)
