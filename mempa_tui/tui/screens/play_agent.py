@@ -42,7 +42,7 @@ if TYPE_CHECKING:
 
 __all__ = ["PlayAgentScreen"]
 
-_HINT = {"text": "", "integer": "a whole number", "number": "a number", "boolean": "true or false",
+_HINT = {"text": "", "choice": "", "integer": "a whole number", "number": "a number", "boolean": "true or false",
          "list": "comma-separated", "json": "JSON"}
 
 
@@ -193,6 +193,8 @@ class PlayAgentScreen(Screen[None]):
     async def _build_form(self, name: str) -> None:
         spec = self._tools.get(name)
         box = self.query_one("#tool-form", Vertical)
+        if name == self._form_tool and spec is not None and box.children:
+            return  # already built (the picker sets the palette and builds at once)
         await box.remove_children()
         self._form_tool = name if spec is not None else None
         if spec is None:
