@@ -76,12 +76,22 @@ async def test_read_write_and_rejected_call_then_discard(tree: Path) -> None:
     assert (tree / "calendar" / "events.yaml").read_bytes() == before
 
 
-async def test_commit_writes_changes_back(tree: Path) -> None:
-    async with server(tree, "--commit") as client:
+async def test_commit_writes_changes_back_and_logs(tree: Path, tmp_path: Path) -> None:
+    log = tmp_path / "calls.json"
+    async with server(tree, "--commit", "--log", str(log)) as client:
         made = await client.call_tool("calendar_event_create", CREATE)
         assert not made.is_error, made.content
+        await client.call_tool("calendar_event_read", {"event_id": "ev_0099"})
     text = (tree / "calendar" / "events.yaml").read_text()
     assert "Board call" in text and "Lift service visit" in text
+    logged = json.loads(log.read_text())
+    assert [(c["tool"], c["ok"]) for c in logged["calls"]] == [
+        ("calendar_event_create", True),
+        ("calendar_event_read", False),
+    ]
+    assert [(c["tool"], c["op"], c["collection"]) for c in logged["changes"]] == [
+        ("calendar_event_create", "insert", "calendar/events")
+    ]
 
 
 def test_session_in_process_matches_names() -> None:

@@ -236,5 +236,10 @@ async def cmd_mcp(args: argparse.Namespace) -> int:
         raise UserError(f"{folder}: {exc}") from None
     await serve_stdio(session)
     report = session.finish(commit=args.commit)
+    if args.log:
+        try:
+            session.write_log(Path(args.log))
+        except OSError as exc:
+            raise UserError(f"cannot write the call log to {args.log}: {exc}") from None
     print(f"mempa mcp: {report.summary(folder)}", file=sys.stderr)
     return 0

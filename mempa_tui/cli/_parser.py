@@ -139,6 +139,7 @@ def build_parser() -> argparse.ArgumentParser:
     mcp.add_argument("--world", metavar="DIR", help="serve this fixture tree instead of the user's")
     mcp.add_argument("--commit", action="store_true",
                      help="on a clean exit, write the changes back into the fixture tree (default: discard)")
+    mcp.add_argument("--log", metavar="FILE", help="on exit, write every call and record change as JSON to FILE")
 
     tui = sub.add_parser("tui", help="open the terminal app")
     tui.add_argument("--worlds", default="worlds", metavar="DIR", help="worlds folder (default worlds)")

@@ -9,6 +9,7 @@ a completed accumulation session).
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -90,6 +91,22 @@ class WorldSession:
             FixtureError: a collection file of the tree is invalid (nothing is written).
         """
         return self.registry.call(self.wc, name, arguments)
+
+    def write_log(self, path: Path) -> None:
+        """Write the session's call log and change log as one JSON object ``{calls, changes}``.
+
+        Every accepted or rejected call, and every record change with the call that made it
+        (paper Appendix C.2, 'Tool behavior and logs').
+
+        Raises:
+            OSError: the file cannot be written.
+        """
+        log = {
+            "at": self.at.isoformat(timespec="minutes"),
+            "calls": [c.model_dump(mode="json") for c in self.wc.call_log],
+            "changes": [c.model_dump(mode="json") for c in self.wc.change_log],
+        }
+        path.write_text(json.dumps(log, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
 
     def finish(self, commit: bool) -> CommitReport:
         """End the session: write changed collection files back into :attr:`folder`, or drop them.
