@@ -78,6 +78,7 @@ async def test_person_as_pa_plays_a_final_probe_and_is_scored_and_stored(
     # stored: run record, probe result with the selection and scores, transcript with the reply
     run = await store.get_run(outcome.play_id)
     assert run is not None and run.status is RunStatus.COMPLETED and run.memory == "none"
+    assert run.profile == "scripted (person as PA)"  # never taken for the model's own results
     [stored] = await store.probe_results(outcome.play_id, with_results=True)
     assert (stored.selection, stored.brs, stored.prs, stored.status) == ("Terse", 4, 5, "completed")
     assert PlayedStep.model_validate_json(stored.result_json).seat == "agent"
@@ -115,6 +116,8 @@ async def test_person_as_user_plays_a_session_with_the_fidelity_record_stored(
     asked = next(p for p in panels if p.waiting and p.beat and p.beat.id == "ask_summary")
     assert [f.id for f in asked.released] == ["deadline"]
     assert any(sheet.startswith("Acting sheet: Verbosity") for sheet in asked.acting_sheets)
+    # a person's session never becomes a donor of the model's reference runs
+    assert await store.latest_completed_run("R", "scripted") is None
     [step] = await store.steps(outcome.play_id, with_results=True)
     stored = PlayedStep.model_validate_json(step.result_json)
     assert stored.fidelity == outcome.fidelity and stored.seat == "user"

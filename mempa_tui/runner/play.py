@@ -8,7 +8,9 @@ step starts from a run's checkpoint (the last one before the step's start) or fr
 world with an empty memory, and a final probe played as the PA is scored with BRS and PRS the
 same way the runner scores it (paper Section 3.5, Appendix F).
 
-Each play is stored in the run store as its own run ``play-<seat>-<step>-<time>``: the step (or
+Each play is stored in the run store as its own run ``play-<seat>-<step>-<time>``, its profile
+labelled ``<profile> (person as PA|user)`` so that a person's results are never taken for the
+model's (donor choice, results by model): the step (or
 probe result) with its transcript, model calls and checkpoint, and in its ``result_json`` a
 :class:`PlayedStep` - the :class:`~mempa_tui.runner.episode.StepResult` plus the side-by-side
 :class:`~mempa_tui.simulator.human.FidelityPair` list when a person played the user. An error
@@ -68,7 +70,16 @@ if TYPE_CHECKING:
     from mempa_tui.llm.types import LLMCallRecord
     from mempa_tui.tools import ToolRegistry
 
-__all__ = ["PlayOutcome", "PlayRequest", "PlayableStep", "PlayedStep", "play_step", "playable_steps"]
+__all__ = [
+    "PlayOutcome",
+    "PlayRequest",
+    "PlayableStep",
+    "PlayedStep",
+    "play_id_for",
+    "play_profile_label",
+    "play_step",
+    "playable_steps",
+]
 
 Seat = Literal["user", "agent"]
 
@@ -185,6 +196,15 @@ def _records(events: list[EpisodeEvent]) -> list[TranscriptEventRecord]:
     return [TranscriptEventRecord(seq=i, kind=e.type, event_json=e.model_dump_json()) for i, e in enumerate(events)]
 
 
+def play_profile_label(request: PlayRequest) -> str:
+    """The profile column of a play's run record: ``<profile> (person as <seat>)``.
+
+    A person's results must never be read as the model's: the label keeps a play out of donor
+    choice (which matches the profile exactly) and gives it its own row in results by model.
+    """
+    return f"{request.profile} (person as {'PA' if request.seat == 'agent' else 'user'})"
+
+
 def play_id_for(request: PlayRequest, now: datetime) -> str:
     """``play-<seat>-<step>-<UTC time>`` (unique per second)."""
     return f"play-{request.seat}-{request.step_id}-{now:%Y%m%dT%H%M%S}"
@@ -238,7 +258,8 @@ async def play_step(
     is_probe = isinstance(script, Probe)
     config_json = request.model_dump_json()
     await store.create_run(RunRecord(
-        id=play_id, user=request.user, profile=request.profile, memory=request.memory, seed=0, repeats=1,
+        id=play_id, user=request.user, profile=play_profile_label(request), memory=request.memory, seed=0,
+        repeats=1,
         config_json=config_json, config_hash=hashlib.sha256(config_json.encode()).hexdigest(),
         donor_run=request.source_run, status=RunStatus.RUNNING,
         total_steps=0 if is_probe else 1, total_probes=1 if is_probe else 0,
