@@ -220,3 +220,16 @@ def test_models_list_and_check(profile_file: Path, capsys: pytest.CaptureFixture
     assert main(["models", "check", str(profile_file)]) == 0
     out = capsys.readouterr().out
     assert "scripted-pa" in out and "valid" in out
+
+
+def test_output_cut_short_by_a_closed_pipe_ends_quietly() -> None:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mempa_tui.cli.main", "tools", "list", "--json"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()  # the reader leaves before the catalog is written, like `| head -c 0`
+    err = proc.stderr.read().decode()
+    proc.stderr.close()
+    assert proc.wait() == 0, err
+    assert "Traceback" not in err and "BrokenPipe" not in err

@@ -9,6 +9,7 @@ with Ctrl-C, 143 / 129 stopped by SIGTERM / SIGHUP (rerunning the same command r
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 
@@ -80,6 +81,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("\nmempa: stopped; run the same command again to resume", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # e.g. `mempa tools list | head`: the reader left; not an error of ours
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # keep the interpreter's final flush from failing again
+        return 0
     except SignalStop as exc:
         print(f"mempa: {exc}; run the same command again to resume", file=sys.stderr)
         return exc.code
