@@ -27,7 +27,7 @@ from test_tui_support import (
     write_profile,
 )
 from textual.pilot import Pilot
-from textual.widgets import DataTable, ProgressBar, Select, Static
+from textual.widgets import DataTable, ProgressBar, Select, SelectionList, Static
 from textual.worker import WorkerCancelled, WorkerFailed, WorkerState
 
 from mempa_tui.cli.main import main
@@ -64,16 +64,17 @@ class Env:
 async def env(tmp_path: Path) -> AsyncIterator[Env]:
     async with ScriptedModelServer(run_responder) as server:
         folders = make_folders(tmp_path)
-        write_profile(server.profile(), folders.settings.models_dir)
+        write_profile(server.profile(context_window=131072), folders.settings.models_dir)
         yield Env(server, folders)
 
 
 async def _start_from_launcher(app: MempaApp, pilot: Pilot[None], *, memory: str = "file", repeats: int = 1) -> None:
     screen = app.screen
     assert isinstance(screen, LauncherScreen)
-    screen.query_one("#user", Select).value = "R"
-    screen.query_one("#memory", Select).value = memory
-    screen.query_one("#profile", Select).value = "scripted"
+    for field, value in (("user", "R"), ("memory", memory), ("profile", "scripted")):
+        picks = screen.query_one(f"#{field}", SelectionList)
+        picks.deselect_all()
+        picks.select(value)
     screen.query_one("#repeats", Select).value = repeats
     await pilot.click("#start")
     await pilot.pause()
@@ -308,7 +309,7 @@ async def test_a_paused_run_resumes_from_its_last_checkpoint(tmp_path: Path) -> 
 
     async with ScriptedModelServer(responder) as server:
         folders = make_folders(tmp_path)
-        write_profile(server.profile(), folders.settings.models_dir)
+        write_profile(server.profile(context_window=131072), folders.settings.models_dir)
         app = MempaApp(folders.settings, options=RunnerOptions(scorer=fixed_scorer, resamples=100))
         async with app.run_test(size=(120, 40)) as pilot:
             await _start_from_launcher(app, pilot)
@@ -379,3 +380,27 @@ async def test_live_events_are_appended_without_rebuilding_the_transcript(
         assert rebuilds == [1]  # nothing was redrawn from scratch
         assert log.lines_written == 1 + 2 * turns  # the step rule, then one line per event
         assert log.lines[-1].text == f"PA   answer {turns - 1}"
+
+
+async def test_the_launcher_starts_one_run_per_chosen_combination(env: Env) -> None:
+    app = env.app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = app.screen
+        assert isinstance(screen, LauncherScreen)
+        memories = screen.query_one("#memory", SelectionList)
+        memories.deselect_all()
+        await pilot.pause()
+        assert screen.requests() == []
+        with anyio.fail_after(10):  # the notification lands a message pass or two later
+            while not any("choose at least one memory" in m for _, m in _notifications(app)):
+                await pilot.pause()
+        for field, values in (("user", ["R"]), ("memory", ["file", "none"]), ("profile", ["scripted"])):
+            picks = screen.query_one(f"#{field}", SelectionList)
+            picks.deselect_all()
+            for value in values:
+                picks.select(value)
+        screen.query_one("#repeats", Select).value = 2
+        await pilot.pause()
+        requests = screen.requests()
+        assert sorted((r.key, r.repeats) for r in requests) == [("R-file-scripted-s0", 2), ("R-none-scripted-s0", 2)]
+        assert "2 run(s) chosen" in str(screen.query_one("#run-count", Static).render())

@@ -8,8 +8,10 @@ File memory selects every target (PSA 100%, BRS 4, PRS 5); No Memory selects the
 
 from __future__ import annotations
 
+import asyncio
 import csv
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -147,3 +149,17 @@ async def test_results_screen_groups_charts_and_exports(tmp_path: Path) -> None:
         assert screen.last_export is not None
         assert screen.last_export.report.main_md.is_file()
         assert screen.last_export.folder.parent == folders.settings.saves_dir
+
+
+def test_results_snapshot(snap_compare: Any, tmp_path: Path) -> None:
+    folders = make_folders(tmp_path)
+    folders.settings.saves_dir.mkdir(parents=True)
+    asyncio.run(seed(folders.settings.saves_dir / "mempa.sqlite"))
+    app = MempaApp(folders.settings, options=RunnerOptions(resamples=50), initial_mode="results")
+
+    async def loaded(pilot: Pilot[None]) -> None:
+        await pilot.pause()
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=(140, 40), run_before=loaded)

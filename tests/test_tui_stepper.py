@@ -7,13 +7,16 @@ the target and the (fixed, test) BRS and PRS, and the run store is compared befo
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
+from test_tui_results import seed
 from test_tui_support import (
     TuiFolders,
     fixed_scorer,
@@ -22,13 +25,24 @@ from test_tui_support import (
     write_profile,
 )
 from textual.pilot import Pilot
-from textual.widgets import RichLog, Select
+from textual.widgets import RichLog, Select, Static
 from textual.worker import WorkerState
 
 from mempa_tui.llm import ScriptedModelServer
+from mempa_tui.llm.types import ChatMessage, Role, ToolCall
+from mempa_tui.runner._episode_events import (
+    IXSelectionEvent,
+    PAReplyEvent,
+    UserMessageEvent,
+)
+from mempa_tui.runner._stepper import ModelCallView, StepperUpdate
 from mempa_tui.store import RunStatus
 from mempa_tui.tui import MempaApp, RunnerOptions, RunRequest, RunService
-from mempa_tui.tui.screens.probe_stepper import ProbeStepperScreen
+from mempa_tui.tui.screens.probe_stepper import (
+    ProbeStepperScreen,
+    prompt_text,
+    update_lines,
+)
 
 RUN_ID = "R-file-scripted-s0"
 PROBE = "R-final-work-verbosity"
@@ -159,3 +173,49 @@ async def test_errors_show_and_the_screen_carries_on(env: Env) -> None:
         await _until(pilot, lambda: "choose an earlier one" in _log(screen))
         assert screen.stepper is None
         assert app.is_running
+
+
+def test_stepper_snapshot(snap_compare: Any, tmp_path: Path) -> None:
+    """The stepper after a few hand-made updates (no model involved: fixed content)."""
+    folders = make_folders(tmp_path)
+    folders.settings.saves_dir.mkdir(parents=True)
+    asyncio.run(seed(folders.settings.saves_dir / "mempa.sqlite"))
+    app = MempaApp(folders.settings, initial_mode="stepper")
+    pa_call = ModelCallView(
+        index=2, role=Role.PA, tools=["mcp_state_email_message_search", "IX_verbosity"],
+        messages=[
+            ChatMessage(role="system", content="You are a personal assistant. Use the tools."),
+            ChatMessage(role="system", content="Today is 2026-06-20 09:00.\nMemory: prefers short answers at work."),
+            ChatMessage(role="user", content="Could you summarise the venue thread for me?"),
+        ],
+        tool_calls=[ToolCall(id="c1", name="IX_verbosity", arguments={"setting": "Terse"})],
+        prompt_tokens=812, completion_tokens=14,
+    )
+    updates = [
+        StepperUpdate(kind="model_call", calls=[ModelCallView(
+            index=1, role=Role.SIMULATOR, messages=[ChatMessage(role="user", content="Play the user.")],
+            text="Could you summarise the venue thread for me?", prompt_tokens=300, completion_tokens=12,
+        )], events=[UserMessageEvent(text="Could you summarise the venue thread for me?")], next_role=Role.PA),
+        StepperUpdate(kind="model_call", calls=[pa_call], events=[
+            IXSelectionEvent(attribute="verbosity", setting="Terse", ok=True, newly_selected=True),
+        ], next_role=Role.PA),
+        StepperUpdate(kind="episode_end", status="completed", selection="Terse",
+                      events=[PAReplyEvent(text="Dana asks if the hall works on Thursday.")]),
+        StepperUpdate(kind="target", status="completed", selection="Terse", target="Terse"),
+        StepperUpdate(kind="scores", status="completed", selection="Terse", target="Terse", brs=4,
+                      brs_reason="Short and to the point, as the rubric asks.", prs=5, prs_reason="Just what I wanted."),
+    ]
+
+    async def filled(pilot: Pilot[None]) -> None:
+        await pilot.pause()
+        await app.workers.wait_for_complete()
+        screen = app.screen
+        assert isinstance(screen, ProbeStepperScreen)
+        log = screen.query_one("#step-log", RichLog)
+        for update in updates:
+            for line in update_lines(update, PROBE):
+                log.write(line)
+        screen.query_one("#prompt", Static).update(prompt_text(pa_call))
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=(150, 40), run_before=filled)

@@ -1,5 +1,6 @@
-"""Launcher (SPEC section 4.11): pick a user, memory condition, model profile and repeats; start a
-run. Runs stored in ``saves/`` are listed with their progress and can be resumed or viewed."""
+"""Launcher (SPEC section 4.11): pick users, memory conditions, model profiles (several of each)
+and repeats; start one run per combination. Runs stored in ``saves/`` are listed with their
+progress and can be resumed or viewed."""
 
 from __future__ import annotations
 
@@ -11,7 +12,15 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import Button, DataTable, Footer, Header, Label, Select
+from textual.widgets import (
+    Button,
+    DataTable,
+    Footer,
+    Header,
+    Label,
+    Select,
+    SelectionList,
+)
 from textual.worker import Worker, WorkerState
 
 from mempa_tui.store import RunSummary, StoreError
@@ -37,8 +46,8 @@ class LauncherScreen(Screen[None]):
 
     CSS_PATH = "launcher.tcss"
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("n", "start", "Start run", id="launcher.start",
-                tooltip="Start (or resume) the run chosen in the form"),
+        Binding("n", "start", "Start runs", id="launcher.start",
+                tooltip="Start (or resume) one run per chosen user x memory condition x profile"),
         Binding("r", "resume", "Resume saved", id="launcher.resume",
                 tooltip="Resume the saved run under the cursor from its last checkpoint"),
         Binding("v", "view", "View saved", id="launcher.view",
@@ -79,17 +88,18 @@ class LauncherScreen(Screen[None]):
         with Horizontal(id="launcher"):
             with Vertical(id="form"):
                 yield Label("New run", classes="section-title")
-                yield Label("User", classes="field-label")
-                yield Select[str]([], id="user", prompt="choose a user")
-                yield Label("Memory condition", classes="field-label")
-                yield Select[str]([], id="memory", prompt="choose a condition")
-                yield Label("Model profile", classes="field-label")
-                yield Select[str]([], id="profile", prompt="choose a profile")
+                yield Label("Users (space toggles)", classes="field-label")
+                yield SelectionList[str](id="user", classes="picks")
+                yield Label("Memory conditions", classes="field-label")
+                yield SelectionList[str](id="memory", classes="picks")
+                yield Label("Model profiles", classes="field-label")
+                yield SelectionList[str](id="profile", classes="picks")
                 yield Label("", id="profile-note")
                 yield Label("Repeats per probe", classes="field-label")
                 yield Select[int]([(str(n), n) for n in REPEAT_CHOICES], id="repeats", value=3,
                                   allow_blank=False)
-                yield Button("Start run", id="start", variant="primary")
+                yield Label("", id="run-count")
+                yield Button("Start runs", id="start", variant="primary")
             with Vertical(id="saved"):
                 yield Label("Saved runs", classes="section-title")
                 yield DataTable(id="saved-runs", cursor_type="row", zebra_stripes=True)
@@ -128,43 +138,64 @@ class LauncherScreen(Screen[None]):
         self.set_class(not self.choices.users, "-no-users")
 
     def _set_options(self, selector: str, options: list[tuple[str, str]]) -> None:
-        select = self.query_one(selector, Select)
-        current = select.value
-        select.set_options(options)
+        picks: SelectionList[str] = self.query_one(selector, SelectionList)
+        current = set(picks.selected)
         values = [v for _, v in options]
-        if current in values:
-            select.value = current
-        elif len(values) == 1:
-            select.value = values[0]
+        keep = [v for v in values if v in current] or (values if len(values) == 1 else [])
+        picks.clear_options()
+        picks.add_options([(label, value, value in keep) for label, value in options])
+        self._show_count()
 
-    def on_select_changed(self, event: Select.Changed) -> None:
-        """Show the chosen profile's description (or why it is invalid)."""
-        if event.select.id != "profile":
+    def picked(self, field: str) -> list[str]:
+        """The values checked in the ``user``, ``memory`` or ``profile`` list, in list order."""
+        picks: SelectionList[str] = self.query_one(f"#{field}", SelectionList)
+        chosen = set(picks.selected)
+        return [str(picks.get_option_at_index(i).value) for i in range(picks.option_count)
+                if picks.get_option_at_index(i).value in chosen]
+
+    def _show_count(self) -> None:
+        if not self.is_mounted:
             return
-        chosen = next((p for p in self.choices.profiles if p.name == event.value), None)
+        n = len(self.picked("user")) * len(self.picked("memory")) * len(self.picked("profile"))
+        self.query_one("#run-count", Label).update(f"{n} run(s) chosen" if n else "")
+
+    def on_selection_list_selected_changed(self, event: SelectionList.SelectedChanged[str]) -> None:
+        """Update the run count; show the chosen profiles' descriptions (or why they are invalid)."""
+        self._show_count()
+        if event.selection_list.id != "profile":
+            return
+        chosen = [p for p in self.choices.profiles if p.name in self.picked("profile")]
         note = self.query_one("#profile-note", Label)
-        note.update(chosen.description if chosen else "")
-        note.set_class(bool(chosen and not chosen.valid), "-invalid")
+        note.update("\n".join(f"{p.name}: {p.description}" for p in chosen))
+        note.set_class(any(not p.valid for p in chosen), "-invalid")
+
+    def requests(self) -> list[RunRequest]:
+        """One request per chosen user x memory condition x profile (empty, with a notification
+        naming what is missing or invalid, when the form is incomplete)."""
+        picked = {field: self.picked(field) for field in ("user", "memory", "profile")}
+        for field, values in picked.items():
+            if not values:
+                self.notify(f"choose at least one {field} first", severity="warning", title="Launcher")
+                return []
+        for name in picked["profile"]:
+            chosen = next((p for p in self.choices.profiles if p.name == name), None)
+            if chosen is not None and not chosen.valid:
+                self.notify(chosen.description, severity="error", title=f"profile {chosen.name}")
+                return []
+        repeats = self.query_one("#repeats", Select).value
+        return [
+            RunRequest(user=u, memory=m, profile=p, repeats=int(str(repeats)))
+            for u in picked["user"] for m in picked["memory"] for p in picked["profile"]
+        ]
 
     def request(self) -> RunRequest | None:
-        """The form as a request, or None (with a notification naming the missing field)."""
-        values: dict[str, object] = {}
-        for field in ("user", "memory", "profile", "repeats"):
-            value = self.query_one(f"#{field}", Select).value
-            if value is Select.NULL:
-                self.notify(f"choose a {field} first", severity="warning", title="Launcher")
-                return None
-            values[field] = value
-        chosen = next((p for p in self.choices.profiles if p.name == values["profile"]), None)
-        if chosen is not None and not chosen.valid:
-            self.notify(chosen.description, severity="error", title=f"profile {chosen.name}")
-            return None
-        return RunRequest.model_validate(values)
+        """The first of :meth:`requests` (None when the form is incomplete)."""
+        found = self.requests()
+        return found[0] if found else None
 
     def action_start(self) -> None:
-        """Start the run chosen in the form."""
-        request = self.request()
-        if request is not None:
+        """Start one run per chosen combination."""
+        for request in self.requests():
             self.post_message(self.StartRequested(request))
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
