@@ -404,3 +404,33 @@ async def test_the_launcher_starts_one_run_per_chosen_combination(env: Env) -> N
         requests = screen.requests()
         assert sorted((r.key, r.repeats) for r in requests) == [("R-file-scripted-s0", 2), ("R-none-scripted-s0", 2)]
         assert "2 run(s) chosen" in str(screen.query_one("#run-count", Static).render())
+
+
+async def test_the_session_view_exports_its_transcript_as_markdown(tmp_path: Path) -> None:
+    from test_tui_snapshots import _fill
+
+    folders = make_folders(tmp_path)
+    app = MempaApp(folders.settings)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("x")  # launcher: no such key; session: nothing to export yet
+        entry = app.book.add(RunRequest(user="R", memory="file", profile="scripted", repeats=1))
+        await app.show_session(entry.key)
+        await pilot.press("x")
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, SessionScreen) and screen.last_export is None
+        _fill(entry)
+        await app.show_session(entry.key)
+        await pilot.press("x")
+        await pilot.pause()
+        assert screen.last_export is not None
+        assert screen.last_export.parent == folders.settings.saves_dir / "R-file-scripted-s0"
+        text = screen.last_export.read_text(encoding="utf-8")
+    assert text.startswith("# Session transcript: R-file-scripted-s0")
+    assert "## R-s2" in text
+    assert "**User:** What did Dana want about the venue?" in text
+    assert "- IX `autonomy_level` = **Reactive**" in text
+    assert "- tool `email_message_send`" in text and "**held** `held_0001`" in text
+    assert "- consent `held_0001`: approved" in text
+    assert "0.91 She wants outgoing mail shown before it is sent." in text
+    assert "**Step completed**" in text

@@ -4,6 +4,7 @@ a side panel with the memory's contents and the evidence the PA was given this t
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar, cast
 
 from textual import work
@@ -20,6 +21,7 @@ from mempa_tui.runner import RunEvent, StepEvent
 from mempa_tui.runner._episode_events import EvidenceEvent
 from mempa_tui.tui.book import RunEntry
 from mempa_tui.tui.engine import error_line
+from mempa_tui.tui.export import write_session_markdown
 from mempa_tui.tui.widgets import MemoryPanel, TranscriptLog
 
 if TYPE_CHECKING:
@@ -37,6 +39,8 @@ class SessionScreen(Screen[None]):
                 tooltip="Show tool results in full, or collapsed to one line"),
         Binding("m", "reload_memory", "Reload memory", id="session.memory",
                 tooltip="Read the memory's contents again from the run's latest checkpoint"),
+        Binding("x", "export", "Export Markdown", id="session.export",
+                tooltip="Write the transcript shown to saves/<run>/session-<time>.md"),
         Binding("left_square_bracket", "cycle(-1)", "Prev run", key_display="[", id="session.prev",
                 tooltip="Show the previous run of this session"),
         Binding("right_square_bracket", "cycle(1)", "Next run", key_display="]", id="session.next",
@@ -45,6 +49,9 @@ class SessionScreen(Screen[None]):
 
     run_key: reactive[str | None] = reactive(None, init=False)
     """Key of the run shown (None: no run chosen yet)."""
+
+    last_export: Path | None = None
+    """The Markdown file written by the latest export, if any."""
 
     @property
     def mempa(self) -> MempaApp:
@@ -195,3 +202,17 @@ class SessionScreen(Screen[None]):
             return
         entry.memory_origin = ""
         self.load_memory()
+
+    def action_export(self) -> None:
+        """Write the run's transcript as kept in the app to a Markdown file under ``saves``."""
+        entry = self.entry
+        if entry is None or not entry.events:
+            self.notify("no transcript to export yet", severity="warning", title="Session view")
+            return
+        try:
+            path = write_session_markdown(entry.label, list(entry.events), self.mempa.settings.saves_dir)
+        except OSError as exc:
+            self.notify(f"cannot write the transcript: {exc}", severity="error", title="Session view")
+            return
+        self.last_export = path
+        self.notify(f"wrote {path}", title="Session exported", timeout=10)
