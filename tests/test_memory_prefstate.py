@@ -28,6 +28,13 @@ from mempa_tui.memory import (
 )
 from mempa_tui.memory._prefstate import PrefStateMemory
 from mempa_tui.memory._prefstate_extract import quote_in
+from mempa_tui.memory._prefstate_state import (
+    KEEP_HISTORY,
+    CellState,
+    Observation,
+    PrefStateStats,
+    apply_observation,
+)
 from mempa_tui.runner import RunConfig, Runner
 from mempa_tui.scripts.loader import load_user
 from mempa_tui.store import RunStatus, RunStore
@@ -555,3 +562,18 @@ async def test_full_table_and_prompt_fit_a_small_model(harness: Harness, tmp_pat
     assert mem.client.count_tokens(evidence.system_text) <= 1_200
     prompt = "\n".join(m.content for m in harness.server.requests[-1].messages)
     assert mem.client.count_tokens(prompt) <= 4_000  # extraction fits a 16k window with room to answer
+
+
+def test_history_is_bounded_and_changes_stay_in_their_cell() -> None:
+    cells: dict[str, CellState] = {}
+    stats = PrefStateStats()
+    for i in range(KEEP_HISTORY + 25):
+        obs = Observation(
+            context=Context.WORK, attribute="verbosity", setting=("Terse", "Detailed")[i % 2],
+            quote=f"reaction {i}", at=START + timedelta(hours=i), confidence=0.9, step_id=f"S{i}", turn_index=0,
+        )
+        assert apply_observation(cells, obs, stats) == ("set" if i == 0 else "superseded")
+    cell = cells["work/verbosity"]
+    assert len(cell.history) == KEEP_HISTORY and stats.history_trimmed == 25
+    assert cell.history[-1].quote == f"reaction {KEEP_HISTORY + 24}" and cell.setting == "Terse"
+    assert list(cells) == ["work/verbosity"]  # the personal cell was never created

@@ -204,11 +204,11 @@ class PrefStateMemory(MemorySystem):
             EvidenceItem(text=_cell_line(c), score=c.confidence, source=f"{c.context.value}/{c.attribute}")
             for c in cells
         ]
-        changes = sorted(
-            ((c, h) for c in cells for h in c.history if h.kind == "superseded"),
-            key=lambda pair: pair[1].at,
-            reverse=True,
-        )[: self.recent_changes]
+        latest: list[tuple[CellState, CellChange]] = []
+        for c in cells:  # each cell's newest changes, then the newest of those overall
+            mine = [h for h in reversed(c.history) if h.kind == "superseded"][: self.recent_changes]
+            latest.extend((c, h) for h in mine)
+        changes = sorted(latest, key=lambda pair: pair[1].at, reverse=True)[: self.recent_changes]
         change_items = [
             EvidenceItem(
                 text=_change_line(c, h), score=h.confidence,
@@ -320,6 +320,7 @@ class PrefStateMemory(MemorySystem):
             "cells": float(len(self._state.cells)),
             "superseded": float(s.superseded),
             "challenges_held": float(s.challenges_held),
+            "history_trimmed": float(s.history_trimmed),
         }
         stats.update({f"dropped_{k}": float(v) for k, v in sorted(s.items_dropped.items())})
         return MemoryInspection(system=self.name, stored=stored, last_evidence=self._last, stats=stats)

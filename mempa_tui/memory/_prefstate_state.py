@@ -36,6 +36,7 @@ from mempa_tui.taxonomy import Context
 
 __all__ = [
     "DEFAULT_CONFIDENT_AT",
+    "KEEP_HISTORY",
     "KEEP_OBSERVATIONS",
     "CellChange",
     "CellState",
@@ -52,6 +53,10 @@ DEFAULT_CONFIDENT_AT = 0.6
 
 KEEP_OBSERVATIONS = 50
 """Accepted observations kept in the state's log (for the side panel), newest last."""
+
+KEEP_HISTORY = 40
+"""History entries kept per cell, newest last (older ones are counted in ``history_trimmed``), so
+a cell that flips often cannot grow checkpoints without bound (SPEC section 7: about 1 MB/step)."""
 
 _KEEP_QUOTES = 3
 """Evidence quotes kept per cell value (most recent last)."""
@@ -168,6 +173,8 @@ class PrefStateStats(BaseModel):
     ``confidence_out_of_range``, ``malformed_item``, ``duplicate_attribute``, ``too_many``)."""
     superseded: int = 0
     challenges_held: int = 0
+    history_trimmed: int = 0
+    """Oldest history entries dropped to keep each cell's history at :data:`KEEP_HISTORY`."""
     last_failure: str | None = None
 
     def drop(self, reason: str, count: int = 1) -> None:
@@ -239,12 +246,24 @@ def apply_observation(
     Args:
         cells: the state table, changed in place (only ``cell_key(obs.context, obs.attribute)``).
         obs: a validated observation.
-        stats: counters to update (``superseded``, ``challenges_held``).
+        stats: counters to update (``superseded``, ``challenges_held``, ``history_trimmed``).
         confident_at: confidence from which one observation supersedes a different value.
 
     Returns:
         What happened: ``set``, ``reinforced``, ``superseded`` or ``challenged``.
     """
+    kind = _apply(cells, obs, stats, confident_at)
+    cell = cells[cell_key(obs.context, obs.attribute)]
+    extra = len(cell.history) - KEEP_HISTORY
+    if extra > 0:
+        del cell.history[:extra]
+        stats.history_trimmed += extra
+    return kind
+
+
+def _apply(
+    cells: dict[str, CellState], obs: Observation, stats: PrefStateStats, confident_at: float
+) -> ChangeKind:
     key = cell_key(obs.context, obs.attribute)
     cell = cells.get(key)
     if cell is None:
