@@ -15,7 +15,7 @@ from typing import Any
 import yaml
 from test_tui_support import WORLDS, make_folders
 from textual.pilot import Pilot
-from textual.widgets import Select
+from textual.widgets import Input, Select, TextArea
 
 from mempa_tui.agent.human import PATurnView, ToolOutcome
 from mempa_tui.ix import ix_tool_spec
@@ -86,6 +86,7 @@ def test_play_user_screen(snap_compare: Any, tmp_path: Path) -> None:
             turn=0, beat_id="opening", human_message="Can you find the boiler inspection email?",
             simulator=ShadowTurn(message="Could you dig out the boiler inspection mail?", assessment="stay"),
         )))
+        screen.query_one("#message", Input).cursor_blink = False  # a blinking cursor is not content
         await pilot.pause()
 
     assert snap_compare(app, terminal_size=SIZE, run_before=show)
@@ -114,6 +115,7 @@ def test_play_agent_screen(snap_compare: Any, tmp_path: Path) -> None:
         screen.post_message(PlayAgentScreen.ViewChanged(view))
         await pilot.pause()
         await pilot.press("ctrl+b")
+        screen.query_one("#reply", TextArea).cursor_blink = False  # a blinking cursor is not content
         await pilot.pause()
 
     assert snap_compare(app, terminal_size=SIZE, run_before=show)

@@ -105,6 +105,7 @@ class PlayAgentScreen(Screen[None]):
             yield TranscriptLog(id="play-transcript")
             with VerticalScroll(classes="play-panel", id="agent-side"):
                 yield Static(agent_panel_text(None), id="agent-panel")
+            with VerticalScroll(classes="play-panel", id="palette"):
                 yield Label("Tool palette", classes="field-label")
                 yield Select[str]([], id="tool-pick", prompt="choose a tool")
                 yield Vertical(id="tool-form")

@@ -18,8 +18,8 @@ if TYPE_CHECKING:
 
 __all__ = ["FIXTURE_WORLD", "PlaySetup"]
 
-FIXTURE_WORLD = "(fixture world, empty memory)"
-"""The starting-point choice that uses no stored run."""
+FIXTURE_WORLD = "fixture world"
+"""The starting-point choice that uses no stored run (the fixture tree, an empty memory)."""
 
 _FIELDS = (("user", "User"), ("step", "Session or probe"), ("profile", "Model profile"),
            ("memory", "Memory"), ("source", "Start from"))
@@ -37,12 +37,18 @@ class PlaySetup(Horizontal):
         """The app, typed."""
         return cast("MempaApp", self.app)
 
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self._labels: dict[str, str] = {}
+
     def compose(self) -> ComposeResult:
-        """One labelled picker per field."""
+        """One labelled picker per field; the chosen step described under its picker."""
         for field, label in _FIELDS:
             with Vertical(classes="play-field"):
                 yield Label(label, classes="field-label")
                 yield Select[str]([], id=f"play-{field}", prompt=f"choose {label.lower()}")
+                if field == "step":
+                    yield Label("", id="play-step-label", classes="field-label")
 
     def on_mount(self) -> None:
         """Fill the pickers from the folders."""
@@ -69,9 +75,11 @@ class PlaySetup(Horizontal):
             select.value = values[0]
 
     def on_select_changed(self, event: Select.Changed) -> None:
-        """A new user: list its steps and stored runs."""
+        """A new user: list its steps and stored runs. A new step: describe it."""
         if event.select.id == "play-user":
             self._user_changed()
+        elif event.select.id == "play-step" and isinstance(event.value, str):
+            self.query_one("#play-step-label", Label).update(self._labels.get(event.value, ""))
 
     def _user_changed(self) -> None:
         user = self.query_one("#play-user", Select).value
@@ -82,7 +90,8 @@ class PlaySetup(Horizontal):
         except (WorldFileError, OSError, KeyError, ValueError) as exc:  # shown, never raised
             self.notify(error_line(exc), severity="error", title=f"user {user}")
             steps = []
-        self._set("step", [(f"{s.id} — {s.label}", s.id) for s in steps])
+        self._labels = {s.id: s.label for s in steps}
+        self._set("step", [(s.id, s.id) for s in steps])
         self._set("source", [(FIXTURE_WORLD, FIXTURE_WORLD)])
         self.load_sources(user)
 
