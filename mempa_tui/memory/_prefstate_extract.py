@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
 from mempa_tui.llm import parse_json_reply
 from mempa_tui.llm.errors import JSONReplyError
@@ -163,8 +163,6 @@ class ExtractionReply(BaseModel):
     Attributes:
         items: the ``observations`` array as the model wrote it.
     """
-
-    model_config = ConfigDict(arbitrary_types_allowed=True)
 
     items: list[Any] = Field(default_factory=list)
 
