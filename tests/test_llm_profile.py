@@ -26,7 +26,7 @@ def write(tmp_path: Path, text: str, name: str = "p.yaml") -> Path:
 def test_shipped_profiles_load() -> None:
     embedded = load_profile("embedded", REPO_MODELS)
     assert embedded.runtime == "embedded"
-    assert embedded.default.context_window == 16384
+    assert embedded.default.context_window == 32768
     assert embedded.default.model.startswith("openai/")
     assert embedded.default.resolved_wire(embedded.runtime) == "llama_cpp"
     ollama = load_profile("ollama", REPO_MODELS)

@@ -57,7 +57,8 @@ def default_thresholds(context_window: int | None) -> tuple[int, int]:
     20,000 -> 10,000 tokens; no window known means the paper's values.
 
     Args:
-        context_window: the PA model's context window in tokens, or None.
+        context_window: tokens of the PA's window left for memory and conversation (the runner
+            passes the window less the tool schemas and the reply), or None.
 
     Returns:
         ``(consolidate_at_tokens, consolidate_to_tokens)``.

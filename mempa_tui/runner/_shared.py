@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -211,11 +212,20 @@ class RunContext:
         Raises:
             MemoryConfigError: invalid condition options.
         """
-        window = self.client.profile.spec_for(Role.PA).context_window
         return make_memory(
-            self.config.memory, client=self.client, folder=folder, context_window=window,
+            self.config.memory, client=self.client, folder=folder, context_window=self.memory_room(),
             **self.config.memory_options,
         )
+
+    def memory_room(self) -> int:
+        """Tokens of the PA's context window left for memory and conversation (File memory's scale).
+
+        The PA's window less what every PA prompt carries anyway: the world tools' schemas (all 83,
+        paper Appendix C.2; about 19,000 tokens) and the reply. At least 2,048.
+        """
+        spec = self.client.profile.spec_for(Role.PA)
+        tools = json.dumps([t.model_dump() for t in self.registry.specs()], separators=(",", ":"))
+        return max(2048, spec.context_window - self.client.count_tokens(tools) - spec.max_tokens)
 
     @staticmethod
     def drop_folder(folder: Path) -> None:
