@@ -12,7 +12,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from test_tui_support import USER_MESSAGE, TuiFolders, fixed_scorer, make_folders, run_responder, write_profile
+from test_tui_support import (
+    USER_MESSAGE,
+    TuiFolders,
+    fixed_scorer,
+    make_folders,
+    run_responder,
+    write_profile,
+)
 from textual.pilot import Pilot
 from textual.widgets import Input, Select, Static, TextArea
 
@@ -112,7 +119,7 @@ async def test_play_a_final_probe_as_the_pa(env: Env) -> None:
         outcome = screen.outcome
         assert outcome is not None and outcome.status == "completed", outcome
         assert outcome.selection == "Terse" and (outcome.scores.brs, outcome.scores.prs) == (4, 5)
-        shown = str(screen.query_one("#outcome", Static).render())
+        shown = _panel(screen)
         assert "the user's setting: " in shown and "BRS 4" in shown and "PRS 5" in shown
         written = "\n".join(str(line.text) for line in screen.query_one(TranscriptLog).lines)
         assert "Replace the breaker panel." in written and "document_read" in written
@@ -150,5 +157,5 @@ async def test_giving_up_floors_the_probe_and_the_outcome_says_so(env: Env) -> N
         await app.workers.wait_for_complete()
         await _settle(pilot)
         assert screen.outcome is not None and screen.outcome.status == "floored"
-        assert "gave the turn up" in str(screen.query_one("#outcome", Static).render())
+        assert "gave the turn up" in _panel(screen)
         assert screen.query_one("#reply", TextArea).disabled

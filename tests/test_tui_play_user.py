@@ -11,7 +11,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from test_tui_support import PA_REPLY, USER_MESSAGE, TuiFolders, fixed_scorer, make_folders, run_responder, write_profile
+from test_tui_support import (
+    PA_REPLY,
+    USER_MESSAGE,
+    TuiFolders,
+    fixed_scorer,
+    make_folders,
+    run_responder,
+    write_profile,
+)
 from textual.pilot import Pilot
 from textual.widgets import Input, Select, Static
 

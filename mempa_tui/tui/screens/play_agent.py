@@ -61,6 +61,10 @@ class PlayAgentScreen(Screen[None]):
                 tooltip="Send the reply editor's text; it ends your turn"),
         Binding("ctrl+g", "give_up", "Give up turn", id="play_agent.give_up", priority=True,
                 tooltip="End the turn with no reply (the step is floored, as for a model PA)"),
+        Binding("f2", "focus_reply", "Reply editor", id="play_agent.focus_reply",
+                tooltip="Move the cursor to the reply editor"),
+        Binding("f3", "focus_palette", "Palette", id="play_agent.focus_palette",
+                tooltip="Move the cursor to the tool palette"),
     ]
 
     class ViewChanged(Message):
@@ -96,6 +100,10 @@ class PlayAgentScreen(Screen[None]):
         """The app, typed."""
         return cast("MempaApp", self.app)
 
+    def on_mount(self) -> None:
+        """The transcript column is narrower than the session view's: wrap lines at its width."""
+        self.query_one(TranscriptLog).min_width = 20
+
     def compose(self) -> ComposeResult:
         """Setup; transcript and the turn panel with the tool palette; the reply editor."""
         yield Header()
@@ -109,7 +117,6 @@ class PlayAgentScreen(Screen[None]):
                 yield Label("Tool palette", classes="field-label")
                 yield Select[str]([], id="tool-pick", prompt="choose a tool")
                 yield Vertical(id="tool-form")
-                yield Static("", id="outcome")
         yield TextArea(id="reply", disabled=True)
         yield Footer()
 
@@ -133,7 +140,7 @@ class PlayAgentScreen(Screen[None]):
         self.seat = HumanAgentSeat(on_change=lambda v: self.post_message(self.ViewChanged(v.model_copy(deep=True))))
         self.outcome, self._step = None, request.step_id
         self.query_one(TranscriptLog).replay([])
-        self.query_one("#outcome", Static).update("")
+        self.query_one("#agent-panel", Static).update(agent_panel_text(None))
         self._status(f"starting {request.step_id} from {request.source_run or 'the fixture world'} "
                      f"with {request.profile}; the simulated user speaks first…")
         self.play(request)
@@ -151,7 +158,7 @@ class PlayAgentScreen(Screen[None]):
             return
         if event.state is WorkerState.SUCCESS and isinstance(event.worker.result, PlayOutcome):
             self.outcome = event.worker.result
-            self.query_one("#outcome", Static).update(outcome_text(self.outcome))
+            self.query_one("#agent-panel", Static).update(outcome_text(self.outcome))
             self._status(f"{self.outcome.step_id} {self.outcome.status}; stored as {self.outcome.play_id}")
             self._enable(False)
         elif event.state is WorkerState.ERROR and event.worker.error is not None:
@@ -268,6 +275,14 @@ class PlayAgentScreen(Screen[None]):
         editor = self.query_one("#reply", TextArea)
         if self._submit(PAAction(kind="reply", text=editor.text)):
             editor.text = ""
+
+    def action_focus_reply(self) -> None:
+        """Put the cursor in the reply editor."""
+        self.query_one("#reply", TextArea).focus()
+
+    def action_focus_palette(self) -> None:
+        """Put the cursor on the tool palette."""
+        self.query_one("#tool-pick", Select).focus()
 
     def action_give_up(self) -> None:
         """End the turn with no reply (floored)."""

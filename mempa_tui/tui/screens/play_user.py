@@ -88,6 +88,10 @@ class PlayUserScreen(Screen[None]):
         """The app, typed."""
         return cast("MempaApp", self.app)
 
+    def on_mount(self) -> None:
+        """The transcript column is narrower than the session view's: wrap lines at its width."""
+        self.query_one(TranscriptLog).min_width = 20
+
     def compose(self) -> ComposeResult:
         """Setup on top; transcript and panel; the message box and consent pickers below."""
         yield Header()
