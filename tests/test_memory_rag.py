@@ -18,7 +18,13 @@ from mempa_tui.ix.types import IXCall
 from mempa_tui.llm import LLMClient, ScriptedModelServer, ScriptedRequest
 from mempa_tui.llm.scripted_roles import RolePlayer
 from mempa_tui.llm.types import Role
-from mempa_tui.memory import MemoryConfigError, SessionInfo, SnapshotError, TurnRecord, make_memory
+from mempa_tui.memory import (
+    MemoryConfigError,
+    SessionInfo,
+    SnapshotError,
+    TurnRecord,
+    make_memory,
+)
 from mempa_tui.memory._embed import LocalEmbedder, normalise_rows
 from mempa_tui.memory._rag import RagMemory
 from mempa_tui.memory._vectors import DimensionMismatchError, VectorIndex
@@ -104,7 +110,7 @@ async def test_planted_preference_is_handed_back_at_a_later_decision_point(setup
     assert PREFERENCE in top.text
     assert top.score is not None and 0.0 < top.score <= 1.0
     assert PREFERENCE in evidence.system_text
-    scores = [i.score for i in evidence.items]
+    scores = [i.score or 0.0 for i in evidence.items]
     assert scores == sorted(scores, reverse=True)
     assert memory.inspect().last_evidence == evidence
     # the raw conversation of earlier sessions is carried outside probes, not inside them

