@@ -13,7 +13,13 @@ import pytest
 
 from mempa_tui.llm import LLMClient, ScriptedModelServer, ScriptedReply, ScriptedRequest
 from mempa_tui.llm.scripted_roles import RolePlayer
-from mempa_tui.memory import MemoryConfigError, SessionInfo, SnapshotError, TurnRecord, make_memory
+from mempa_tui.memory import (
+    MemoryConfigError,
+    SessionInfo,
+    SnapshotError,
+    TurnRecord,
+    make_memory,
+)
 from mempa_tui.memory._mem0 import Mem0Memory
 from mempa_tui.memory._mem0_prompts import read_decision, read_extraction
 from mempa_tui.runner import RunConfig, Runner
