@@ -1,11 +1,19 @@
 """Memory systems behind the common adapter (SPEC section 4.7; paper Sections 3.4, 4; App. F.1).
 
 Conditions: No Memory and Oracle (references), File memory (MEMORY.md + HISTORY.md) and more;
-preference-state memory (SPEC section 6) is :class:`PrefStateMemory`.
+preference-state memory (SPEC section 6) is :class:`PrefStateMemory`; Simple RAG is
+:class:`RagMemory` and Mem0-style extraction :class:`Mem0Memory` (FAISS, :func:`make_embedder`).
 Build one with :func:`make_memory`.
 """
 
 from mempa_tui.memory._consolidation import CompletionClient, ConsolidationReply
+from mempa_tui.memory._embed import (
+    Embedder,
+    EmbedderError,
+    LocalEmbedder,
+    ProfileEmbedder,
+    make_embedder,
+)
 from mempa_tui.memory._factory import MEMORY_BUILDERS, MemoryConfigError, make_memory
 from mempa_tui.memory._file import (
     FileMemory,
@@ -14,6 +22,7 @@ from mempa_tui.memory._file import (
     HistoryEntry,
     default_thresholds,
 )
+from mempa_tui.memory._mem0 import Mem0Failure, Mem0Memory, Mem0Stats
 from mempa_tui.memory._prefstate import PrefStateMemory
 from mempa_tui.memory._prefstate_state import (
     CellChange,
@@ -21,12 +30,14 @@ from mempa_tui.memory._prefstate_state import (
     Observation,
     PrefStateStats,
 )
+from mempa_tui.memory._rag import RagMemory, RagStats
 from mempa_tui.memory._reference import (
     NoMemory,
     OracleMemory,
     OracleTarget,
     SnapshotError,
 )
+from mempa_tui.memory._vectors import DimensionMismatchError
 from mempa_tui.memory.base import (
     Evidence,
     EvidenceItem,
@@ -42,12 +53,19 @@ __all__ = [
     "CellState",
     "CompletionClient",
     "ConsolidationReply",
+    "DimensionMismatchError",
+    "Embedder",
+    "EmbedderError",
     "Evidence",
     "EvidenceItem",
     "FileMemory",
     "FileMemoryState",
     "FileMemoryStats",
     "HistoryEntry",
+    "LocalEmbedder",
+    "Mem0Failure",
+    "Mem0Memory",
+    "Mem0Stats",
     "MemoryConfigError",
     "MemoryInspection",
     "MemorySystem",
@@ -57,9 +75,13 @@ __all__ = [
     "OracleTarget",
     "PrefStateMemory",
     "PrefStateStats",
+    "ProfileEmbedder",
+    "RagMemory",
+    "RagStats",
     "SessionInfo",
     "SnapshotError",
     "TurnRecord",
     "default_thresholds",
+    "make_embedder",
     "make_memory",
 ]

@@ -191,6 +191,34 @@ class RagMemory(MemorySystem):
         with (self.folder / "turns.jsonl").open("a", encoding="utf-8") as fh:
             fh.write(entry.model_dump_json() + "\n")
 
+    async def write_many(self, records: list[TurnRecord], batch: int = 64) -> None:
+        """Store many turns with batched embedding (an import or a benchmark's pre-fill).
+
+        Stores the same turns as :meth:`write` called on each record in order, but embeds the texts
+        ``batch`` at a time, trims the raw window once at the end and rewrites the folder once.
+        """
+        fresh: list[RagEntry] = []
+        for record in records:
+            key = hashlib.sha256(record.model_dump_json().encode("utf-8")).hexdigest()
+            if key in self._keys:
+                self._stats.duplicate_writes += 1
+                continue
+            self._keys.add(key)
+            fresh.append(RagEntry(id=self._next_id, key=key, record=record.model_copy(deep=True)))
+            self._next_id += 1
+        index = self._ensure_index()
+        for start in range(0, len(fresh), batch):
+            chunk = fresh[start : start + batch]
+            vectors = await self.embedder.embed([embedding_text(e.record) for e in chunk])
+            index.add([e.id for e in chunk], vectors, self.embedder.name)
+            for entry in chunk:
+                self._entries[entry.id] = entry
+                self._window.append(entry.record)
+        self._stats.turns_written += len(fresh)
+        self._window, dropped = trim_window(self._window, self._count, trim_at=self.trim_at, trim_to=self.trim_to)
+        self._stats.turns_trimmed += dropped
+        self._persist()
+
     async def retrieve(self, user_message: str, session: SessionInfo) -> Evidence:
         """Top turns by cosine similarity to ``user_message`` within the budget; raw window."""
         self._stats.retrievals += 1
