@@ -137,7 +137,7 @@ class PlayAgentScreen(Screen[None]):
         except ValueError as exc:
             self.notify(error_line(exc), severity="error", title="Play as the PA")
             return
-        self.seat = HumanAgentSeat(on_change=lambda v: self.post_message(self.ViewChanged(v.model_copy(deep=True))))
+        self.seat = HumanAgentSeat(on_change=self._post_view)
         self.outcome, self._step = None, request.step_id
         self.query_one(TranscriptLog).replay([])
         self.query_one("#agent-panel", Static).update(agent_panel_text(None))
@@ -150,7 +150,7 @@ class PlayAgentScreen(Screen[None]):
         """Run the play in the engine."""
         assert self.seat is not None
         return await self.mempa.service.play(request, agent_seat=self.seat, say=self._status,
-                                             observer=lambda e: self.post_message(self.EventArrived(e)))
+                                             observer=self._post_event)
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         """The play ended: show the outcome (target revealed, scores); errors notify and stay shown."""
@@ -289,6 +289,15 @@ class PlayAgentScreen(Screen[None]):
         self._submit(PAAction(kind="give_up"))
 
     # ---- helpers --------------------------------------------------------------------------------
+
+    def _post_view(self, view: PATurnView) -> None:
+        """The seat's callback: hand a copy of the view to the screen's message queue (the seat
+        keeps changing its own)."""
+        self.post_message(self.ViewChanged(view.model_copy(deep=True)))
+
+    def _post_event(self, event: EpisodeEvent) -> None:
+        """The episode's observer: hand the event to the screen's message queue."""
+        self.post_message(self.EventArrived(event))
 
     def _enable(self, waiting: bool) -> None:
         self.query_one("#reply", TextArea).disabled = not waiting

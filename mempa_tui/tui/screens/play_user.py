@@ -119,7 +119,7 @@ class PlayUserScreen(Screen[None]):
         except (ValueError, KeyError, OSError, WorldFileError) as exc:
             self.notify(error_line(exc), severity="error", title="Play as the user")
             return
-        self.seat = HumanUserSeat(None, persona, on_change=lambda p: self.post_message(self.PanelChanged(p)))
+        self.seat = HumanUserSeat(None, persona, on_change=self._post_panel)
         self.outcome, self._step, self._shown_pairs = None, request.step_id, 0
         self.query_one(TranscriptLog).replay([])
         self.query_one("#fidelity", Static).update("")
@@ -136,7 +136,7 @@ class PlayUserScreen(Screen[None]):
         """Run the play in the engine (the seat's shadow uses the play's model client)."""
         assert self.seat is not None
         return await self.mempa.service.play(request, user_seat=self.seat, say=self._status,
-                                             observer=lambda e: self.post_message(self.EventArrived(e)))
+                                             observer=self._post_event)
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         """The play ended: show the outcome; an error is shown and stored, the app goes on."""
@@ -232,6 +232,14 @@ class PlayUserScreen(Screen[None]):
         self._submit(UserAction(kind="end", consent=self._consent()))
 
     # ---- helpers --------------------------------------------------------------------------------
+
+    def _post_panel(self, panel: UserPanel) -> None:
+        """The seat's callback: hand the panel to the screen's message queue."""
+        self.post_message(self.PanelChanged(panel))
+
+    def _post_event(self, event: EpisodeEvent) -> None:
+        """The episode's observer: hand the event to the screen's message queue."""
+        self.post_message(self.EventArrived(event))
 
     def _enable(self, waiting: bool) -> None:
         self.query_one("#message", Input).disabled = not waiting
