@@ -19,12 +19,14 @@ import base64
 import json
 import tempfile
 import time
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import anyio
 import numpy as np
+import numpy.typing as npt
 
 from mempa_tui.llm import LLMClient, ScriptedModelServer, ScriptedRequest
 from mempa_tui.llm.scripted_roles import fill_schema
@@ -93,12 +95,43 @@ READS = 50
 """Retrievals timed at each size."""
 
 
-async def prefill(memory: MemorySystem, start: int, stop: int) -> None:
-    """Bring the store from ``start`` to ``stop`` turns without timing.
+class RandomEmbedder:
+    """Stands in for the model during pre-fill: random unit vectors of the model's name and size.
+
+    FAISS search time and store size depend on how many vectors are stored, not on what they say;
+    the timed writes and every query still go through the real model.
+    """
+
+    def __init__(self, name: str, dim: int) -> None:
+        self.name, self.dim = name, dim
+        self._rng = np.random.default_rng(0)
+
+    async def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        """``(len(texts), dim)`` random unit rows."""
+        rows = self._rng.standard_normal((len(texts), self.dim)).astype(np.float32)
+        return rows / np.linalg.norm(rows, axis=1, keepdims=True)
+
+
+async def prefill(memory: MemorySystem, start: int, stop: int, *, model_vectors: bool = False) -> None:
+    """Pre-fill without timing; retrieval stores get random vectors unless ``model_vectors``."""
+    if isinstance(memory, RagMemory | Mem0Memory) and not model_vectors:
+        real = memory.embedder
+        memory.embedder = RandomEmbedder(real.name, real.dim)
+        try:
+            await prefill(memory, start, stop, model_vectors=True)
+        finally:
+            memory.embedder = real
+        return
+    await _prefill(memory, start, stop)
+
+
+async def _prefill(memory: MemorySystem, start: int, stop: int) -> None:
+    """Bring the store from ``start`` to ``stop`` turns without timing (one batch of work).
 
     Simple RAG uses its batched :meth:`RagMemory.write_many`; the Mem0-style store gets the note the
     scripted extractor would write for each turn, embedded in batches and loaded by ``restore``
     (the model calls are what the timed writes measure). Other systems write turn by turn.
+    Pre-fill vectors are random unless ``--model-prefill`` (see :class:`RandomEmbedder`).
     """
     records = [make_turn(i) for i in range(start, stop)]
     if isinstance(memory, RagMemory):
@@ -124,7 +157,9 @@ async def prefill(memory: MemorySystem, start: int, stop: int) -> None:
             await memory.write(record)
 
 
-async def bench_system(name: str, client: LLMClient, sizes: list[int], root: Path) -> list[dict[str, Any]]:
+async def bench_system(
+    name: str, client: LLMClient, sizes: list[int], root: Path, model_prefill: bool = False
+) -> list[dict[str, Any]]:
     """At each size: pre-fill, then time the last writes one by one, then retrievals and size."""
     memory: MemorySystem = make_memory(name, client=client, folder=root / name, context_window=16_384)
     rows: list[dict[str, Any]] = []
@@ -132,7 +167,7 @@ async def bench_system(name: str, client: LLMClient, sizes: list[int], root: Pat
     query_session = SessionInfo(step_id="B-probe", context=Context.WORK, at=START + timedelta(days=400), is_probe=True)
     for size in sizes:
         t_fill = time.perf_counter()
-        await prefill(memory, written, max(written, size - TIMED_WRITES))
+        await prefill(memory, written, max(written, size - TIMED_WRITES), model_vectors=model_prefill)
         fill_s = time.perf_counter() - t_fill
         written = max(written, size - TIMED_WRITES)
         writes: list[float] = []
@@ -172,7 +207,7 @@ HEADER = (
 )
 
 
-async def main(systems: list[str], sizes: list[int]) -> None:
+async def main(systems: list[str], sizes: list[int], model_prefill: bool) -> None:
     """Run every system at every size and print one table (times in ms)."""
     async with ScriptedModelServer(responder) as server:
         client = LLMClient(server.profile(num_retries=0))
@@ -183,7 +218,7 @@ async def main(systems: list[str], sizes: list[int]) -> None:
         print(HEADER, flush=True)
         with tempfile.TemporaryDirectory(prefix="mempa-bench-memory-") as tmp:
             for name in systems:
-                await bench_system(name, client, sizes, Path(tmp))
+                await bench_system(name, client, sizes, Path(tmp), model_prefill)
 
 
 if __name__ == "__main__":
@@ -191,5 +226,7 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--systems", nargs="+", default=default, choices=sorted(MEMORY_BUILDERS))
     parser.add_argument("--sizes", nargs="+", type=int, default=[100, 1_000, 5_000])
+    parser.add_argument("--model-prefill", action="store_true",
+                        help="embed the pre-filled turns with the real model too (slow on a small CPU)")
     args = parser.parse_args()
-    anyio.run(main, args.systems, sorted(args.sizes))
+    anyio.run(main, args.systems, sorted(args.sizes), args.model_prefill)

@@ -286,3 +286,19 @@ async def test_profile_embedder_role_through_litellm(model: str, tmp_path: Path)
         with pytest.raises(DimensionMismatchError) as info:
             local.restore(memory.snapshot())
         assert "16 dimensions" in str(info.value) and "384 dimensions" in str(info.value)
+
+
+async def test_write_many_stores_what_single_writes_store(setup: Setup, tmp_path: Path) -> None:
+    records = [turn(i, text) for i, text in enumerate(FILLER)]
+    one_by_one = rag(setup, tmp_path / "single")
+    for record in records:
+        await one_by_one.write(record)
+    batched = rag(setup, tmp_path / "batched")
+    await batched.write_many([*records, records[0]], batch=3)
+    assert batched.inspect().stored == one_by_one.inspect().stored
+    assert batched.inspect().stats["duplicate_writes"] == 1
+    query = "Send the weekly status email to my team."
+    single_items = (await one_by_one.retrieve(query, session())).items
+    batch_items = (await batched.retrieve(query, session())).items
+    assert [i.source for i in batch_items] == [i.source for i in single_items]
+    assert [i.score for i in batch_items] == pytest.approx([i.score for i in single_items], abs=1e-3)

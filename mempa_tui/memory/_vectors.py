@@ -190,14 +190,15 @@ def trim_window(
     Returns:
         ``(kept turns, number dropped)``.
     """
-    if window_tokens(window, count) <= trim_at:
+    sizes = [window_tokens([turn], count) for turn in window]
+    total = sum(sizes)
+    if total <= trim_at:
         return window, 0
-    kept = list(window)
     dropped = 0
-    while kept and window_tokens(kept, count) >= trim_to:
-        kept.pop(0)
+    while dropped < len(window) and total >= trim_to:
+        total -= sizes[dropped]
         dropped += 1
-    return kept, dropped
+    return list(window[dropped:]), dropped
 
 
 def raw_messages(window: Sequence[TurnRecord], step_id: str, is_probe: bool) -> list[ChatMessage]:
