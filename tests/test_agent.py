@@ -304,7 +304,7 @@ async def test_prompt_holds_evidence_or_oracle_and_grows_only_at_its_end(
     assert second.messages[: len(first.messages)] == first.messages
     assert second.tool_names == first.tool_names
 
-    oracle = PersonalAgent(LLMClient(rig.server.profile()))
+    oracle = PersonalAgent(LLMClient(rig.server.profile(context_window=131072)))  # 83 tools: ~19k tokens
     oracle.begin_session(
         AgentSessionStart(
             step_id="A-p",
@@ -328,7 +328,8 @@ async def test_history_carries_into_the_next_turn(rig: Rig) -> None:
 
 
 async def test_a_prompt_that_outgrows_the_window_floors_the_turn_instead_of_raising(rig: Rig) -> None:
-    small = PersonalAgent(LLMClient(rig.server.profile(context_window=6000, max_tokens=256)))
+    # room for the 83 tool schemas (about 19,000 tokens) and a few search results, not 40
+    small = PersonalAgent(LLMClient(rig.server.profile(context_window=26000, max_tokens=256)))
     small.begin_session(AgentSessionStart(step_id="A-w-01", context=Context.WORK, starts_at=START))
     # every search result is appended to the turn, which may not be trimmed; it soon cannot fit
     rig.queue.push(*[ScriptedReply(tool_calls=[call("mcp_state_contact_search", {"query": ""})])] * 40)
