@@ -233,3 +233,17 @@ def test_output_cut_short_by_a_closed_pipe_ends_quietly() -> None:
     proc.stderr.close()
     assert proc.wait() == 0, err
     assert "Traceback" not in err and "BrokenPipe" not in err
+
+
+def test_a_bad_memory_option_is_refused_before_the_run_is_stored(
+    tmp_path: Path, profile_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = _run_args(tmp_path, profile_file, "--memory-option", "consolidate_at_tokens=-5")
+    assert main(bad) == 2
+    assert "consolidate_at_tokens" in capsys.readouterr().err
+    database = tmp_path / "saves" / "mempa.sqlite"
+    if database.exists():
+        with sqlite3.connect(database) as db:
+            assert db.execute("SELECT COUNT(*) FROM runs").fetchone()[0] == 0
+    assert main(["runs", "--saves", str(tmp_path / "saves")]) == 0
+    assert "no runs yet" in capsys.readouterr().out

@@ -434,3 +434,13 @@ async def test_the_session_view_exports_its_transcript_as_markdown(tmp_path: Pat
     assert "- consent `held_0001`: approved" in text
     assert "0.91 She wants outgoing mail shown before it is sent." in text
     assert "**Step completed**" in text
+
+
+async def test_notifications_show_their_text_as_written_never_as_markup(env: Env) -> None:
+    app = env.app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        hint = 'install the embedded extra: pip install -e ".[embedded]"'
+        app.screen.notify(hint, severity="error")  # a screen's notify goes through the app's
+        await pilot.pause()
+        shown = list(app._notifications)[-1]
+        assert shown.message == hint and shown.markup is False

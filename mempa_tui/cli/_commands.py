@@ -61,7 +61,10 @@ async def cmd_runs(args: argparse.Namespace, out: TextIO | None = None) -> int:
     from mempa_tui.store import RunStore
 
     out = out or sys.stdout
-    database = _need_database(args.saves)
+    database = database_path(args.saves)
+    if not database.is_file():
+        print(f"no runs yet (no run database at {database}; start one with `mempa run`)", file=out)
+        return 0
     async with RunStore(database) as store:
         summaries = await store.summaries()
     if not summaries:

@@ -12,6 +12,7 @@ moves the stored run aside (``<id>~N``) and starts over.
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -19,6 +20,7 @@ from typing import TYPE_CHECKING
 import anyio
 from pydantic import BaseModel, Field, ValidationError
 
+from mempa_tui.memory import make_memory
 from mempa_tui.runner._calls import install_call_routing
 from mempa_tui.runner._lease import RunLease
 from mempa_tui.runner._probes import plan_probes, run_probes
@@ -199,8 +201,20 @@ class Runner:
         async with RunLease(self.store.path, self.run_id):
             return await self._run_leased()
 
+    def _check_memory_options(self) -> None:
+        """Build the memory condition once in a scratch folder, so a bad option is refused before the
+        run is stored (a stored run with a typo in its options could not be resumed with the fix).
+
+        Raises:
+            MemoryConfigError: the condition or one of its options is invalid.
+        """
+        with tempfile.TemporaryDirectory(prefix="mempa-memory-check-") as scratch:
+            make_memory(self.config.memory, client=self.client, folder=Path(scratch), context_window=None,
+                        **self.config.memory_options)
+
     async def _run_leased(self) -> RunOutcome:
         notes: list[str] = []
+        self._check_memory_options()
         bundle = load_user(self.config.worlds_dir, self.config.user)
         config = self.config
         if not config.worlds_digest:

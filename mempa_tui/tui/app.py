@@ -12,6 +12,7 @@ from typing import ClassVar
 
 from textual.app import App
 from textual.binding import Binding, BindingType
+from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.signal import Signal
 
@@ -116,6 +117,20 @@ class MempaApp(App[None]):
         self.book = RunBook()
         self.run_signal: Signal[RunUpdate] = Signal(self, "run-update")
         self._initial_mode = initial_mode
+
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: SeverityLevel = "information",
+        timeout: float | None = None,
+        markup: bool = True,
+    ) -> None:
+        """Show a notification as plain text: messages carry file paths, commands such as
+        ``pip install -e ".[embedded]"`` and model output, which must never be read as markup.
+        """
+        super().notify(message, title=title, severity=severity, timeout=timeout, markup=False)
 
     def on_mount(self) -> None:
         """Show the first mode."""
