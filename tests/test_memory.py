@@ -125,8 +125,8 @@ def test_make_memory_builds_each_condition(tmp_path: Path) -> None:
 
 
 def test_make_memory_rejects_bad_names_and_options(tmp_path: Path) -> None:
-    with pytest.raises(MemoryConfigError, match="unknown memory condition 'rag'.*none, oracle, file"):
-        make_memory("rag", client=None, folder=tmp_path)
+    with pytest.raises(MemoryConfigError, match="unknown memory condition 'rga'; valid: none, oracle, file, prefstate, rag, mem0"):
+        make_memory("rga", client=None, folder=tmp_path)
     with pytest.raises(MemoryConfigError, match="unknown option.*window"):
         make_memory("file", client=_NoCalls(), folder=tmp_path, window=3)
     with pytest.raises(MemoryConfigError, match="takes no options"):
