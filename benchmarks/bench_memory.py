@@ -109,7 +109,8 @@ class RandomEmbedder:
     async def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         """``(len(texts), dim)`` random unit rows."""
         rows = self._rng.standard_normal((len(texts), self.dim)).astype(np.float32)
-        return rows / np.linalg.norm(rows, axis=1, keepdims=True)
+        unit: npt.NDArray[np.float32] = (rows / np.linalg.norm(rows, axis=1, keepdims=True)).astype(np.float32)
+        return unit
 
 
 async def prefill(memory: MemorySystem, start: int, stop: int, *, model_vectors: bool = False) -> None:
