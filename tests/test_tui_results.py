@@ -158,8 +158,12 @@ def test_results_snapshot(snap_compare: Any, tmp_path: Path) -> None:
     app = MempaApp(folders.settings, options=RunnerOptions(resamples=50), initial_mode="results")
 
     async def loaded(pilot: Pilot[None]) -> None:
-        await pilot.pause()
-        await app.workers.wait_for_complete()
+        # the load worker starts from on_mount: wait until it has run and drawn, however busy the machine
+        for _ in range(500):
+            await pilot.pause()
+            await app.workers.wait_for_complete()
+            if getattr(app.screen, "rows", None) and not any(w.is_running for w in app.workers):
+                break
         await pilot.pause()
 
     assert snap_compare(app, terminal_size=(140, 40), run_before=loaded)
