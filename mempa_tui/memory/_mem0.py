@@ -35,7 +35,6 @@ from mempa_tui.llm.structured import complete_json
 from mempa_tui.llm.types import Role
 from mempa_tui.memory._consolidation import CompletionClient
 from mempa_tui.memory._embed import Embedder
-from mempa_tui.memory._file import default_thresholds
 from mempa_tui.memory._mem0_prompts import (
     DECISION_SCHEMA,
     EXTRACTION_SCHEMA,
@@ -56,6 +55,7 @@ from mempa_tui.memory._vectors import (
     pick_within_budget,
     raw_messages,
     render_evidence,
+    trim_limits,
     trim_window,
     window_tokens,
     write_files,
@@ -194,15 +194,9 @@ class Mem0Memory(MemorySystem):
         top_k: int = TOP_K,
         evidence_tokens: int = EVIDENCE_TOKENS,
     ) -> None:
-        at_default, to_default = default_thresholds(None)
-        self.trim_at = trim_at_tokens if trim_at_tokens is not None else at_default
-        self.trim_to = trim_to_tokens if trim_to_tokens is not None else to_default
-        if min(self.trim_at, self.trim_to, top_k, evidence_tokens) <= 0:
-            raise ValueError("Mem0-style memory: trim limits, top_k and evidence_tokens must be positive")
-        if self.trim_to >= self.trim_at:
-            raise ValueError(
-                f"Mem0-style memory: trim_to_tokens ({self.trim_to}) must be below trim_at_tokens ({self.trim_at})"
-            )
+        self.trim_at, self.trim_to = trim_limits(
+            "Mem0-style memory", trim_at_tokens, trim_to_tokens, top_k, evidence_tokens
+        )
         self.client = client
         self.embedder = embedder
         self.folder = Path(folder)

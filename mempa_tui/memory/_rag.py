@@ -25,7 +25,6 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from mempa_tui.memory._embed import Embedder
-from mempa_tui.memory._file import default_thresholds
 from mempa_tui.memory._reference import SnapshotError
 from mempa_tui.memory._vectors import (
     EVIDENCE_TOKENS,
@@ -36,6 +35,7 @@ from mempa_tui.memory._vectors import (
     pick_within_budget,
     raw_messages,
     render_evidence,
+    trim_limits,
     trim_window,
     window_tokens,
     write_files,
@@ -139,13 +139,9 @@ class RagMemory(MemorySystem):
         top_k: int = TOP_K,
         evidence_tokens: int = EVIDENCE_TOKENS,
     ) -> None:
-        at_default, to_default = default_thresholds(None)
-        self.trim_at = trim_at_tokens if trim_at_tokens is not None else at_default
-        self.trim_to = trim_to_tokens if trim_to_tokens is not None else to_default
-        if min(self.trim_at, self.trim_to, top_k, evidence_tokens) <= 0:
-            raise ValueError("Simple RAG: trim limits, top_k and evidence_tokens must be positive")
-        if self.trim_to >= self.trim_at:
-            raise ValueError(f"Simple RAG: trim_to_tokens ({self.trim_to}) must be below trim_at_tokens ({self.trim_at})")
+        self.trim_at, self.trim_to = trim_limits(
+            "Simple RAG", trim_at_tokens, trim_to_tokens, top_k, evidence_tokens
+        )
         self.embedder = embedder
         self.folder = Path(folder)
         self.top_k = top_k

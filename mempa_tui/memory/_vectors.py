@@ -22,7 +22,7 @@ import numpy.typing as npt
 
 from mempa_tui.llm.types import ChatMessage
 from mempa_tui.memory._embed import Embedder, EmbedderError
-from mempa_tui.memory._file import _turn_messages
+from mempa_tui.memory._file import _turn_messages, default_thresholds
 from mempa_tui.memory.base import EvidenceItem, TurnRecord
 
 __all__ = [
@@ -35,6 +35,7 @@ __all__ = [
     "pick_within_budget",
     "raw_messages",
     "render_evidence",
+    "trim_limits",
     "trim_window",
     "window_tokens",
     "write_files",
@@ -214,6 +215,33 @@ def raw_messages(window: Sequence[TurnRecord], step_id: str, is_probe: bool) -> 
             out.extend(_turn_messages(turn))
     return out
 
+
+
+def trim_limits(
+    system: str, trim_at: int | None, trim_to: int | None, top_k: int, evidence_tokens: int
+) -> tuple[int, int]:
+    """The raw-conversation limits of a retrieval memory, checked with its evidence rule.
+
+    Args:
+        system: the memory's name for messages, e.g. ``"Simple RAG"``.
+        trim_at / trim_to: tokens at which the raw conversation is trimmed, and the level it is
+            trimmed to; None takes File memory's defaults (paper: 20,000 -> 10,000).
+        top_k / evidence_tokens: the evidence rule, checked for being positive.
+
+    Returns:
+        ``(trim_at, trim_to)``.
+
+    Raises:
+        ValueError: a limit is not positive, or ``trim_to`` is not below ``trim_at``.
+    """
+    at_default, to_default = default_thresholds(None)
+    at = trim_at if trim_at is not None else at_default
+    to = trim_to if trim_to is not None else to_default
+    if min(at, to, top_k, evidence_tokens) <= 0:
+        raise ValueError(f"{system}: trim limits, top_k and evidence_tokens must be positive")
+    if to >= at:
+        raise ValueError(f"{system}: trim_to_tokens ({to}) must be below trim_at_tokens ({at})")
+    return at, to
 
 def estimate_tokens(text: str) -> int:
     """A model-free token estimate: about four characters a token (at least one for any text)."""
