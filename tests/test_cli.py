@@ -75,6 +75,7 @@ def test_user_errors_are_one_line_with_exit_code_2(
     err = capsys.readouterr().err.strip()
     assert err.startswith("mempa: error:") and expected in err
     assert len(err.splitlines()) == 1 and "Traceback" not in err
+    assert "error: mempa:" not in err and "Value error," not in err  # no doubled or leaked prefixes
 
 
 def test_broken_world_file_names_path_and_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -19,7 +19,8 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         """Raise :class:`UsageError` instead of printing usage and exiting."""
-        raise UsageError(f"{self.prog}: {message} (see `{self.prog} --help`)")
+        where = "" if self.prog == "mempa" else f"{self.prog}: "  # print_error already says "mempa:"
+        raise UsageError(f"{where}{message} (see `{self.prog} --help`)")
 
 
 def _memory_option(text: str) -> tuple[str, int | float | bool | str]:

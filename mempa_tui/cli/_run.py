@@ -159,7 +159,8 @@ def _first_validation_line(exc: ValueError) -> str:
     if callable(errors):
         first = errors()[0]
         field = ".".join(str(p) for p in first["loc"]) or "config"
-        return f"--{field.replace('_', '-')}: {first['msg']}"
+        message = str(first["msg"]).removeprefix("Value error, ")  # pydantic's prefix for a validator's own message
+        return f"--{field.replace('_', '-')}: {message}"
     return str(exc)
 
 
