@@ -8,32 +8,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tool_test_support import REG, fail, ok
 
-from mempa_tui.tools import ToolResult, default_registry
 from mempa_tui.world import WorkingCopy, WorldState
 from mempa_tui.world.records import Document
 
 FIXTURES = Path(__file__).parent / "fixtures_world" / "valid" / "users" / "T" / "fixtures"
 MARCH = datetime(2026, 3, 10, 9, 0)
-REG = default_registry()
 
 
 @pytest.fixture()
 def wc() -> WorkingCopy:
     return WorkingCopy(WorldState.from_directory(FIXTURES), MARCH)
 
-
-def ok(wc: WorkingCopy, tool_name: str, /, **args: Any) -> Any:
-    res = REG.call(wc, tool_name, args)
-    assert res.ok, res.content
-    assert json.loads(res.content) == res.data
-    return res.data
-
-
-def fail(wc: WorkingCopy, tool_name: str, /, **args: Any) -> ToolResult:
-    res = REG.call(wc, tool_name, args)
-    assert not res.ok and res.error == res.content
-    return res
 
 
 # (tool, arguments, words the error must contain) — one rejected argument per tool

@@ -6,20 +6,18 @@ its message, and that a record entering the world after the step's time is invis
 
 from __future__ import annotations
 
-import json
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
+from tool_test_support import REG, fail, ok
 
-from mempa_tui.tools import ToolResult, default_registry
 from mempa_tui.world import WorkingCopy, WorldState
 from mempa_tui.world._records_shopping import Order, Product
 
 FIXTURES = Path(__file__).parent / "fixtures_world" / "group_a" / "fixtures"
 NOW = datetime(2026, 3, 10, 9, 0)  # a Tuesday
-REG = default_registry()
 
 #: Table 7, the group A rows: domain -> (read tools, outward write tools).
 TABLE7: dict[str, tuple[set[str], set[str]]] = {
@@ -47,18 +45,6 @@ GROUP = {name for reads, writes in TABLE7.values() for name in reads | writes}
 def wc() -> WorkingCopy:
     return WorkingCopy(WorldState.from_directory(FIXTURES), NOW)
 
-
-def ok(wc: WorkingCopy, tool_name: str, /, **args: Any) -> Any:
-    res = REG.call(wc, tool_name, args)
-    assert res.ok, res.content
-    assert json.loads(res.content) == res.data
-    return res.data
-
-
-def fail(wc: WorkingCopy, tool_name: str, /, **args: Any) -> ToolResult:
-    res = REG.call(wc, tool_name, args)
-    assert not res.ok and res.error == res.content
-    return res
 
 
 def test_catalog_rows_match_table_7() -> None:

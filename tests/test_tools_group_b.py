@@ -9,13 +9,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tool_test_support import REG, fail, ok
 
-from mempa_tui.tools import ToolResult, default_registry
 from mempa_tui.world import WorkingCopy, WorldState
 
 FIXTURES = Path(__file__).parent / "fixtures_world" / "group_b" / "fixtures"
 NOW = datetime(2026, 5, 12, 10, 0)  # a Tuesday
-REG = default_registry()
 GROUP_B = (
     "restaurants",
     "room_booking",
@@ -31,18 +30,6 @@ GROUP_B = (
 def wc() -> WorkingCopy:
     return WorkingCopy(WorldState.from_directory(FIXTURES), NOW)
 
-
-def ok(wc: WorkingCopy, tool_name: str, /, **args: Any) -> Any:
-    res = REG.call(wc, tool_name, args)
-    assert res.ok, res.content
-    assert json.loads(res.content) == res.data
-    return res.data
-
-
-def fail(wc: WorkingCopy, tool_name: str, /, **args: Any) -> ToolResult:
-    res = REG.call(wc, tool_name, args)
-    assert not res.ok and res.error == res.content
-    return res
 
 
 def test_catalog_rows_of_group_b() -> None:

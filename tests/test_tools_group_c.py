@@ -4,19 +4,17 @@ message (nothing written), and a record entering after the step time staying inv
 
 from __future__ import annotations
 
-import json
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
+from tool_test_support import REG, fail, ok
 
-from mempa_tui.tools import ToolResult, default_registry
 from mempa_tui.world import WorkingCopy, WorldState
 
 FIXTURES = Path(__file__).parent / "fixtures_world" / "group_c"
 NOW = datetime(2026, 3, 10, 9, 0)  # a Tuesday
-REG = default_registry()
 GROUP_C = {"scholarly_papers", "recipes", "comic_store", "cinema", "exhibitions", "media_transcoding", "household"}
 
 
@@ -24,18 +22,6 @@ GROUP_C = {"scholarly_papers", "recipes", "comic_store", "cinema", "exhibitions"
 def wc() -> WorkingCopy:
     return WorkingCopy(WorldState.from_directory(FIXTURES), NOW)
 
-
-def ok(wc: WorkingCopy, tool_name: str, /, **args: Any) -> Any:
-    res = REG.call(wc, tool_name, args)
-    assert res.ok, res.content
-    assert json.loads(res.content) == res.data
-    return res.data
-
-
-def fail(wc: WorkingCopy, tool_name: str, /, **args: Any) -> ToolResult:
-    res = REG.call(wc, tool_name, args)
-    assert not res.ok and res.error == res.content
-    return res
 
 
 def ids(rows: list[dict[str, Any]]) -> list[str]:
