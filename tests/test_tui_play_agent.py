@@ -18,6 +18,7 @@ from test_tui_support import (
     fixed_scorer,
     make_folders,
     run_responder,
+    view_and_resume_saved_play,
     write_profile,
 )
 from textual.pilot import Pilot
@@ -130,6 +131,9 @@ async def test_play_a_final_probe_as_the_pa(env: Env) -> None:
         assert {"play_agent.start", "play_agent.call", "play_agent.ix", "play_agent.reply",
                 "play_agent.give_up", "app.play_user", "app.play_agent"} <= ids
         await pilot.press("escape")
+
+        await view_and_resume_saved_play(app, pilot, outcome.play_id, PlayAgentScreen, PROBE,
+                                         "Replace the breaker panel.")
 
     store = await RunStore(env.folders.settings.saves_dir / "mempa.sqlite").open()
     try:

@@ -18,6 +18,7 @@ from test_tui_support import (
     fixed_scorer,
     make_folders,
     run_responder,
+    view_and_resume_saved_play,
     write_profile,
 )
 from textual.pilot import Pilot
@@ -112,6 +113,9 @@ async def test_play_a_session_as_the_user_to_its_end(env: Env) -> None:
         ids = {row.binding_id for row in app.screen.rows}
         assert {"play_user.start", "play_user.send", "play_user.advance", "play_user.end"} <= ids
         await pilot.press("escape")
+
+        play_id = screen.outcome.play_id
+        await view_and_resume_saved_play(app, pilot, play_id, PlayUserScreen, "R-s1", "Good, Friday it is.")
 
     store = await RunStore(env.folders.settings.saves_dir / "mempa.sqlite").open()
     try:

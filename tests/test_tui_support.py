@@ -11,14 +11,25 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from textual.pilot import Pilot
+from textual.screen import Screen
+from textual.widgets import DataTable, Label, Select
+from textual.worker import WorkerCancelled
 
 import yaml
 
 from mempa_tui.llm import ModelProfile, ScriptedReply, ScriptedRequest, ScriptedToolCall
 from mempa_tui.scripts.schema import Probe
 from mempa_tui.tui import AppSettings
+from mempa_tui.tui.screens.launcher import LauncherScreen
+from mempa_tui.tui.screens.session import SessionScreen
+from mempa_tui.tui.widgets import TranscriptLog
 from mempa_tui.world import WorldState
+
+if TYPE_CHECKING:
+    from mempa_tui.tui import MempaApp
 
 __all__ = [
     "PA_REPLY",
@@ -123,3 +134,55 @@ async def fixed_scorer(run: Any, probe: Probe, target: str, result: Any, world: 
     from mempa_tui.runner._scoring import RealizationScores
 
     return RealizationScores(brs=4, brs_reason="fixed in the TUI tests", prs=5, prs_reason="fixed")
+
+
+async def settle(app: MempaApp, pilot: Pilot[None]) -> None:
+    """Wait for the app's workers; an exclusive worker replaced by a newer one is not a failure."""
+    for _ in range(5):
+        try:
+            await app.workers.wait_for_complete()
+            break
+        except WorkerCancelled:
+            continue
+    await pilot.pause()
+
+
+async def view_and_resume_saved_play(
+    app: MempaApp, pilot: Pilot[None], play_id: str, seat_screen: type[Screen[None]], step: str, said: str,
+) -> None:
+    """The play is listed in the launcher; ``v`` shows its stored transcript (with ``said``), ``r``
+    reopens the seat's screen with the same step and profile chosen."""
+    await app.switch_mode("launcher")
+    launcher = app.screen
+    assert isinstance(launcher, LauncherScreen)
+    launcher.load_saved()
+    await settle(app, pilot)
+    rows = [s.run.id for s in launcher.saved]
+    assert play_id in rows
+    table = launcher.query_one("#saved-runs", DataTable)
+    table.focus()
+    table.move_cursor(row=rows.index(play_id))
+    await pilot.press("v")
+    await settle(app, pilot)
+    assert isinstance(app.screen, SessionScreen)
+    assert not [n for n in app._notifications if n.severity == "error"], list(app._notifications)
+    assert said in session_text(app.screen)
+
+    await app.switch_mode("launcher")
+    await pilot.pause()
+    table.focus()
+    table.move_cursor(row=rows.index(play_id))
+    await pilot.press("r")
+    await pilot.pause()
+    await settle(app, pilot)
+    seat = app.screen
+    assert isinstance(seat, seat_screen)
+    assert seat.query_one("#play-step", Select).value == step
+    assert seat.query_one("#play-profile", Select).value == "scripted"
+    assert play_id in str(seat.query_one("#play-status", Label).render())
+
+
+def session_text(screen: SessionScreen) -> str:
+    """The plain text of the session view's transcript."""
+    log = screen.query_one(TranscriptLog)
+    return "\n".join(str(line.text) for line in log.lines)

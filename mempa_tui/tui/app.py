@@ -17,6 +17,7 @@ from textual.screen import Screen
 from textual.signal import Signal
 
 from mempa_tui.runner import RunEvent, StepEvent
+from mempa_tui.runner.play import PlayRequest
 from mempa_tui.store import RunStatus
 from mempa_tui.tui.book import RunBook, RunEntry, RunLifecycle
 from mempa_tui.tui.commands import MempaCommands
@@ -173,7 +174,10 @@ class MempaApp(App[None]):
     # ---- runs -----------------------------------------------------------------------------
 
     async def on_launcher_screen_start_requested(self, message: LauncherScreen.StartRequested) -> None:
-        """Start (or resume) a run and show the dashboard."""
+        """Start (or resume) a run and show the dashboard; a stored play reopens its seat instead."""
+        if message.request.play is not None:
+            await self.resume_play(message.request.play, message.request.key)
+            return
         await self.switch_mode("dashboard")
         (await self.dashboard()).start_run(message.request)
 
@@ -183,7 +187,7 @@ class MempaApp(App[None]):
         entry = self.book.get(run.id)
         if entry is None:
             try:
-                request = request_from_record(run.config_json)
+                request = request_from_record(run.config_json, run_id=run.id)
             except ValueError as exc:
                 self.notify(error_line(exc), severity="error", title=run.id)
                 return
@@ -201,6 +205,15 @@ class MempaApp(App[None]):
         entry.source = "stored"
         entry.events.clear()
 
+    async def resume_play(self, play: PlayRequest, run_id: str) -> None:
+        """Put the person back in the seat of stored play ``run_id``: the seat's screen opens with
+        the same user, step, profile, memory and starting point chosen (``ctrl+r`` plays it again,
+        stored as a new play; the step is played from its start, as a stopped runner step is)."""
+        await self.switch_mode("play_agent" if play.seat == "agent" else "play_user")
+        screen = self.screen
+        if isinstance(screen, PlayUserScreen | PlayAgentScreen):
+            screen.preset(play, run_id)
+
     async def stop_run(self, key: str) -> None:
         """Pause run ``key`` (it resumes from its last checkpoint)."""
         entry = self.book.get(key)
@@ -210,6 +223,10 @@ class MempaApp(App[None]):
     async def resume_run(self, key: str) -> None:
         """Play run ``key`` again from its last checkpoint."""
         entry = self.book.get(key)
-        if entry is not None:
-            await self.switch_mode("dashboard")
-            (await self.dashboard()).start_run(entry.request.model_copy(update={"fresh": False}))
+        if entry is None:
+            return
+        if entry.request.play is not None:
+            await self.resume_play(entry.request.play, entry.label)
+            return
+        await self.switch_mode("dashboard")
+        (await self.dashboard()).start_run(entry.request.model_copy(update={"fresh": False}))

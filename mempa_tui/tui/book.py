@@ -17,6 +17,7 @@ from mempa_tui.memory import MemoryInspection
 from mempa_tui.runner import RunEvent, RunProgress, StepEvent
 from mempa_tui.runner._episode_events import BeatChangeEvent, EvidenceEvent
 from mempa_tui.runner.config import OptionValue
+from mempa_tui.runner.play import PlayRequest
 
 __all__ = ["RunBook", "RunEntry", "RunLifecycle", "RunRequest", "TranscriptSource"]
 
@@ -51,10 +52,18 @@ class RunRequest(BaseModel):
     """No Memory / Oracle: the run whose checkpoints to probe from (None: the runner picks)."""
     fresh: bool = False
     """Move a stored run with the same id aside and start over."""
+    play: PlayRequest | None = None
+    """Set when the stored run is a play (a person in a seat, ``play-...``): what was played. Such a
+    request is never given to the runner; resuming it puts the person back in that seat."""
+    stored_id: str | None = None
+    """The stored run's id when it does not follow ``<user>-<memory>-<profile>-s<seed>`` (a play)."""
 
     @property
     def key(self) -> str:
-        """The run id this request maps to when the profile's name equals its file name."""
+        """The run id this request maps to when the profile's name equals its file name
+        (``stored_id`` when set)."""
+        if self.stored_id is not None:
+            return self.stored_id
         return f"{self.user}-{self.memory}-{self.profile}-s{self.seed}"
 
 

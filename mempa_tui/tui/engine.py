@@ -52,6 +52,7 @@ __all__ = [
     "StoredEvent",
     "discover_choices",
     "error_line",
+    "play_from_record",
     "request_from_record",
 ]
 
@@ -122,15 +123,40 @@ def error_line(exc: BaseException) -> str:
     return known if known is not None else f"{type(exc).__name__}: {exc}"
 
 
-def request_from_record(config_json: str, repeats: int | None = None) -> RunRequest:
-    """The request that resumes a stored run (same user, condition, profile, seed, options).
+def play_from_record(config_json: str) -> PlayRequest | None:
+    """The play a stored run records, or None when it is a runner's run.
+
+    A play (``play-<seat>-<step>-<time>``, :func:`~mempa_tui.runner.play.play_step`) stores its
+    :class:`~mempa_tui.runner.play.PlayRequest` as the run configuration; a runner's run stores a
+    :class:`~mempa_tui.runner.RunConfig`, which has no ``seat`` and so never reads as a play.
+    """
+    try:
+        return PlayRequest.model_validate_json(config_json)
+    except ValidationError:
+        return None
+
+
+def request_from_record(config_json: str, repeats: int | None = None, *, run_id: str | None = None) -> RunRequest:
+    """The request that resumes or shows a stored run (same user, condition, profile, seed, options).
+
+    Args:
+        config_json: the run record's ``config_json``.
+        repeats: replaces the stored repeats when given.
+        run_id: the stored run's id; a play's request is keyed by it (``RunRequest.stored_id``).
+
+    Returns:
+        A runner request, or for a play a request carrying ``play`` (never handed to the runner).
 
     Raises:
-        ValueError: the stored configuration cannot be read.
+        ValueError: the stored configuration is neither a run's nor a play's (names the first problem).
     """
     try:
         config = RunConfig.model_validate_json(config_json)
     except ValidationError as exc:
+        play = play_from_record(config_json)
+        if play is not None:
+            return RunRequest(user=play.user, memory=play.memory, profile=play.profile, repeats=1,
+                              play=play, stored_id=run_id)
         raise ValueError(f"stored run configuration is not readable: {exc.errors()[0]['msg']}") from None
     return RunRequest(
         user=config.user, memory=config.memory, profile=config.profile,
@@ -294,18 +320,22 @@ class RunService:
         """The stored transcript of a run's last ``last_steps`` timeline steps, in order.
 
         Rows that are not episode events come back as :class:`StoredEvent`.
+        A run without timeline steps (a probe played by a person, a No Memory or Oracle run)
+        shows its last ``last_steps`` probe results' transcripts instead.
         """
         store = await self.store()
-        steps = (await store.steps(run_id))[-last_steps:]
+        places: list[tuple[str, int]] = [(s.step_id, 0) for s in (await store.steps(run_id))[-last_steps:]]
+        if not places:
+            places = [(p.probe_id, p.repeat) for p in (await store.probe_results(run_id))[-last_steps:]]
         out: list[StepEvent | StoredEvent] = []
-        for step in steps:
-            for row in await store.transcript(run_id, step.step_id):
+        for step_id, repeat in places:
+            for row in await store.transcript(run_id, step_id, repeat):
                 try:
                     event = episode_event_adapter.validate_json(row.event_json)
                 except ValidationError:
                     out.append(StoredEvent(kind=row.kind, text=row.event_json))
                     continue
-                out.append(StepEvent(run_id=run_id, step_id=step.step_id, event=event))
+                out.append(StepEvent(run_id=run_id, step_id=step_id, repeat=repeat, event=event))
         return out
 
     async def checkpoint_memory(self, run_id: str) -> tuple[MemoryInspection, str] | None:
@@ -319,20 +349,21 @@ class RunService:
 
         Raises:
             MemoryConfigError / SnapshotError: the stored condition or snapshot is unusable.
+            ValueError: the stored configuration is neither a run's nor a play's.
         """
         store = await self.store()
         record = await store.get_run(run_id)
         checkpoint = await store.latest_checkpoint(run_id)
         if record is None or checkpoint is None or checkpoint.memory_blob is None:
             return None
-        config = RunConfig.model_validate_json(record.config_json)
+        request = request_from_record(record.config_json, run_id=run_id)
         blob = await store.load_blob(checkpoint.memory_blob)
 
-        options: dict[str, Any] = dict(config.memory_options)
+        options: dict[str, Any] = dict(request.memory_options)
 
         def rebuild() -> MemoryInspection:
             with tempfile.TemporaryDirectory(prefix="mempa-inspect-") as folder:
-                memory = make_memory(config.memory, client=_NoModel(), folder=Path(folder), **options)
+                memory = make_memory(request.memory, client=_NoModel(), folder=Path(folder), **options)
                 memory.restore(blob)
                 return memory.inspect()
 

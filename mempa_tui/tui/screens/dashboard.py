@@ -100,8 +100,13 @@ class DashboardScreen(Screen[None]):
         """Register ``request`` and play it in its own worker.
 
         Returns:
-            The run's entry, or None when that run is already being played (a notification says so).
+            The run's entry, or None when that run is already being played or is a person's play
+            (a notification says so; a play resumes in its seat, :meth:`MempaApp.resume_play`).
         """
+        if request.play is not None:
+            self.notify(f"{request.key} is a play: resume it with r to take its seat again",
+                        severity="warning", title="Dashboard")
+            return None
         try:
             entry = self.mempa.book.add(request)
         except ValueError as exc:
@@ -184,7 +189,7 @@ class DashboardScreen(Screen[None]):
         """Play the focused run again (it resumes from its last checkpoint)."""
         entry = self._focused_entry()
         if entry is not None:
-            self.start_run(entry.request.model_copy(update={"fresh": False}))
+            self.mempa.call_later(self.mempa.resume_run, entry.key)
 
     def action_view(self) -> None:
         """Open the focused run's session view."""

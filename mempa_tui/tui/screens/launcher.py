@@ -246,7 +246,7 @@ class LauncherScreen(Screen[None]):
         if summary is None:
             return
         try:
-            request = request_from_record(summary.run.config_json)
+            request = request_from_record(summary.run.config_json, run_id=summary.run.id)
         except ValueError as exc:
             self.notify(str(exc), severity="error", title=summary.run.id)
             return

@@ -108,6 +108,14 @@ class PlayUserScreen(Screen[None]):
 
     # ---- starting -------------------------------------------------------------------------------
 
+    def preset(self, request: PlayRequest, run_id: str) -> None:
+        """Back in the seat of stored play ``run_id``: choose what it played; ``ctrl+r`` plays it again."""
+        self.query_one(PlaySetup).preset(request)
+        self.query_one("#play-status", Label).update(
+            f"Resuming {run_id}: {request.step_id}, {request.profile}, memory {request.memory}, from "
+            f"{request.source_run or 'the fixture world'}. ctrl+r plays the step again from its start "
+            "(stored as a new play).")
+
     def action_start(self) -> None:
         """Start the play chosen in the setup (one at a time)."""
         if self.workers_running():

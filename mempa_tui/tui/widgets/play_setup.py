@@ -8,6 +8,7 @@ from textual import work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Label, Select
+from textual.widgets.select import InvalidSelectValueError
 
 from mempa_tui.runner.play import PlayRequest, Seat, playable_steps
 from mempa_tui.scripts.loader import WorldFileError, load_user
@@ -40,6 +41,22 @@ class PlaySetup(Horizontal):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self._labels: dict[str, str] = {}
+        self._preset: PlayRequest | None = None
+
+    def preset(self, request: PlayRequest) -> None:
+        """Choose what ``request`` played (user, step, profile, memory, starting point).
+
+        The starting point's list is read from the store in a worker, so the choice is kept and
+        applied when the list arrives; choosing another user drops it.
+        """
+        self._preset = request
+        for field, value in (("user", request.user), ("profile", request.profile), ("memory", request.memory)):
+            try:
+                self.query_one(f"#play-{field}", Select).value = value
+            except InvalidSelectValueError:
+                self.notify(f"the stored play's {field} {value!r} is no longer offered; choose another",
+                            severity="warning", title="Resume play")
+        self._user_changed()
 
     def compose(self) -> ComposeResult:
         """One labelled picker per field; the chosen step described under its picker."""
@@ -77,6 +94,8 @@ class PlaySetup(Horizontal):
     def on_select_changed(self, event: Select.Changed) -> None:
         """A new user: list its steps and stored runs. A new step: describe it."""
         if event.select.id == "play-user":
+            if self._preset is not None and event.value != self._preset.user:
+                self._preset = None
             self._user_changed()
         elif event.select.id == "play-step" and isinstance(event.value, str):
             self.query_one("#play-step-label", Label).update(self._labels.get(event.value, ""))
@@ -91,7 +110,10 @@ class PlaySetup(Horizontal):
             self.notify(error_line(exc), severity="error", title=f"user {user}")
             steps = []
         self._labels = {s.id: s.label for s in steps}
-        self._set("step", [(s.id, s.id) for s in steps])
+        preset = self._preset if self._preset is not None and self._preset.user == user else None
+        self._set("step", [(s.id, s.id) for s in steps], prefer=preset.step_id if preset else None)
+        if preset is not None:
+            self.query_one("#play-step", Select).value = preset.step_id
         self._set("source", [(FIXTURE_WORLD, FIXTURE_WORLD)])
         self.load_sources(user)
 
@@ -100,7 +122,11 @@ class PlaySetup(Horizontal):
         """The user's stored runs as starting points (play runs left out)."""
         runs = [s.run.id for s in await self.mempa.service.saved_runs()
                 if s.run.user == user and not s.run.id.startswith("play-")]
-        self._set("source", [(FIXTURE_WORLD, FIXTURE_WORLD), *((r, r) for r in runs)])
+        preset = self._preset if self._preset is not None and self._preset.user == user else None
+        self._set("source", [(FIXTURE_WORLD, FIXTURE_WORLD), *((r, r) for r in runs)],
+                  prefer=(preset.source_run or FIXTURE_WORLD) if preset else None)
+        if preset is not None and preset.source_run in runs:
+            self.query_one("#play-source", Select).value = preset.source_run
 
     def request(self, seat: Seat) -> PlayRequest:
         """The pickers as a request.
