@@ -20,7 +20,7 @@ import aiosqlite
 import anyio
 
 from mempa_tui.store import _codec
-from mempa_tui.store._schema import SCHEMA_SQL, SCHEMA_VERSION
+from mempa_tui.store._schema import MIGRATIONS, SCHEMA_SQL, SCHEMA_VERSION
 from mempa_tui.store._sql import Statement
 
 __all__ = ["StepAlreadyStoredError", "StoreBase", "StoreError"]
@@ -110,9 +110,33 @@ class StoreBase:
                 )
             if version == SCHEMA_VERSION:
                 return
+            if version >= 1:
+                await self._migrate(db, version)
         await db.executescript("BEGIN IMMEDIATE;\n" + SCHEMA_SQL + "\nCOMMIT;")
         await db.execute("DELETE FROM schema_version")
         await db.execute("INSERT INTO schema_version (version) VALUES (?)", (SCHEMA_VERSION,))
+
+    async def _migrate(self, db: aiosqlite.Connection, version: int) -> None:
+        """Bring a database of ``version`` up to :data:`SCHEMA_VERSION`, one step per transaction.
+
+        Foreign keys are off during the steps (a rebuilt parent table must not cascade deletes
+        into its children) and checked afterwards.
+
+        Raises:
+            StoreError: the migrated database breaks a foreign key (names the table).
+        """
+        await db.execute("PRAGMA foreign_keys = OFF")
+        try:
+            for step in range(version, SCHEMA_VERSION):
+                sql = MIGRATIONS.get(step)
+                if sql is not None:
+                    await db.executescript("BEGIN IMMEDIATE;\n" + sql + f"\nUPDATE schema_version SET version = {step + 1};\nCOMMIT;")
+            async with db.execute("PRAGMA foreign_key_check") as cur:
+                broken = await cur.fetchone()
+            if broken is not None:
+                raise StoreError(f"{self.path}: migrating to schema {SCHEMA_VERSION} broke a reference in table {broken[0]}")
+        finally:
+            await db.execute("PRAGMA foreign_keys = ON")
 
     @property
     def db(self) -> aiosqlite.Connection:

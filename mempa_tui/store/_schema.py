@@ -16,34 +16,19 @@ Design notes:
 
 from __future__ import annotations
 
-__all__ = ["SCHEMA_SQL", "SCHEMA_VERSION"]
+__all__ = ["MIGRATIONS", "SCHEMA_SQL", "SCHEMA_VERSION"]
 
-SCHEMA_VERSION = 1
-"""Bumped with every change to :data:`SCHEMA_SQL`; older databases are migrated on open."""
+SCHEMA_VERSION = 2
+"""Bumped with every change to :data:`SCHEMA_SQL`; older databases are migrated on open.
 
-SCHEMA_SQL = """
+History: 1, the first schema; 2, run status ``cancelled`` (a run cancelled from the app)."""
+
+_SCHEMA_TEMPLATE = """
 CREATE TABLE IF NOT EXISTS schema_version (
     version     INTEGER NOT NULL
 );
 
-CREATE TABLE IF NOT EXISTS runs (
-    id            TEXT PRIMARY KEY,
-    user          TEXT NOT NULL,
-    profile       TEXT NOT NULL,
-    memory        TEXT NOT NULL,
-    seed          INTEGER NOT NULL,
-    repeats       INTEGER NOT NULL CHECK (repeats >= 1),
-    config_json   TEXT NOT NULL,
-    config_hash   TEXT NOT NULL,
-    donor_run     TEXT,
-    status        TEXT NOT NULL
-                  CHECK (status IN ('created', 'running', 'stopped', 'completed', 'failed')),
-    error         TEXT,
-    total_steps   INTEGER NOT NULL DEFAULT 0,
-    total_probes  INTEGER NOT NULL DEFAULT 0,
-    created_at    TEXT NOT NULL,
-    updated_at    TEXT NOT NULL
-);
+{runs_table}
 CREATE INDEX IF NOT EXISTS runs_by_user ON runs (user, profile, memory, status);
 
 CREATE TABLE IF NOT EXISTS blobs (
@@ -147,4 +132,42 @@ CREATE TABLE IF NOT EXISTS llm_calls (
 );
 CREATE INDEX IF NOT EXISTS llm_calls_by_step ON llm_calls (run_id, step_id, repeat);
 """
+
+_RUNS_TABLE = """
+CREATE TABLE IF NOT EXISTS {name} (
+    id            TEXT PRIMARY KEY,
+    user          TEXT NOT NULL,
+    profile       TEXT NOT NULL,
+    memory        TEXT NOT NULL,
+    seed          INTEGER NOT NULL,
+    repeats       INTEGER NOT NULL CHECK (repeats >= 1),
+    config_json   TEXT NOT NULL,
+    config_hash   TEXT NOT NULL,
+    donor_run     TEXT,
+    status        TEXT NOT NULL
+                  CHECK (status IN ('created', 'running', 'stopped', 'completed', 'failed', 'cancelled')),
+    error         TEXT,
+    total_steps   INTEGER NOT NULL DEFAULT 0,
+    total_probes  INTEGER NOT NULL DEFAULT 0,
+    created_at    TEXT NOT NULL,
+    updated_at    TEXT NOT NULL
+);
+"""
+
+SCHEMA_SQL = _SCHEMA_TEMPLATE.replace("{runs_table}", _RUNS_TABLE.strip().replace("{name}", "runs"))
 """Every table of version :data:`SCHEMA_VERSION`; idempotent (``IF NOT EXISTS``)."""
+
+MIGRATIONS: dict[int, str] = {
+    # 1 -> 2: SQLite cannot alter a CHECK constraint, so ``runs`` is rebuilt with the wider status
+    # list (SQLite's documented table-rebuild procedure; the caller turns foreign keys off around
+    # it, so the child tables' rows stay and keep pointing at ``runs`` by name).
+    1: _RUNS_TABLE.replace("{name}", "runs_v2")
+    + """
+INSERT INTO runs_v2 SELECT id, user, profile, memory, seed, repeats, config_json, config_hash, donor_run,
+    status, error, total_steps, total_probes, created_at, updated_at FROM runs;
+DROP TABLE runs;
+ALTER TABLE runs_v2 RENAME TO runs;
+CREATE INDEX IF NOT EXISTS runs_by_user ON runs (user, profile, memory, status);
+""",
+}
+"""SQL that brings a database of version ``v`` to ``v + 1`` (run in one transaction, foreign keys off)."""

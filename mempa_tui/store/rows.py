@@ -54,6 +54,9 @@ class RunStatus(str, Enum):
     """Timeline, probes and report done."""
     FAILED = "failed"
     """Stopped by an error that a rerun will meet again (the error text says which)."""
+    CANCELLED = "cancelled"
+    """Cancelled by a person (the app's dashboard); every committed step is kept, and an explicit
+    resume plays it on from its last checkpoint like a stopped run."""
 
 
 StepKind = Literal["accumulation", "change_event"]
