@@ -13,12 +13,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import yaml
 from textual.pilot import Pilot
 from textual.screen import Screen
 from textual.widgets import DataTable, Label, Select
 from textual.worker import WorkerCancelled
-
-import yaml
 
 from mempa_tui.llm import ModelProfile, ScriptedReply, ScriptedRequest, ScriptedToolCall
 from mempa_tui.scripts.schema import Probe

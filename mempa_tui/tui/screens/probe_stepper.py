@@ -29,7 +29,7 @@ from mempa_tui.runner._stepper import (
     StepperChoices,
     StepperUpdate,
 )
-from mempa_tui.tui.engine import error_line
+from mempa_tui.tui.engine import error_line, play_from_record
 from mempa_tui.tui.render import event_lines
 
 if TYPE_CHECKING:
@@ -175,8 +175,8 @@ class ProbeStepperScreen(Screen[None]):
 
     @work(exclusive=True, group="stepper-runs", exit_on_error=False)
     async def load_runs(self) -> None:
-        """Stored runs into the run picker."""
-        runs = await self.mempa.service.saved_runs()
+        """Stored runs into the run picker (a person's plays left out: they have no model PA to step)."""
+        runs = [s for s in await self.mempa.service.saved_runs() if play_from_record(s.run.config_json) is None]
         select = self.query_one("#run", Select)
         current = select.value
         select.set_options([(f"{s.run.id} ({s.probes_done} probe results)", s.run.id) for s in runs])
