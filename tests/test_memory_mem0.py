@@ -285,3 +285,6 @@ async def test_user_a_slice_with_mem0(tmp_path: Path) -> None:
     stats = json.loads(next((tmp_path / "local_memory" / outcome.run_id).rglob("stats.json")).read_text())
     assert stats["adds"] >= 1 and stats["extraction_failures"] == 0
     assert outcome.report is not None
+    # The counters travel in the run record (each step's result) and reach the report.
+    assert outcome.report.memory_stats["adds"] == stats["adds"]
+    assert outcome.report.memory_stats["extraction_failures"] == 0

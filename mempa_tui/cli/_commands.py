@@ -108,6 +108,9 @@ async def cmd_report(args: argparse.Namespace, out: TextIO | None = None) -> int
         print(f"run {args.run_id} has no probe results yet; nothing to report", file=out)
         return 1
     print(report.table, file=out)
+    if report.memory_stats:
+        counters = ", ".join(f"{k} {v:g}" for k, v in sorted(report.memory_stats.items()))
+        print(f"\nmemory counters after the last step: {counters}", file=out)
     print(f"\nreport: {report.paths.main_md}\ntables: {report.paths.main_csv}", file=out)
     return 0
 

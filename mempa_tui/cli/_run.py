@@ -187,6 +187,9 @@ async def cmd_run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     if outcome.report is not None:
         print(file=out)
         print(outcome.report.table, file=out)
+        if outcome.report.memory_stats:
+            counters = ", ".join(f"{k} {v:g}" for k, v in sorted(outcome.report.memory_stats.items()))
+            print(f"\nmemory counters after the last step: {counters}", file=out)
         print(f"\nreport: {outcome.report.paths.main_md}\ntables: {outcome.report.paths.main_csv}", file=out)
     if outcome.status is not RunStatus.COMPLETED:
         print(f"run {outcome.run_id} is not complete: " + "; ".join(outcome.notes), file=out)

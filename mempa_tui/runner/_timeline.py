@@ -24,6 +24,7 @@ Rules this module implements:
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -43,6 +44,7 @@ from mempa_tui.runner._simmem import (
     load_simulator_memory,
     new_simulator_memory,
 )
+from mempa_tui.runner.episode import StepResult
 from mempa_tui.scripts.schema import AccumulationSession, ChangeEvent
 from mempa_tui.store import (
     CheckpointData,
@@ -151,7 +153,7 @@ async def _play_step(run: RunContext, index: int, state: RunState, memory: Memor
         StepRecord(
             index=index, step_id=step_id, kind=kind, status=status, reason=result.reason,  # type: ignore[arg-type]
             attempts=attempt, selection=result.selection, started_at=started, finished_at=finished,
-            tokens=TokenTotals.from_calls(calls), result_json=result.model_dump_json(exclude={"world"}),
+            tokens=TokenTotals.from_calls(calls), result_json=_result_json(result, memory),
         ),
         collector.records(),
         _checkpoint(index, step_id, script.starts_at, world, snapshot, sim, tokens),
@@ -165,6 +167,14 @@ async def _play_step(run: RunContext, index: int, state: RunState, memory: Memor
              + (f" ({result.reason})" if result.reason and status != "completed" else ""),
              step_id=step_id, status=status)
     return RunState(index, world, snapshot, sim, tokens)
+
+
+def _result_json(result: StepResult, memory: MemorySystem) -> str:
+    """The step's stored result (without the world), with the memory's counters after the step
+    (``StepResult.memory_stats``), so each memory failure count is in the run record."""
+    payload = result.model_dump(mode="json", exclude={"world"})
+    payload["memory_stats"] = dict(memory.inspect().stats)
+    return json.dumps(payload)
 
 
 def _checkpoint(index: int, step_id: str, when: datetime, world: WorldState, snapshot: bytes,

@@ -119,6 +119,9 @@ class StepResult(BaseModel):
         traces: per PA turn, what the wrapper withheld (scoring only).
         simulator_entry: the simulator's new entry (accumulation) or the event's note.
         call_log / change_log: from the working copy.
+        memory_stats: the memory's counters (``inspect().stats``) once the step is settled, e.g.
+            turns written, duplicate writes, Mem0-style extraction and decision failures; filled
+            by the runner for timeline steps, so every failure is in the run record.
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -136,6 +139,7 @@ class StepResult(BaseModel):
     simulator_entry: str | None = None
     call_log: list[CallLogEntry] = Field(default_factory=list)
     change_log: list[Change] = Field(default_factory=list)
+    memory_stats: dict[str, float] = Field(default_factory=dict)
 
 
 class _Recorder:

@@ -17,7 +17,7 @@ from mempa_tui.scoring._report import ReportPaths, format_table, write_reports
 from mempa_tui.scripts.schema import ProbeKind
 from mempa_tui.store import ProbeResultRecord, RunRecord, RunStore, StoreError
 
-__all__ = ["RunReport", "backbone_label", "outcome_of", "write_run_report"]
+__all__ = ["RunReport", "backbone_label", "last_memory_stats", "outcome_of", "write_run_report"]
 
 
 class RunReport(BaseModel):
@@ -31,6 +31,10 @@ class RunReport(BaseModel):
     """The main table as printed text."""
     outcomes: int
     """Probe outcomes scored."""
+    memory_stats: dict[str, float] = {}
+    """The memory's counters after the last settled timeline step (``inspect().stats``: turns
+    written, duplicates, Mem0-style extraction and decision failures ...); empty for runs stored
+    before the counters were recorded."""
 
 
 def backbone_label(run: RunRecord) -> str:
@@ -90,4 +94,27 @@ async def write_run_report(
     folder = Path(reports_root) / run_id
     paths = write_reports(outcomes, folder, resamples=resamples)
     table = format_table(score_conditions(outcomes, resamples=resamples))
-    return RunReport(run_id=run_id, paths=paths, table=table, outcomes=len(outcomes))
+    return RunReport(run_id=run_id, paths=paths, table=table, outcomes=len(outcomes),
+                     memory_stats=await last_memory_stats(store, run_id))
+
+
+async def last_memory_stats(store: RunStore, run_id: str) -> dict[str, float]:
+    """The memory counters stored with the run's last settled timeline step (SPEC 4.7).
+
+    Returns:
+        Counter name -> value; empty when no step carries counters (no step yet, a memory
+        without counters, or a run stored before they were recorded).
+
+    Raises:
+        StoreError: a step's stored result is not readable JSON.
+    """
+    for step in reversed(await store.steps(run_id, with_results=True)):
+        if not step.result_json:
+            continue
+        try:
+            stats = json.loads(step.result_json).get("memory_stats") or {}
+        except json.JSONDecodeError as exc:
+            raise StoreError(f"run {run_id!r} step {step.step_id}: stored result is not JSON ({exc})") from exc
+        if stats:
+            return {str(k): float(v) for k, v in stats.items()}
+    return {}
