@@ -7,6 +7,8 @@ run store. See test_tui_support.py for the scripted model that plays every role.
 
 from __future__ import annotations
 
+import argparse
+import io
 import threading
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -26,10 +28,12 @@ from test_tui_support import (
     run_responder,
     write_profile,
 )
+from textual.binding import Binding
 from textual.pilot import Pilot
 from textual.widgets import DataTable, ProgressBar, Select, SelectionList, Static
 from textual.worker import WorkerCancelled, WorkerFailed, WorkerState
 
+from mempa_tui.cli._commands import cmd_runs
 from mempa_tui.cli.main import main
 from mempa_tui.llm import ScriptedModelServer, ScriptedReply, ScriptedRequest
 from mempa_tui.runner import StepEvent
@@ -37,6 +41,7 @@ from mempa_tui.runner._episode_events import PAReplyEvent, UserMessageEvent
 from mempa_tui.scripts.schema import Probe
 from mempa_tui.store import RunRecord, RunStatus, RunStore
 from mempa_tui.tui import AppSettings, MempaApp, RunnerOptions, RunRequest
+from mempa_tui.tui.commands import MempaCommands
 from mempa_tui.tui.screens import (
     DashboardScreen,
     HelpScreen,
@@ -333,6 +338,76 @@ async def test_a_paused_run_resumes_from_its_last_checkpoint(tmp_path: Path) -> 
         assert [(s.step_id, s.attempts) for s in steps] == [("R-s1", 1), ("R-s2", 1), ("R-ev1", 1)]
         run = await store.get_run(RUN_ID)
         assert run is not None and run.status is RunStatus.COMPLETED
+
+
+async def test_a_cancelled_run_is_stored_as_cancelled_with_its_steps_kept(tmp_path: Path) -> None:
+    """Cancel (c) while step R-s2 waits on the model: the worker stops, R-s1 stays stored with its
+    checkpoint, and the run record, the launcher and ``mempa runs`` say ``cancelled``."""
+    reached, release = threading.Event(), threading.Event()
+
+    def responder(request: ScriptedRequest) -> ScriptedReply | str:
+        task = "Task: Answer Dana about the venue"
+        if request.model.endswith("-simulator") and any(task in (m.content or "") for m in request.messages):
+            reached.set()
+            release.wait(timeout=60)
+        return run_responder(request)
+
+    async with ScriptedModelServer(responder) as server:
+        folders = make_folders(tmp_path)
+        write_profile(server.profile(context_window=131072), folders.settings.models_dir)
+        app = MempaApp(folders.settings, options=RunnerOptions(scorer=fixed_scorer, resamples=100))
+        async with app.run_test(size=(120, 40)) as pilot:
+            await _start_from_launcher(app, pilot)
+            assert await anyio.to_thread.run_sync(reached.wait, 60)
+            await pilot.press("c")
+            failures = await _settle(app, pilot)
+            release.set()
+            assert failures == []
+            (entry,) = list(app.book)
+            assert entry.state == "cancelled" and not entry.active
+            assert app.screen.query_one(RunCard).has_class("-cancelled")
+            assert not any(w.group == f"run:{entry.key}" and not w.is_finished for w in app.workers)
+
+            await app.switch_mode("launcher")
+            launcher = app.screen
+            assert isinstance(launcher, LauncherScreen)
+            launcher.load_saved()
+            await _settle(app, pilot)
+            table = launcher.query_one("#saved-runs", DataTable)
+            assert table.get_row_at(0)[:2] == [RUN_ID, "cancelled"]
+
+    async with RunStore(folders.settings.saves_dir / "mempa.sqlite") as store:
+        run = await store.get_run(RUN_ID)
+        assert run is not None and run.status is RunStatus.CANCELLED and "cancelled" in (run.error or "")
+        assert [s.step_id for s in await store.steps(RUN_ID)] == ["R-s1"]
+        checkpoint = await store.latest_checkpoint(RUN_ID)
+        assert checkpoint is not None and checkpoint.step_id == "R-s1"
+    out = io.StringIO()
+    assert await cmd_runs(argparse.Namespace(saves=folders.settings.saves_dir), out) == 0
+    listed = out.getvalue()
+    assert any(line.startswith(RUN_ID) and " cancelled " in line for line in listed.splitlines()), listed
+
+
+async def test_the_command_palette_offers_every_key_of_every_screen(env: Env) -> None:
+    app = env.app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        for mode in ("launcher", "dashboard", "session", "play_user", "play_agent", "stepper", "results"):
+            await app.switch_mode(mode)
+            await pilot.pause()
+            provider = MempaCommands(app.screen)
+            texts = {text for text, _, _ in provider._commands()}
+            own = [b for b in app.screen.BINDINGS if isinstance(b, Binding) and b.description]
+            assert own, mode
+            for binding in own:
+                key = binding.key_display or binding.key
+                assert any(t.endswith(f": {binding.description} ({key})") for t in texts), (mode, binding)
+            assert {"Open launcher", "Open results", "Play as the PA", "Show keys"} <= texts
+        await app.switch_mode("launcher")
+        await pilot.pause()
+        [(_, refresh, _)] = [c for c in MempaCommands(app.screen)._commands() if c[0].startswith("Launcher: Refresh")]
+        await refresh()
+        await _settle(app, pilot)
+        assert not [n for n in app._notifications if n.severity == "error"]
 
 
 def test_mempa_tui_opens_the_app_with_the_folders_given(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -48,6 +48,7 @@ _STORED_STATE: dict[RunStatus, RunLifecycle] = {
     RunStatus.STOPPED: "stopped",
     RunStatus.COMPLETED: "completed",
     RunStatus.FAILED: "failed",
+    RunStatus.CANCELLED: "cancelled",
 }
 
 
@@ -219,6 +220,12 @@ class MempaApp(App[None]):
         entry = self.book.get(key)
         if entry is not None:
             (await self.dashboard()).stop_run(entry)
+
+    async def cancel_run(self, key: str) -> None:
+        """Cancel run ``key``: stop its worker if it plays and mark it ``cancelled`` in the store."""
+        entry = self.book.get(key)
+        if entry is not None:
+            (await self.dashboard()).cancel_run(entry)
 
     async def resume_run(self, key: str) -> None:
         """Play run ``key`` again from its last checkpoint."""

@@ -21,8 +21,9 @@ from mempa_tui.runner.play import PlayRequest
 
 __all__ = ["RunBook", "RunEntry", "RunLifecycle", "RunRequest", "TranscriptSource"]
 
-RunLifecycle = Literal["preparing", "running", "completed", "stopped", "failed"]
-"""Where a run started from the app stands (``preparing``: profile, model server, store)."""
+RunLifecycle = Literal["preparing", "running", "completed", "stopped", "failed", "cancelled"]
+"""Where a run started from the app stands (``preparing``: profile, model server, store;
+``cancelled``: a person cancelled it, see :meth:`RunEntry.cancel`)."""
 
 TranscriptSource = Literal["live", "stored"]
 """Whether an entry's transcript came from the running runner or from the run store."""
@@ -172,6 +173,12 @@ class RunEntry:
         if self.active:
             self.state = "stopped"
         self.error = self.error or message
+
+    def cancel(self, message: str) -> None:
+        """Mark the run cancelled (its worker is stopped or was not running); an explicit resume
+        still plays it on from its last checkpoint."""
+        self.state = "cancelled"
+        self.error = message
 
     def restart(self, request: RunRequest) -> None:
         """Reset the live fields for another play of the same run (resume or fresh start)."""

@@ -1,4 +1,5 @@
-"""Command palette provider (ctrl+p): the app's actions and one entry per run."""
+"""Command palette provider (ctrl+p): the app's actions, every key of the current screen, and the
+actions of each run (view, pause or resume, cancel)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from functools import partial
 from typing import TYPE_CHECKING, cast
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
+from textual.dom import DOMNode
 
 if TYPE_CHECKING:
     from mempa_tui.tui.app import MempaApp
@@ -15,7 +17,8 @@ __all__ = ["MempaCommands"]
 
 
 class MempaCommands(Provider):
-    """Switching screens, the key list, and viewing, pausing or resuming each run."""
+    """Switching screens, the key list, every binding of the screen the palette was opened from
+    (so each key's action is also a command), and viewing, pausing, resuming or cancelling each run."""
 
     @property
     def mempa(self) -> MempaApp:
@@ -47,7 +50,30 @@ class MempaCommands(Provider):
             else:
                 commands.append((f"Resume run {entry.label}", partial(app.resume_run, entry.key),
                                  "Play it again from its last checkpoint"))
+            if entry.state != "cancelled" and entry.request.play is None:
+                commands.append((f"Cancel run {entry.label}", partial(app.cancel_run, entry.key),
+                                 "Stop it and mark it cancelled in the run store (its steps are kept)"))
+        commands.extend(self._screen_commands())
         return commands
+
+    def _screen_commands(self) -> list[tuple[str, Callable[[], object], str]]:
+        """One command per binding of the screen below the palette (app-wide keys are listed above)."""
+        screen = self.screen
+        out: list[tuple[str, Callable[[], object], str]] = []
+        seen: set[str] = set()
+        for active in screen.active_bindings.values():
+            binding = active.binding
+            if active.node is self.app or not binding.description or binding.action in seen:
+                continue
+            seen.add(binding.action)
+            key = binding.key_display or binding.key
+            out.append((f"{screen.__class__.__name__.removesuffix('Screen')}: {binding.description} ({key})",
+                        partial(self._run_on, active.node, binding.action),
+                        binding.tooltip or binding.description))
+        return out
+
+    async def _run_on(self, node: DOMNode, action: str) -> None:
+        await self.app.run_action(action, node)
 
     async def discover(self) -> Hits:
         """Every command, before anything is typed."""

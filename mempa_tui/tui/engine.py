@@ -39,7 +39,7 @@ from mempa_tui.runner.play import PlayOutcome, PlayRequest, play_step
 from mempa_tui.scoring import ProbeOutcome
 from mempa_tui.scripts.loader import list_users
 from mempa_tui.simulator.human import HumanUserSeat
-from mempa_tui.store import RunStore, RunSummary
+from mempa_tui.store import RunStatus, RunStore, RunSummary
 from mempa_tui.tools import default_registry
 from mempa_tui.tui.book import RunRequest
 from mempa_tui.tui.settings import AppSettings
@@ -315,6 +315,21 @@ class RunService:
             default_registry(), user_seat=user_seat, agent_seat=agent_seat, observer=observer,
             memory_root=self.settings.local_memory_dir, scorer=self.options.scorer,
         )
+
+    async def mark_cancelled(self, run_id: str, message: str) -> bool:
+        """Store run ``run_id`` as ``cancelled`` with ``message`` (its steps and checkpoints stay).
+
+        Returns:
+            False when the store has no such run (it was cancelled before its record was written).
+
+        Raises:
+            StoreError: the database cannot be written.
+        """
+        store = await self.store()
+        if await store.get_run(run_id) is None:
+            return False
+        await store.update_run(run_id, status=RunStatus.CANCELLED, error=message)
+        return True
 
     async def stored_events(self, run_id: str, last_steps: int = 3) -> list[StepEvent | StoredEvent]:
         """The stored transcript of a run's last ``last_steps`` timeline steps, in order.

@@ -30,6 +30,9 @@ __all__ = ["DashboardScreen"]
 RUN_GROUP = "run:"
 """Prefix of the worker group of each run."""
 
+CANCELLED_MESSAGE = "cancelled from the dashboard; every committed step is kept (r resumes it from its last checkpoint)"
+"""The error text of a run cancelled from the dashboard (also stored on its run record)."""
+
 
 class DashboardScreen(Screen[None]):
     """Every run started in this session, live."""
@@ -38,11 +41,17 @@ class DashboardScreen(Screen[None]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("x", "stop", "Pause run", id="dashboard.stop",
                 tooltip="Stop the focused run after its current model call; resume continues it"),
+        Binding("c", "cancel", "Cancel run", id="dashboard.cancel",
+                tooltip="Stop the focused run and mark it cancelled in the run store (its steps are kept)"),
         Binding("r", "resume", "Resume run", id="dashboard.resume",
                 tooltip="Play the focused run again from its last checkpoint"),
         Binding("v", "view", "View session", id="dashboard.view",
                 tooltip="Open the session view of the focused run"),
     ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._cancelling: set[str] = set()
 
     @property
     def mempa(self) -> MempaApp:
@@ -141,17 +150,26 @@ class DashboardScreen(Screen[None]):
         self.mempa.publish(entry.key, item)
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
-        """A run's error shows on its row and as a notification; a cancelled run shows as stopped."""
+        """A run's error shows on its row and as a notification; a cancelled worker shows the run as
+        stopped (paused) or, when :meth:`cancel_run` asked, as cancelled; a failed cancel write
+        notifies."""
         worker = event.worker
+        if worker.group == "cancel" and event.state is WorkerState.ERROR and worker.error is not None:
+            self.notify(error_line(worker.error), severity="error", title="Cancel run", timeout=12)
+            return
         if not worker.group.startswith(RUN_GROUP):
             return
         entry = self.mempa.book.get(worker.group.removeprefix(RUN_GROUP))
         if entry is None:
             return
         if event.state is WorkerState.ERROR and worker.error is not None:
+            self._cancelling.discard(entry.key)
             entry.fail(error_line(worker.error))
             self.notify(entry.error or "run failed", severity="error", title=f"run {entry.label} failed",
                         timeout=12)
+        elif event.state is WorkerState.CANCELLED and entry.key in self._cancelling:
+            self._cancelling.discard(entry.key)
+            self._mark_cancelled(entry)
         elif event.state is WorkerState.CANCELLED:
             entry.stop("stopped; press r to resume it from its last checkpoint")
         else:
@@ -178,6 +196,42 @@ class DashboardScreen(Screen[None]):
             return
         self.mempa.workers.cancel_group(self, RUN_GROUP + entry.key)
         self.notify(f"stopping run {entry.label}", title="Dashboard")
+
+    def cancel_run(self, entry: RunEntry) -> None:
+        """Cancel ``entry``: a playing run's worker is cancelled (the step in flight is dropped, never
+        half-stored: the run ends at its last step boundary), then the run record is marked
+        ``cancelled``; a paused or failed run is marked at once. Nothing stored is deleted."""
+        if entry.state == "cancelled":
+            self.notify(f"run {entry.label} is already cancelled", severity="warning", title="Dashboard")
+            return
+        if entry.request.play is not None:
+            self.notify(f"{entry.label} is a play; it ended with its seat", severity="warning", title="Dashboard")
+            return
+        if entry.active:
+            self._cancelling.add(entry.key)
+            self.mempa.workers.cancel_group(self, RUN_GROUP + entry.key)
+            self.notify(f"cancelling run {entry.label}", title="Dashboard")
+            return
+        self._mark_cancelled(entry)
+
+    def _mark_cancelled(self, entry: RunEntry) -> None:
+        entry.cancel(CANCELLED_MESSAGE)
+        self._refresh(entry)
+        self.mempa.publish(entry.key, None)
+        if entry.run_id is not None:
+            self.run_worker(self._store_cancelled(entry.run_id), group="cancel", exit_on_error=False,
+                            description=f"mark {entry.run_id} cancelled")
+
+    async def _store_cancelled(self, run_id: str) -> None:
+        if await self.mempa.service.mark_cancelled(run_id, CANCELLED_MESSAGE):
+            self.notify(f"run {run_id} cancelled; its stored steps are kept", title="Dashboard")
+        self.mempa.publish(run_id, None)
+
+    def action_cancel(self) -> None:
+        """Cancel the focused run."""
+        entry = self._focused_entry()
+        if entry is not None:
+            self.cancel_run(entry)
 
     def action_stop(self) -> None:
         """Pause the focused run."""

@@ -15,7 +15,7 @@ from mempa_tui.tui.render import progress_line
 
 __all__ = ["RunCard"]
 
-_STATES = ("preparing", "running", "completed", "stopped", "failed")
+_STATES = ("preparing", "running", "completed", "stopped", "failed", "cancelled")
 
 
 class RunCard(Vertical, can_focus=True):
