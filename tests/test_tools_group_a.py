@@ -654,3 +654,15 @@ def test_appointments_round_trip(wc: WorkingCopy) -> None:
     later = WorkingCopy(wc.to_state(), datetime(2026, 3, 11, 8, 0))
     assert "slot_0006" in [s["id"] for s in ok(later, "appointment_search")["slots"]]
     assert ok(later, "appointment_read", appointment_id=aid)["status"] == "cancelled"
+
+
+def test_a_cancel_or_withdrawal_is_final_against_later_fixture_updates(wc: WorkingCopy) -> None:
+    """Appendix C.2: a later read returns what a write wrote. ord_0003's scripted 'shipped'
+    (11 March) and ret_0001's 'refunded' (12 March) must not undo a cancel or withdrawal of 10 March."""
+    assert ok(wc, "shopping_order_update", order_id="ord_0003", cancel=True)["order"]["status"] == "cancelled"
+    assert ok(wc, "shopping_return_case_update", case_id="ret_0001", withdraw=True)["case"]["status"] == "withdrawn"
+    later = WorkingCopy(wc.to_state(), datetime(2026, 3, 13, 9, 0))
+    order = ok(later, "shopping_order_read", order_id="ord_0003")
+    assert order["status"] == "cancelled" and [u["status"] for u in order["updates"]] == ["processing", "cancelled"]
+    assert ok(later, "shopping_return_case_read", case_id="ret_0001")["status"] == "withdrawn"
+    assert "cancelled" in fail(later, "shopping_order_update", order_id="ord_0003", notes="x").content

@@ -25,7 +25,15 @@ from mempa_tui.tools._finance import usable_method
 from mempa_tui.tools._registry import tool
 from mempa_tui.world import WorkingCopy
 from mempa_tui.world._records_shipping import DeliveryAddress
-from mempa_tui.world._records_shopping import Order, OrderStatus, Product, ReturnCase, ReturnStatus
+from mempa_tui.world._records_shopping import (
+    CaseUpdate,
+    Order,
+    OrderStatus,
+    OrderUpdate,
+    Product,
+    ReturnCase,
+    ReturnStatus,
+)
 
 __all__ = [
     "shopping_order_create",
@@ -55,34 +63,58 @@ class OrderItem(BaseModel):
     quantity: int = Field(default=1, ge=1, le=99, description="How many units (1-99).")
 
 
-def order_status(wc: WorkingCopy, order: Order) -> OrderStatus:
-    """The status of the latest visible update, else the status the order entered with."""
+def _order_updates(wc: WorkingCopy, order: Order) -> list[OrderUpdate]:
+    """The order's visible updates in time order, ending at a cancellation if there is one.
+
+    A cancel is final (paper Appendix C.2: a later read returns what a write wrote): a fixture
+    update dated after the customer's cancel (a scripted "shipped") never revives the order.
+    """
     seen = sorted((u for u in order.updates if u.at <= wc.now), key=lambda u: u.at)
+    for i, u in enumerate(seen):
+        if u.status == "cancelled":
+            return seen[: i + 1]
+    return seen
+
+
+def order_status(wc: WorkingCopy, order: Order) -> OrderStatus:
+    """The status of the latest visible update (a cancel is final), else the entry status."""
+    seen = _order_updates(wc, order)
     return seen[-1].status if seen else order.status
 
 
 def _delivered_on(wc: WorkingCopy, order: Order) -> date | None:
-    days = [u.at.date() for u in order.updates if u.at <= wc.now and u.status == "delivered"]
+    days = [u.at.date() for u in _order_updates(wc, order) if u.status == "delivered"]
     return max(days) if days else None
 
 
 def _order_view(wc: WorkingCopy, order: Order) -> dict[str, Any]:
-    visible = sorted((u for u in order.updates if u.at <= wc.now), key=lambda u: u.at)
+    visible = _order_updates(wc, order)
     shown = view(order.model_copy(update={"updates": visible}), "placed_at")
     shown["status"] = order_status(wc, order)
     shown["delivered_on"] = d.isoformat() if (d := _delivered_on(wc, order)) else None
     return shown
 
 
+def _case_updates(wc: WorkingCopy, case: ReturnCase) -> list[CaseUpdate]:
+    """The case's visible updates in time order, ending at a withdrawal if there is one (a
+    withdrawal is final, like an order's cancel; see :func:`_order_updates`)."""
+    seen = sorted((u for u in case.updates if u.at <= wc.now), key=lambda u: u.at)
+    for i, u in enumerate(seen):
+        if u.status == "withdrawn":
+            return seen[: i + 1]
+    return seen
+
+
 def case_status(wc: WorkingCopy, case: ReturnCase) -> ReturnStatus:
-    """The status of the latest visible update that set one, else the status the case opened with."""
-    seen = sorted((u for u in case.updates if u.at <= wc.now and u.status is not None), key=lambda u: u.at)
+    """The status of the latest visible update that set one (a withdrawal is final), else the
+    status the case opened with."""
+    seen = [u for u in _case_updates(wc, case) if u.status is not None]
     status = seen[-1].status if seen else None
     return status if status is not None else case.status
 
 
 def _case_view(wc: WorkingCopy, case: ReturnCase) -> dict[str, Any]:
-    visible = sorted((u for u in case.updates if u.at <= wc.now), key=lambda u: u.at)
+    visible = _case_updates(wc, case)
     shown = view(case.model_copy(update={"updates": visible}), "opened_at")
     shown["status"] = case_status(wc, case)
     return shown
