@@ -597,6 +597,8 @@ def test_flights_round_trip(wc: WorkingCopy) -> None:
     cheap = ok(wc, "flight_search", origin="HFY", destination="CRW", date="2026-06-09", max_price=80)
     assert [f["id"] for f in cheap["flights"]] == ["fl_0002"]
     assert ok(wc, "flight_search", origin="HFY", destination="CRW", date="2026-06-10")["count"] == 0
+    first = fail(wc, "flight_search", origin="HFY", destination="CRW", date="2026-06-09", cabin="first")
+    assert "cabin 'first' is not a cabin any flight sells; known cabins: business, economy" in first.content
     made = ok(
         wc,
         "flight_book",

@@ -115,7 +115,7 @@ def document_read(
 def corporate_reporting_submit(
     wc: WorkingCopy, report_type: TextArg, period: PeriodArg, content: TextArg
 ) -> JsonValue:
-    """Submit a report to the employer's reporting system; a period can be submitted only once.
+    """Submit a report to the employer's reporting system; each report type once per period.
 
     Args:
         report_type: the kind of report, e.g. expense summary or timesheet.
@@ -129,7 +129,7 @@ def corporate_reporting_submit(
         if r.period == period and r.report_type.strip().casefold() == report_type.strip().casefold():
             raise ToolError(
                 f"period {period!r} already has a {r.report_type!r} report ({r.id}); "
-                "a period can be submitted only once"
+                "each report type can be submitted once per period"
             )
     report = wc.create(REPORTS, {"report_type": report_type.strip(), "period": period, "content": content})
     return {"report_id": report.id, "report": view(report, "submitted_at")}

@@ -94,6 +94,10 @@ def flight_search(
         cities.append(resolved)
     if cities[0] == cities[1]:
         raise ToolError(f"destination '{destination}' is the same city as origin '{origin}'")
+    cabins = {fare.cabin.casefold(): fare.cabin for f in flights for fare in f.fares}
+    if cabin.strip() and cabin.strip().casefold() not in cabins:
+        known_cabins = ", ".join(sorted(cabins.values())) or "none"
+        raise ToolError(f"cabin '{cabin}' is not a cabin any flight sells; known cabins: {known_cabins}")
     found: list[JsonValue] = []
     for f in sorted(flights, key=lambda x: x.departure):
         if not (
