@@ -35,9 +35,14 @@ from textual.worker import WorkerCancelled, WorkerFailed, WorkerState
 
 from mempa_tui.cli._commands import cmd_runs
 from mempa_tui.cli.main import main
+from mempa_tui.ix.types import CallStatus, ExecutedCall
 from mempa_tui.llm import ScriptedModelServer, ScriptedReply, ScriptedRequest
 from mempa_tui.runner import StepEvent
-from mempa_tui.runner._episode_events import PAReplyEvent, UserMessageEvent
+from mempa_tui.runner._episode_events import (
+    PAReplyEvent,
+    ToolCallEvent,
+    UserMessageEvent,
+)
 from mempa_tui.scripts.schema import Probe
 from mempa_tui.store import RunRecord, RunStatus, RunStore
 from mempa_tui.tui import AppSettings, MempaApp, RunnerOptions, RunRequest
@@ -48,7 +53,7 @@ from mempa_tui.tui.screens import (
     LauncherScreen,
     SessionScreen,
 )
-from mempa_tui.tui.widgets import MemoryPanel, RunCard, TranscriptLog
+from mempa_tui.tui.widgets import MemoryPanel, RunCard, TranscriptView
 from mempa_tui.world import WorldState
 
 RUN_ID = "R-file-scripted-s0"
@@ -120,8 +125,8 @@ async def _settle(app: MempaApp, pilot: Pilot[None], *, timeout_s: float = 60.0)
     return failures
 
 
-def _log_text(log: TranscriptLog) -> str:
-    return "\n".join(line.text for line in log.lines)
+def _log_text(log: TranscriptView) -> str:
+    return log.plain_text()
 
 
 def _static_text(widget: Static) -> str:
@@ -153,7 +158,7 @@ async def test_a_run_started_from_the_launcher_completes_with_transcript_and_mem
         await pilot.press("v")
         await _settle(app, pilot)
         assert isinstance(app.screen, SessionScreen)
-        text = _log_text(app.screen.query_one(TranscriptLog))
+        text = _log_text(app.screen.query_one(TranscriptView))
         assert f"USER {USER_MESSAGE}" in text
         assert f"PA   {PA_REPLY}" in text
         assert "◆ IX verbosity = Terse" in text  # the PA's IX selection, operator view
@@ -267,7 +272,7 @@ async def test_a_saved_run_is_listed_viewable_and_resumes_without_replaying(env:
         await pilot.press("v")  # the stored transcript and the checkpoint's memory
         await _settle(app, pilot)
         assert isinstance(app.screen, SessionScreen)
-        text = _log_text(app.screen.query_one(TranscriptLog))
+        text = _log_text(app.screen.query_one(TranscriptView))
         assert "stored transcript" in text and f"USER {USER_MESSAGE}" in text
         memory = _static_text(app.screen.query_one("#memory-body", Static))
         assert "checkpoint after step 3" in memory
@@ -424,17 +429,26 @@ def test_mempa_tui_opens_the_app_with_the_folders_given(tmp_path: Path, monkeypa
                                   local_memory_dir=tmp_path / "lm")]
 
 
-async def test_live_events_are_appended_without_rebuilding_the_transcript(
+def _tool_turn(i: int) -> list[object]:
+    call = ExecutedCall(call_id=f"c{i}", tool="mcp_state_document_read", arguments={"document_id": f"doc_{i:04d}"},
+                        status=CallStatus.EXECUTED, result=f"result of call {i}\nsecond line {i}")
+    return [UserMessageEvent(turn_index=i, text=f"question {i}"), ToolCallEvent(turn_index=i, call=call),
+            PAReplyEvent(turn_index=i, text=f"answer {i}")]
+
+
+async def test_a_long_live_transcript_is_appended_without_rebuilding_and_scrolls(
     env: Env, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """300 turns with a tool call each arrive live: nothing is rebuilt, every call is its own
+    collapsible (one opens alone; e opens all), and the view scrolls to both ends."""
     rebuilds: list[int] = []
-    original = TranscriptLog.replay
+    original = TranscriptView.replay
 
-    def counting_replay(self: TranscriptLog, *args: Any, **kwargs: Any) -> None:
+    def counting_replay(self: TranscriptView, *args: Any, **kwargs: Any) -> None:
         rebuilds.append(1)
         original(self, *args, **kwargs)
 
-    monkeypatch.setattr(TranscriptLog, "replay", counting_replay)
+    monkeypatch.setattr(TranscriptView, "replay", counting_replay)
     app = env.app()
     async with app.run_test(size=(120, 40)) as pilot:
         entry = app.book.add(RunRequest(user="R", memory="file", profile="scripted", repeats=1))
@@ -442,19 +456,54 @@ async def test_live_events_are_appended_without_rebuilding_the_transcript(
         entry.memory_origin = "live"  # keeps the view from reading a checkpoint that does not exist
         await app.show_session(entry.key)
         await pilot.pause()
-        log = app.screen.query_one(TranscriptLog)
+        log = app.screen.query_one(TranscriptView)
         assert rebuilds == [1] and log.lines_written == 0
-        turns = 1500
+        turns = 300
         for i in range(turns):
-            for event in (UserMessageEvent(turn_index=i, text=f"question {i}"),
-                          PAReplyEvent(turn_index=i, text=f"answer {i}")):
+            for event in _tool_turn(i):
                 item = StepEvent(run_id=RUN_ID, step_id="R-s1", event=event)
                 entry.apply(item)
                 app.publish(entry.key, item)
         await pilot.pause()
         assert rebuilds == [1]  # nothing was redrawn from scratch
-        assert log.lines_written == 1 + 2 * turns  # the step rule, then one line per event
-        assert log.lines[-1].text == f"PA   answer {turns - 1}"
+        assert log.lines_written == 1 + 3 * turns  # the step rule, then one line or call per event
+        calls = log.calls
+        assert len(calls) == turns and all(c.collapsed for c in calls)
+        assert log.plain_text().endswith(f"PA   answer {turns - 1}")
+
+        await pilot.pause()
+        assert log.max_scroll_y > 0 and log.scroll_y == log.max_scroll_y  # followed the newest line
+        assert log.shown_text().rstrip().endswith(f"PA   answer {turns - 1}")
+        log.scroll_home(animate=False)
+        await pilot.pause()
+        assert log.scroll_y == 0
+        assert "question 0" in log.render_line(1).text
+
+        log.focus()
+        for _ in range(4):
+            await pilot.press("j")  # select calls 0..3 (brought into view)
+        await pilot.press("enter")
+        await pilot.pause()
+        assert log.selected == 3 and [i for i, c in enumerate(log.calls) if not c.collapsed] == [3]
+        assert "second line 3" in log.shown_text() and "second line 4" not in log.shown_text()
+        # a click on call 7's title line opens it too
+        fold = log.calls[7]
+        await pilot.click(TranscriptView, offset=(4, fold.start - log.scroll_y))
+        await pilot.pause()
+        assert [i for i, c in enumerate(log.calls) if not c.collapsed] == [3, 7]
+
+        await pilot.press("e")
+        await pilot.pause()
+        assert not any(c.collapsed for c in log.calls)
+        assert f"second line {turns - 1}" in log.shown_text()
+        log.scroll_end(animate=False)
+        await pilot.pause()
+        assert log.scroll_y == log.max_scroll_y > 0
+        assert f"answer {turns - 1}" in log.render_line(log.scrollable_content_region.height - 1).text
+
+        app.screen.show_run(entry.key)  # a run switch rebuilds once, in one batch
+        await pilot.pause()
+        assert rebuilds == [1, 1] and len(log.calls) == turns and log.lines_written == 1 + 3 * turns
 
 
 async def test_the_launcher_starts_one_run_per_chosen_combination(env: Env) -> None:

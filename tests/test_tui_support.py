@@ -24,7 +24,7 @@ from mempa_tui.scripts.schema import Probe
 from mempa_tui.tui import AppSettings
 from mempa_tui.tui.screens.launcher import LauncherScreen
 from mempa_tui.tui.screens.session import SessionScreen
-from mempa_tui.tui.widgets import TranscriptLog
+from mempa_tui.tui.widgets import TranscriptView
 from mempa_tui.world import WorldState
 
 if TYPE_CHECKING:
@@ -183,5 +183,4 @@ async def view_and_resume_saved_play(
 
 def session_text(screen: SessionScreen) -> str:
     """The plain text of the session view's transcript."""
-    log = screen.query_one(TranscriptLog)
-    return "\n".join(str(line.text) for line in log.lines)
+    return screen.query_one(TranscriptView).plain_text()

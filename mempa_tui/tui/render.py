@@ -29,6 +29,7 @@ from mempa_tui.runner._episode_events import (
 
 __all__ = [
     "COLLAPSED_RESULT_CHARS",
+    "call_title",
     "event_lines",
     "evidence_renderable",
     "memory_renderable",
@@ -63,15 +64,25 @@ def step_header(step_id: str, repeat: int) -> Text:
     return Text(f"── {label} " + "─" * max(4, 60 - len(label)), style="bold cyan")
 
 
-def _call_line(call: ExecutedCall, *, expanded: bool, prefix: str = "tool") -> list[Text]:
+def call_title(call: ExecutedCall, *, prefix: str = "tool") -> Text:
+    """One line for a tool call: ``⚙ tool name(arguments) [status] held-id``.
+
+    Args:
+        call: the call as the IX wrapper settled it.
+        prefix: ``tool``, or ``released`` for a call run after the user's consent.
+    """
     status = call.status.value + (" (error)" if call.error else "")
     line = Text.assemble(
-        (f"  ⚙ {prefix} ", "dim"), (call.tool, "bold"), (f"({_arguments(call.arguments)}) ", "dim"),
+        (f"⚙ {prefix} ", "dim"), (call.tool, "bold"), (f"({_arguments(call.arguments)}) ", "dim"),
         (f"[{status}]", _STATUS_STYLE.get(call.status, "")),
     )
     if call.held_id:
         line.append(f" {call.held_id}", style="yellow")
-    lines = [line]
+    return line
+
+
+def _call_line(call: ExecutedCall, *, expanded: bool, prefix: str = "tool") -> list[Text]:
+    lines = [Text("  ") + call_title(call, prefix=prefix)]
     if call.result:
         if expanded:
             lines.extend(Text(f"      {row}", style="dim") for row in call.result.splitlines())

@@ -1,5 +1,5 @@
-"""Session view (SPEC section 4.11): the live transcript of one run (user turns, PA replies, tool
-calls with their status, IX selections, held items and consent, notices), the current beat, and
+"""Session view (SPEC section 4.11): the live transcript of one run (user turns, PA replies, each tool
+call with its result a collapsible, IX selections, held items and consent, notices), the current beat, and
 a side panel with the memory's contents and the evidence the PA was given this turn."""
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from mempa_tui.runner._episode_events import EvidenceEvent
 from mempa_tui.tui.book import RunEntry
 from mempa_tui.tui.engine import error_line
 from mempa_tui.tui.export import write_session_markdown
-from mempa_tui.tui.widgets import MemoryPanel, TranscriptLog
+from mempa_tui.tui.widgets import MemoryPanel, TranscriptView
 
 if TYPE_CHECKING:
     from mempa_tui.tui.app import MempaApp, RunUpdate
@@ -35,8 +35,8 @@ class SessionScreen(Screen[None]):
 
     CSS_PATH = "session.tcss"
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("e", "toggle_expanded", "Expand results", id="session.expand",
-                tooltip="Show tool results in full, or collapsed to one line"),
+        Binding("e", "toggle_expanded", "Open/close calls", id="session.expand",
+                tooltip="Open or close every tool call; enter or a click on a call toggles that one"),
         Binding("m", "reload_memory", "Reload memory", id="session.memory",
                 tooltip="Read the memory's contents again from the run's latest checkpoint"),
         Binding("x", "export", "Export Markdown", id="session.export",
@@ -71,7 +71,7 @@ class SessionScreen(Screen[None]):
             yield Label("", id="step-label")
             yield Label("", id="beat-label")
         with Horizontal(id="session-body"):
-            yield TranscriptLog(id="transcript")
+            yield TranscriptView(id="transcript")
             yield MemoryPanel(id="side")
         yield Footer()
 
@@ -97,7 +97,7 @@ class SessionScreen(Screen[None]):
         entry = self.entry
         if entry is None:
             return
-        self.query_one(TranscriptLog).replay(entry.events, dropped=entry.dropped)
+        self.query_one(TranscriptView).replay(entry.events, dropped=entry.dropped)
         self.query_one(MemoryPanel).show(entry)
         self._show_place(entry)
         if entry.source == "stored" and not entry.events:
@@ -131,7 +131,7 @@ class SessionScreen(Screen[None]):
             return
         item = update.item
         if isinstance(item, StepEvent):
-            self.query_one(TranscriptLog).append(item)
+            self.query_one(TranscriptView).append(item)
             if isinstance(item.event, EvidenceEvent):
                 self.query_one(MemoryPanel).show_evidence(entry)
             if isinstance(getattr(item.event, "inspection", None), MemoryInspection):
@@ -169,7 +169,7 @@ class SessionScreen(Screen[None]):
         items = await self.mempa.service.stored_events(entry.run_id)
         if entry is not self.entry:
             return
-        log = self.query_one(TranscriptLog)
+        log = self.query_one(TranscriptView)
         log.replay([])
         log.write(f"(stored transcript of the last steps of {entry.run_id})")
         for item in items:
@@ -187,12 +187,9 @@ class SessionScreen(Screen[None]):
     # ---- actions --------------------------------------------------------------------------
 
     def action_toggle_expanded(self) -> None:
-        """Show tool results in full or collapsed, and redraw the transcript once."""
-        log = self.query_one(TranscriptLog)
+        """Open or close every tool call of the transcript (no rebuild)."""
+        log = self.query_one(TranscriptView)
         log.expanded = not log.expanded
-        entry = self.entry
-        if entry is not None:
-            log.replay(entry.events, dropped=entry.dropped)
 
     def action_reload_memory(self) -> None:
         """Read the memory again from the latest checkpoint."""
