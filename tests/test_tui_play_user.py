@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from test_tui_support import (
     PA_REPLY,
+    SESSION_ENTRY,
     USER_MESSAGE,
     TuiFolders,
     fixed_scorer,
@@ -25,6 +26,7 @@ from textual.pilot import Pilot
 from textual.widgets import Input, Select, Static
 
 from mempa_tui.llm import ScriptedModelServer
+from mempa_tui.runner._simmem import load_simulator_memory
 from mempa_tui.runner.play import PlayedStep
 from mempa_tui.store import RunStatus, RunStore
 from mempa_tui.tui import MempaApp, RunnerOptions
@@ -125,6 +127,16 @@ async def test_play_a_session_as_the_user_to_its_end(env: Env) -> None:
         stored = PlayedStep.model_validate_json(step.result_json)
         assert [p.human_message for p in stored.fidelity] == [
             "Can you find the boiler inspection email?", "What's the gist?", "Good, Friday it is."]
+        # the simulator's diary entry, written from the person's dialogue, is kept in the checkpoint
+        assert stored.simulator_entry == SESSION_ENTRY == screen.outcome.simulator_entry
+        diary_requests = [r for r in env.server.requests if r.model.endswith("-simulator")
+                          and any('"entry"' in (m.content or "") for m in r.messages)]
+        assert len(diary_requests) == 1
+        assert "Good, Friday it is." in "\n".join(m.content or "" for m in diary_requests[0].messages)
+        checkpoint = await store.latest_checkpoint(run.id)
+        assert checkpoint is not None and checkpoint.simulator_blob is not None
+        memory = load_simulator_memory((await store.load_blob(checkpoint.simulator_blob)).decode())
+        assert [e.text for e in memory.entries] == [SESSION_ENTRY]
     finally:
         await store.close()
 

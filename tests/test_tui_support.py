@@ -50,7 +50,7 @@ USER_MESSAGE = "Could you look into this for me please?"
 PA_REPLY = "Here is what I found in your files."
 """What the scripted PA answers once its interaction tools are called."""
 
-_SESSION_ENTRY = "I asked my assistant for help with a task today. It answered and we finished quickly."
+SESSION_ENTRY = "I asked my assistant for help with a task today. It answered and we finished quickly."
 
 
 def _fill(schema: dict[str, Any]) -> object:
@@ -60,7 +60,7 @@ def _fill(schema: dict[str, Any]) -> object:
         return schema["enum"][0]
     if kind == "object":
         props: dict[str, Any] = schema.get("properties", {})
-        return {key: (_SESSION_ENTRY if key == "entry" else _fill(sub)) for key, sub in props.items()}
+        return {key: (SESSION_ENTRY if key == "entry" else _fill(sub)) for key, sub in props.items()}
     if kind == "array":
         return ["The assistant answers plainly."]
     if kind == "boolean":
@@ -94,7 +94,7 @@ def run_responder(request: ScriptedRequest) -> ScriptedReply | str:
         if any('"entry"' in (m.content or "") for m in request.messages):  # the session entry
             import json
 
-            return json.dumps({"entry": _SESSION_ENTRY, "impressions": ["The assistant answers plainly."]})
+            return json.dumps({"entry": SESSION_ENTRY, "impressions": ["The assistant answers plainly."]})
         return (
             "<factual_check>none</factual_check><turn_assessment>advance</turn_assessment>"
             f"<message>{USER_MESSAGE}</message>"

@@ -16,6 +16,10 @@ probe result) with its transcript, model calls and checkpoint, and in its ``resu
 :class:`~mempa_tui.simulator.human.FidelityPair` list when a person played the user. An error
 is stored on the run record (status ``failed``) before it is raised; leaving mid-way stores it
 as ``stopped``.
+
+A completed session played as the user ends like a simulated one: the simulator writes its dated
+first-person diary entry (paper Appendix D.3) from the dialogue the person had, into the simulator
+memory the step's checkpoint keeps, so a run continued from that checkpoint finds it.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ import anyio
 from pydantic import BaseModel, Field
 
 from mempa_tui.agent.human import HumanAgentSeat
+from mempa_tui.llm import LLMError
 from mempa_tui.memory import MemorySystem
 from mempa_tui.memory._reference import OracleMemory
 from mempa_tui.runner._calls import capture_calls, install_call_routing
@@ -50,7 +55,7 @@ from mempa_tui.runner.episode import (
 )
 from mempa_tui.scripts.loader import UserBundle, load_user
 from mempa_tui.scripts.schema import AccumulationSession, ChangeEvent, Probe, ProbeKind
-from mempa_tui.simulator import SimulatorMemory
+from mempa_tui.simulator import SessionEntryResult, SimulatorMemory, write_session_entry
 from mempa_tui.simulator.human import FidelityPair, HumanUserSeat
 from mempa_tui.store import (
     CheckpointData,
@@ -143,6 +148,11 @@ class PlayOutcome(BaseModel):
     """The user's setting of the tested attribute (shown only after the play)."""
     scores: RealizationScores = Field(default_factory=RealizationScores)
     """BRS and PRS of a completed final probe (else empty)."""
+    simulator_entry: str | None = None
+    """The simulator's first-person diary entry written after a completed session the person
+    played as the user (from the person's dialogue, as after a simulated session; paper App. D.3)."""
+    entry_problem: str | None = None
+    """Why no diary entry was written, when one was due."""
     fidelity: list[FidelityPair] = Field(default_factory=list)
     """The side-by-side record (user seat)."""
     source: str
@@ -294,12 +304,18 @@ async def play_step(
                 result: StepResult = await run_probe(script, ctx)
             else:
                 result = await run_accumulation(script, ctx)
+            entry_problem: str | None = None
+            if user_seat is not None and isinstance(script, AccumulationSession) and result.status == "completed":
+                written = await _diary_entry(client, start.simulator, bundle, script, user_seat)
+                entry_problem = written.problem if written.entry is None else None
+                result = result.model_copy(update={"simulator_entry": written.entry.text if written.entry else None})
         played = PlayedStep(**dict(result), seat=request.seat,
                             fidelity=list(user_seat.fidelity) if user_seat is not None else [])
         outcome = PlayOutcome(
             play_id=play_id, step_id=script.id, kind="probe" if is_probe else "accumulation",
             status=result.status, reason=result.reason, selection=result.selection,
             target=targets[script.attribute], fidelity=played.fidelity, source=start.source,
+            simulator_entry=result.simulator_entry, entry_problem=entry_problem,
         )
         if isinstance(script, Probe):
             outcome.scores = await _store_probe(run, play_id, script, targets[script.attribute], played,
@@ -317,6 +333,24 @@ async def play_step(
         raise
     finally:
         run.drop_folder(folder)
+
+
+async def _diary_entry(
+    client: LLMClient, memory: SimulatorMemory, bundle: UserBundle, script: AccumulationSession,
+    seat: HumanUserSeat,
+) -> SessionEntryResult:
+    """The simulator's diary entry of a session a person played as the user (paper App. D.3).
+
+    A simulated session ends with the simulator writing its dated first-person entry from the
+    dialogue it saw; here the same call is made from the dialogue the person saw and wrote, so the
+    next session (played by a person or the simulator) starts from the same kind of memory.
+    ``memory`` is updated in place and goes into the step's checkpoint. A failed model call is
+    recorded as the result's ``problem``: the person's session is still stored.
+    """
+    try:
+        return await write_session_entry(client, memory, bundle.persona, script.starts_at.date(), seat.dialogue)
+    except LLMError as exc:
+        return SessionEntryResult(problem=f"the simulator's diary call failed: {exc}")
 
 
 async def _store_session(

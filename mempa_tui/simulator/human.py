@@ -205,6 +205,12 @@ class HumanUserSeat:
         self._send.send_nowait(action)
 
     @property
+    def dialogue(self) -> list[DialogueEntry]:
+        """The session as the user saw it so far (the person's messages, the PA's delivered turns,
+        notices), in the shape the simulator's diary entry is written from (Appendix D.3)."""
+        return list(self._dialogue)
+
+    @property
     def waiting(self) -> bool:
         """True while the seat waits for the person."""
         return self._waiting

@@ -152,6 +152,11 @@ def outcome_text(outcome: PlayOutcome) -> Text:
     if outcome.kind == "probe" and (scores.brs is not None or scores.prs is not None or scores.brs_reason):
         text.append(f"BRS {scores.brs if scores.brs is not None else '—'}: {scores.brs_reason or ''}\n")
         text.append(f"PRS {scores.prs if scores.prs is not None else '—'}: {scores.prs_reason or ''}\n")
+    if outcome.simulator_entry:
+        _heading(text, "The simulator's diary entry for this session")
+        text.append(outcome.simulator_entry + "\n")
+    elif outcome.entry_problem:
+        text.append(f"no diary entry written: {outcome.entry_problem}\n", style="yellow")
     if outcome.fidelity:
         _heading(text, "You and the simulator, turn by turn")
         for pair in outcome.fidelity:
