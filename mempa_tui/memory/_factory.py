@@ -11,6 +11,7 @@ from typing import Any
 
 from mempa_tui.memory._consolidation import CompletionClient
 from mempa_tui.memory._file import FileMemory, default_thresholds
+from mempa_tui.memory._mem0ai import build_mem0ai
 from mempa_tui.memory._prefstate import PrefStateMemory
 from mempa_tui.memory._reference import NoMemory, OracleMemory
 from mempa_tui.memory._retrieval_build import build_mem0, build_rag
@@ -109,6 +110,7 @@ MEMORY_BUILDERS: dict[str, MemoryBuilder] = {
     "prefstate": _build_prefstate,
     "rag": build_rag,
     "mem0": build_mem0,
+    "mem0ai": build_mem0ai,
 }
 """Condition name -> builder. Register further conditions here."""
 
