@@ -3,6 +3,7 @@
 Conditions: No Memory and Oracle (references), File memory (MEMORY.md + HISTORY.md) and more;
 preference-state memory (SPEC section 6) is :class:`PrefStateMemory`; Simple RAG is
 :class:`RagMemory` and Mem0-style extraction :class:`Mem0Memory` (FAISS, :func:`make_embedder`).
+The real mem0ai library (optional extra ``mem0ai``) is :class:`Mem0aiMemory`.
 Build one with :func:`make_memory`.
 """
 
@@ -23,6 +24,12 @@ from mempa_tui.memory._file import (
     default_thresholds,
 )
 from mempa_tui.memory._mem0 import Mem0Failure, Mem0Memory, Mem0Stats
+from mempa_tui.memory._mem0ai import (
+    Mem0aiError,
+    Mem0aiFailure,
+    Mem0aiMemory,
+    Mem0aiStats,
+)
 from mempa_tui.memory._prefstate import PrefStateMemory
 from mempa_tui.memory._prefstate_state import (
     CellChange,
@@ -66,6 +73,10 @@ __all__ = [
     "Mem0Failure",
     "Mem0Memory",
     "Mem0Stats",
+    "Mem0aiError",
+    "Mem0aiFailure",
+    "Mem0aiMemory",
+    "Mem0aiStats",
     "MemoryConfigError",
     "MemoryInspection",
     "MemorySystem",
