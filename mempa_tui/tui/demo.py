@@ -1,0 +1,126 @@
+"""A canned model for trying the app without any model: ``python -m mempa_tui.tui.demo``.
+
+It serves every role (PA, simulator, message checker, memory model, judge, rater) from a fixed
+responder on a loopback port (:class:`~mempa_tui.llm.ScriptedModelServer`, the server the tests
+use) and writes the profile ``models/demo.yaml`` pointing at it, then serves until Ctrl-C. In
+another terminal ``mempa tui`` (or ``mempa run --model demo``) then works end to end in seconds.
+
+The answers are canned, not intelligent: the PA picks the first setting of every interaction tool
+it is offered and then replies with one fixed sentence; the simulated user says one fixed line
+and moves its beat on; structured (JSON) requests get an object shaped by their schema; the judge
+and the rater get middling scores. The scores of a demo run mean nothing - it exists to show the
+screens, the seats and the stores working.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+import yaml
+
+from mempa_tui.llm import ScriptedModelServer, ScriptedReply, ScriptedRequest, ScriptedToolCall
+
+__all__ = ["DEMO_PA_REPLY", "DEMO_USER_LINE", "demo_responder", "main", "write_demo_profile"]
+
+DEMO_PA_REPLY = "Done - I looked into it and took care of what you asked (demo model)."
+"""The demo PA's only reply text."""
+
+DEMO_USER_LINE = "Could you help me with this, please?"
+"""The demo simulated user's only line."""
+
+_DEMO_DIARY = "I talked with my assistant about a task today. It handled it without fuss."
+
+
+def _shaped(schema: dict[str, Any]) -> object:
+    """A value of JSON schema ``schema``: first enum value, empty-ish strings, middling numbers."""
+    if "enum" in schema:
+        return schema["enum"][0]
+    kind = schema.get("type")
+    if kind == "object":
+        props: dict[str, Any] = schema.get("properties", {})
+        return {key: (_DEMO_DIARY if key == "entry" else _shaped(sub)) for key, sub in props.items()}
+    if kind == "array":
+        return ["The assistant keeps things short."]
+    if kind == "boolean":
+        return False
+    if kind in ("integer", "number"):
+        low, high = int(schema.get("minimum", 1)), int(schema.get("maximum", 5))
+        return (low + high) // 2 if high >= low else low
+    return "fine"
+
+
+def demo_responder(request: ScriptedRequest) -> ScriptedReply | str:
+    """The canned answer to one chat request (see the module docstring).
+
+    Args:
+        request: the request as the scripted server parsed it (model name ends in ``-<role>``).
+
+    Returns:
+        A reply with text or tool calls, or plain text.
+    """
+    if request.json_schema is not None:
+        return json.dumps(_shaped(request.json_schema))
+    if request.model.endswith("-pa"):
+        last_user = max((i for i, m in enumerate(request.messages) if m.role == "user"), default=0)
+        called = {call.name for m in request.messages[last_user:] if m.role == "assistant"
+                  for call in (m.tool_calls or [])}
+        for tool in request.tools:
+            if tool.name.startswith("IX_") and tool.name not in called:
+                setting = tool.parameters.get("properties", {}).get("setting", {}).get("enum", [None])[0]
+                if setting is not None:
+                    return ScriptedReply(tool_calls=[ScriptedToolCall(name=tool.name, arguments={"setting": setting})])
+        return ScriptedReply(text=DEMO_PA_REPLY, prompt_tokens=60, completion_tokens=12)
+    if request.model.endswith("-simulator"):
+        return ("<factual_check>none</factual_check><turn_assessment>advance</turn_assessment>"
+                f"<message>{DEMO_USER_LINE}</message>")
+    return "ok"
+
+
+def write_demo_profile(server: ScriptedModelServer, models_dir: Path) -> Path:
+    """Write ``<models_dir>/demo.yaml``: every role on ``server`` (its port changes per start)."""
+    profile = server.profile(context_window=131072)
+    data = profile.model_dump(mode="json", exclude_none=True)
+    data["name"] = "demo"
+    data["description"] = "Canned answers from `python -m mempa_tui.tui.demo` (try the app; scores mean nothing)"
+    models_dir.mkdir(parents=True, exist_ok=True)
+    path = models_dir / "demo.yaml"
+    path.write_text("# Written by `python -m mempa_tui.tui.demo`; valid while it runs.\n"
+                    + yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    return path
+
+
+async def _serve(models_dir: Path) -> None:
+    async with ScriptedModelServer(demo_responder) as server:
+        path = write_demo_profile(server, models_dir)
+        print(f"demo model serving on {server.url}; profile written to {path}", flush=True)
+        print("leave this running; in another terminal: mempa tui  (choose the profile 'demo'); Ctrl-C stops",
+              flush=True)
+        await anyio.sleep_forever()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Serve the demo model until interrupted.
+
+    Args:
+        argv: ``[--models DIR]`` (default ``models``).
+
+    Returns:
+        0 after Ctrl-C.
+    """
+    parser = argparse.ArgumentParser(prog="python -m mempa_tui.tui.demo", description=__doc__.splitlines()[0])
+    parser.add_argument("--models", type=Path, default=Path("models"), help="where to write demo.yaml")
+    args = parser.parse_args(argv)
+    try:
+        anyio.run(_serve, args.models)
+    except KeyboardInterrupt:
+        print("demo model stopped", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
