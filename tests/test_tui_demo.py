@@ -8,7 +8,12 @@ from pathlib import Path
 
 from mempa_tui.llm import LLMClient, ScriptedModelServer, load_profile
 from mempa_tui.llm.types import ChatMessage, Role, ToolSpec
-from mempa_tui.tui.demo import DEMO_PA_REPLY, DEMO_USER_LINE, demo_responder, write_demo_profile
+from mempa_tui.tui.demo import (
+    DEMO_PA_REPLY,
+    DEMO_USER_LINE,
+    demo_responder,
+    write_demo_profile,
+)
 
 _IX = ToolSpec(name="IX_verbosity", description="pick", parameters={
     "type": "object", "properties": {"setting": {"type": "string", "enum": ["Terse", "Detailed"]}},

@@ -23,7 +23,12 @@ from typing import Any
 import anyio
 import yaml
 
-from mempa_tui.llm import ScriptedModelServer, ScriptedReply, ScriptedRequest, ScriptedToolCall
+from mempa_tui.llm import (
+    ScriptedModelServer,
+    ScriptedReply,
+    ScriptedRequest,
+    ScriptedToolCall,
+)
 
 __all__ = ["DEMO_PA_REPLY", "DEMO_USER_LINE", "demo_responder", "main", "write_demo_profile"]
 
