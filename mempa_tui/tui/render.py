@@ -64,16 +64,17 @@ def step_header(step_id: str, repeat: int) -> Text:
     return Text(f"── {label} " + "─" * max(4, 60 - len(label)), style="bold cyan")
 
 
-def call_title(call: ExecutedCall, *, prefix: str = "tool") -> Text:
+def call_title(call: ExecutedCall, *, prefix: str = "tool", lead: str = "") -> Text:
     """One line for a tool call: ``⚙ tool name(arguments) [status] held-id``.
 
     Args:
         call: the call as the IX wrapper settled it.
         prefix: ``tool``, or ``released`` for a call run after the user's consent.
+        lead: text before the gear (indent, fold marker), in the same span.
     """
     status = call.status.value + (" (error)" if call.error else "")
     line = Text.assemble(
-        (f"⚙ {prefix} ", "dim"), (call.tool, "bold"), (f"({_arguments(call.arguments)}) ", "dim"),
+        (f"{lead}⚙ {prefix} ", "dim"), (call.tool, "bold"), (f"({_arguments(call.arguments)}) ", "dim"),
         (f"[{status}]", _STATUS_STYLE.get(call.status, "")),
     )
     if call.held_id:
@@ -82,7 +83,7 @@ def call_title(call: ExecutedCall, *, prefix: str = "tool") -> Text:
 
 
 def _call_line(call: ExecutedCall, *, expanded: bool, prefix: str = "tool") -> list[Text]:
-    lines = [Text("  ") + call_title(call, prefix=prefix)]
+    lines = [call_title(call, prefix=prefix, lead="  ")]
     if call.result:
         if expanded:
             lines.extend(Text(f"      {row}", style="dim") for row in call.result.splitlines())

@@ -58,8 +58,7 @@ class CallFold:
 
     def renderable(self) -> Text:
         """The title line, and when open the full result below it."""
-        title = Text.assemble(("▶ " if self.collapsed else "▼ ", "bold"), call_title(self.call, prefix=self.prefix))
-        out = Text("  ") + title
+        out = call_title(self.call, prefix=self.prefix, lead="  ▶ " if self.collapsed else "  ▼ ")
         if not self.collapsed:
             result = self.call.result or "(no result)"
             style = "red" if self.call.error else "dim"
