@@ -1,0 +1,258 @@
+"""The real mem0ai library behind the adapter: the scripted MEMORY-role model over loopback HTTP,
+the packaged MiniLM and mem0's FAISS store (paper Section 4 ❸). Skipped without the extra."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import socket
+import sys
+import tempfile
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+# importing mem0 reads these once: telemetry off, and its config folder out of the home directory
+os.environ["MEM0_TELEMETRY"] = "False"
+os.environ.setdefault("MEM0_DIR", str(Path(tempfile.gettempdir()) / "mempa-mem0-tests"))
+pytest.importorskip("mem0", reason='the mem0ai extra is not installed: pip install -e ".[mem0ai]"')
+
+from mempa_tui.llm import (
+    LLMClient,
+    Role,
+    ScriptedModelServer,
+    ScriptedReply,
+    ScriptedRequest,
+)
+from mempa_tui.memory import (
+    Mem0aiMemory,
+    MemoryConfigError,
+    SessionInfo,
+    SnapshotError,
+    TurnRecord,
+    make_memory,
+)
+from mempa_tui.memory._mem0ai_support import check_extraction_reply
+from mempa_tui.taxonomy import Context
+
+# The first store loads torch and the embedding model: tens of seconds on a busy 2-core machine.
+pytestmark = pytest.mark.timeout(600)
+
+START = datetime(2025, 3, 3, 9, 0)
+RUN = "A-mem0ai-scripted-s0"
+PREFERENCE = "At work the user wants routine emails to the team sent without being asked first."
+LASAGNA = "The user likes vegetarian lasagna."
+
+
+def extraction(*texts: str) -> str:
+    return json.dumps({"memory": [{"text": t} for t in texts]})
+
+
+@dataclass
+class Script:
+    """Queued replies to mem0's extraction calls; every request is kept."""
+
+    replies: list[ScriptedReply | str] = field(default_factory=list)
+    seen: list[ScriptedRequest] = field(default_factory=list)
+
+    def __call__(self, request: ScriptedRequest) -> ScriptedReply | str:
+        self.seen.append(request)
+        return self.replies.pop(0) if self.replies else extraction()
+
+
+@dataclass
+class Setup:
+    script: Script
+    client: LLMClient
+
+
+@pytest.fixture
+async def setup() -> AsyncIterator[Setup]:
+    script = Script()
+    async with ScriptedModelServer(script) as server:
+        # mem0's extraction prompt alone is about 8,000 tokens
+        yield Setup(script, LLMClient(server.profile(num_retries=0, context_window=32_768)))
+
+
+def build(setup: Setup, folder: Path, **options: object) -> Mem0aiMemory:
+    memory = make_memory("mem0ai", client=setup.client, folder=folder, context_window=16_384, **options)
+    assert isinstance(memory, Mem0aiMemory)
+    return memory
+
+
+def turn(i: int, message: str, *, step: str | None = None) -> TurnRecord:
+    return TurnRecord(
+        step_id=step or f"A-s{i:02d}", context=Context.WORK, at=START + timedelta(days=i),
+        turn_index=0, user_message=message, reply="Done.",
+    )
+
+
+def session(probe: bool = False) -> SessionInfo:
+    return SessionInfo(step_id="A-s99", context=Context.WORK, at=START + timedelta(days=60), is_probe=probe)
+
+
+async def test_planted_preference_is_stored_and_handed_back(
+    setup: Setup, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    reached: list[object] = []
+    real_connect = socket.socket.connect  # the suite's loopback guard
+
+    def recording_connect(sock: socket.socket, address: object) -> None:
+        reached.append(address)
+        real_connect(sock, address)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(socket.socket, "connect", recording_connect)
+    memory = build(setup, tmp_path / RUN / "run")
+    assert memory.user_id == "A"  # from the run folder's name
+    setup.script.replies += [extraction(PREFERENCE), extraction(LASAGNA)]
+    await memory.write(turn(0, "Stop asking me before you send routine emails to my team, just send them."))
+    await memory.write(turn(1, "Find me a vegetarian lasagna recipe."))
+
+    # each call went through the run's profile, role memory, with the turn in the prompt
+    assert [r.model for r in setup.script.seen] == ["scripted-memory", "scripted-memory"]
+    assert "routine emails to my team" in setup.script.seen[0].messages[-1].content
+    assert [c.role for c in setup.client.calls] == [Role.MEMORY, Role.MEMORY]
+    assert memory.memories == [PREFERENCE, LASAGNA]
+
+    evidence = await memory.retrieve("Send the weekly update email to the team.", session(probe=True))
+    assert evidence.items[0].text == PREFERENCE
+    scores = [i.score for i in evidence.items]
+    assert all(s is not None for s in scores) and scores == sorted(scores, reverse=True)  # type: ignore[type-var]
+    assert PREFERENCE in evidence.system_text and "score" in evidence.system_text
+    assert evidence.prior_messages == []  # probes get no raw conversation
+    outside = await memory.retrieve("Send the weekly update email to the team.", session())
+    assert [m.role for m in outside.prior_messages] == ["user", "assistant"] * 2
+
+    inspection = memory.inspect()
+    assert inspection.system == "mem0ai" and inspection.last_evidence == outside
+    assert any("A-s00" in line and PREFERENCE in line for line in inspection.stored)
+    assert inspection.stats["memories_stored"] == 2 and inspection.stats["memories_added"] == 2
+    # offline: mem0 reached nothing but the scripted model on loopback (telemetry is off)
+    assert reached and all(str(a[0]) in ("127.0.0.1", "::1", "localhost") for a in reached)  # type: ignore[index]
+
+
+async def test_snapshot_restore_round_trip_leaves_the_store_as_it_was(setup: Setup, tmp_path: Path) -> None:
+    memory = build(setup, tmp_path / RUN / "run")
+    setup.script.replies += [extraction(PREFERENCE), extraction(LASAGNA)]
+    await memory.write(turn(0, "just send the routine emails"))
+    await memory.write(turn(1, "lasagna please"))
+    await memory.end_session(session())
+    before = memory.snapshot()
+    run_files = {p.relative_to(memory.folder): p.read_bytes() for p in memory.folder.rglob("*") if p.is_file()}
+
+    branch = build(setup, tmp_path / RUN / "probes" / "P-01-r0")
+    branch.restore(before)
+    assert branch.snapshot() == before and branch.memories == [PREFERENCE, LASAGNA]
+    setup.script.replies += [extraction("At work the user now wants to confirm every email first.")]
+    await branch.write(turn(5, "From now on show me every email before sending it.", step="P-01"))
+    assert len(branch.memories) == 3
+
+    # the run's store is untouched by the branch: same snapshot, same files, same search results
+    assert memory.snapshot() == before
+    assert {p.relative_to(memory.folder): p.read_bytes() for p in memory.folder.rglob("*") if p.is_file()} == run_files
+    assert (await memory.retrieve("emails to the team", session())).items[0].text == PREFERENCE
+
+    # restoring the checkpoint undoes the branch's write, on disk too
+    branch.restore(before)
+    assert branch.memories == [PREFERENCE, LASAGNA] and branch.snapshot() == before
+    found = (await branch.retrieve("confirm every email", session())).items
+    assert all("confirm every email" not in i.text for i in found)
+
+
+async def test_bad_snapshots_are_refused_with_what_is_wrong(setup: Setup, tmp_path: Path) -> None:
+    memory = build(setup, tmp_path / RUN / "run")
+    setup.script.replies += [extraction(PREFERENCE)]
+    await memory.write(turn(0, "just send the routine emails"))
+    good = json.loads(memory.snapshot())
+    with pytest.raises(SnapshotError, match="bad snapshot at user_id"):
+        memory.restore(b"{}")
+    broken_index = {**good, "faiss_files": {**good["faiss_files"], "mem0ai.faiss": base64.b64encode(b"nope").decode()}}
+    with pytest.raises(SnapshotError, match=r"mem0ai\.faiss is not a FAISS index"):
+        memory.restore(json.dumps(broken_index).encode())
+    with pytest.raises(SnapshotError, match="history_b64: not mem0's history database"):
+        memory.restore(json.dumps({**good, "history_b64": base64.b64encode(b"x" * 64).decode()}).encode())
+    with pytest.raises(SnapshotError, match="bad snapshot file name"):
+        memory.restore(json.dumps({**good, "faiss_files": {"../escape": ""}}).encode())
+    assert memory.memories == [PREFERENCE]  # a refused snapshot changes nothing
+
+
+async def test_malformed_replies_and_failed_calls_are_counted_not_raised(setup: Setup, tmp_path: Path) -> None:
+    memory = build(setup, tmp_path / RUN / "run")
+    setup.script.replies += [
+        "I could not find anything worth keeping.",  # prose, no JSON
+        "",  # empty
+        '{"memory": "the user likes tea"}',  # wrong type (mem0 itself would iterate the string)
+        '{"memory": ["the user likes tea"]}',  # items not objects (mem0 itself would crash)
+        ScriptedReply(status=500, error="server exploded"),
+        "Here you go:\n```json\n" + extraction(PREFERENCE) + "\n```",  # fenced: mem0 reads it
+    ]
+    for i in range(6):
+        await memory.write(turn(i, f"message {i}"))
+    stats = memory.stats
+    assert (stats.malformed_replies, stats.model_errors, stats.failed_writes) == (4, 1, 1)
+    assert stats.model_calls == 6 and stats.turns_written == 6
+    assert memory.memories == [PREFERENCE]
+    kinds = [f.kind for f in memory.failures]
+    assert kinds == ["malformed_reply"] * 4 + ["model_error"]
+    assert "empty reply" in memory.failures[1].error and "model call failed" in memory.failures[4].error
+    inspection = memory.inspect()
+    assert inspection.stats["malformed_replies"] == 4 and inspection.stats["model_errors"] == 1
+    assert sum(line.startswith("FAILED ") for line in inspection.stored) == 5
+    await memory.end_session(session())
+    assert json.loads((memory.folder / "stats.json").read_text())["malformed_replies"] == 4
+    assert len((memory.folder / "failures.jsonl").read_text().splitlines()) == 5
+    assert json.loads(memory.snapshot())["stats"]["model_errors"] == 1
+
+
+async def test_duplicate_write_makes_no_second_call(setup: Setup, tmp_path: Path) -> None:
+    memory = build(setup, tmp_path / "plain", user_id="u-7")
+    assert memory.user_id == "u-7"
+    setup.script.replies += [extraction(PREFERENCE)]
+    record = turn(0, "just send them")
+    await memory.write(record)
+    await memory.write(record)
+    assert len(setup.script.seen) == 1 and memory.stats.duplicate_writes == 1
+    assert (await memory.retrieve("", session())).items == []  # empty query: no search
+
+
+async def test_factory_refuses_bad_options_and_names_the_missing_extra(
+    setup: Setup, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with pytest.raises(MemoryConfigError, match="unknown option.*colour"):
+        make_memory("mem0ai", client=setup.client, folder=tmp_path, colour="red")
+    with pytest.raises(MemoryConfigError, match="top_k must be an integer"):
+        make_memory("mem0ai", client=setup.client, folder=tmp_path, top_k="10")
+    with pytest.raises(MemoryConfigError, match="needs a model client"):
+        make_memory("mem0ai", client=None, folder=tmp_path)
+    monkeypatch.setitem(sys.modules, "mem0", None)  # as if the extra were not installed
+    with pytest.raises(MemoryConfigError, match=r'pip install -e "\.\[mem0ai\]"'):
+        make_memory("mem0ai", client=setup.client, folder=tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("reply", "problem"),
+    [
+        (extraction("a"), None),
+        ('{"memory": []}', None),
+        ("```json\n" + extraction("a") + "\n```", None),
+        ("<think>hm</think>" + extraction("a"), None),
+        ("Notes: " + extraction("a") + " done", None),
+        ("", "empty reply"),
+        ("no json here", "no JSON object"),
+        ('{"memory": [{"text": "a"}', "does not parse"),
+        ("[1, 2]", "not an object"),
+        ('{"facts": []}', "no 'memory' key"),
+        ('{"memory": {"text": "a"}}', "not a list"),
+        ('{"memory": [{"text": 3}]}', "memory[0] is not an object"),
+    ],
+)
+def test_extraction_reply_check_reads_as_mem0_does(reply: str, problem: str | None) -> None:
+    found = check_extraction_reply(reply)
+    if problem is None:
+        assert found is None
+    else:
+        assert found is not None and problem in found
