@@ -206,7 +206,7 @@ class Mem0aiMemory(MemorySystem):
         self._last: Evidence | None = None
         self._at = ""
         self._busy = threading.Event()
-        self._mem0 = import_mem0(self.folder.resolve() / ".mem0")
+        import_mem0(self.folder.resolve() / ".mem0")
         self._memory = self._build()
         self._memory.llm = _ProfileLLM(client, self)
 
@@ -319,10 +319,14 @@ class Mem0aiMemory(MemorySystem):
             finally:
                 self._refresh()
 
+        noted = self._stats.model_errors
         try:
             result = await self._run(add)
-        except Mem0LLMError:
-            self._stats.failed_writes += 1  # the model error itself was counted and logged
+        except Mem0LLMError as exc:
+            self._stats.failed_writes += 1
+            if self._stats.model_errors == noted:  # not a model error _ProfileLLM already logged
+                self._stats.model_errors += 1
+                self._fail("model_error", f"extraction failed: {exc}")
             return
         self._stats.memories_added += sum(1 for r in result.get("results", []) if r.get("event") == "ADD")
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import json
+import logging
 import os
 import re
 from pathlib import Path
@@ -64,6 +65,7 @@ EXTRACTION_SCHEMA: dict[str, Any] = {
 runtime supports it)."""
 _RUN_ID = re.compile(r"^([A-Z])-mem0ai-.+-s\d+$")
 SAFE_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
+"""A file name a snapshot may carry (no folders, no leading dot)."""
 
 
 class Mem0aiError(RuntimeError):
@@ -168,6 +170,13 @@ def check_extraction_reply(text: str) -> str | None:
     return None
 
 
+class _KeywordSearchNotice(logging.Filter):
+    """Drops mem0's warning that FAISS has no keyword search (hybrid scoring off; known, chosen)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "does not support keyword search" not in record.getMessage()
+
+
 def import_mem0(mem0_dir: Path) -> Any:
     """Import mem0 offline with telemetry off; returns the ``mem0`` package.
 
@@ -184,6 +193,10 @@ def import_mem0(mem0_dir: Path) -> Any:
         import mem0.memory.telemetry as mem0_telemetry  # type: ignore[import-untyped]
     except ImportError as exc:
         raise Mem0aiError(f"memory condition 'mem0ai' needs the mem0ai library ({exc}); install it: {INSTALL_HINT}") from None
+    # expected with the FAISS store this adapter chooses; said once per store, it would only be noise
+    main_log = logging.getLogger("mem0.memory.main")
+    if not any(isinstance(f, _KeywordSearchNotice) for f in main_log.filters):
+        main_log.addFilter(_KeywordSearchNotice())
     # imported earlier by someone else with telemetry on: switch it off where mem0 reads it
     mem0_telemetry.MEM0_TELEMETRY = False
     mem0_main.MEM0_TELEMETRY = False  # type: ignore[attr-defined]
@@ -207,6 +220,11 @@ def user_from_folder(folder: Path) -> str | None:
 
 
 def decode_b64(where: str, text: str) -> bytes:
+    """Bytes of a base64 snapshot field.
+
+    Raises:
+        SnapshotError: not base64; names the field ``where``.
+    """
     try:
         return base64.b64decode(text, validate=True)
     except ValueError as exc:
