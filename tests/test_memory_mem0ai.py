@@ -28,6 +28,7 @@ from mempa_tui.llm import (
     ScriptedReply,
     ScriptedRequest,
 )
+from mempa_tui.llm.scripted_roles import RolePlayer
 from mempa_tui.memory import (
     Mem0aiMemory,
     MemoryConfigError,
@@ -37,12 +38,17 @@ from mempa_tui.memory import (
     make_memory,
 )
 from mempa_tui.memory._mem0ai_support import check_extraction_reply
+from mempa_tui.runner import RunConfig, Runner
+from mempa_tui.scripts.loader import load_user
+from mempa_tui.store import RunStatus, RunStore
 from mempa_tui.taxonomy import Context
+from mempa_tui.tools import default_registry
 
 # The first store loads torch and the embedding model: tens of seconds on a busy 2-core machine.
 pytestmark = pytest.mark.timeout(600)
 
 START = datetime(2025, 3, 3, 9, 0)
+WORLDS = Path(__file__).resolve().parent.parent / "worlds"
 RUN = "A-mem0ai-scripted-s0"
 PREFERENCE = "At work the user wants routine emails to the team sent without being asked first."
 LASAGNA = "The user likes vegetarian lasagna."
@@ -256,3 +262,34 @@ def test_extraction_reply_check_reads_as_mem0_does(reply: str, problem: str | No
         assert found is None
     else:
         assert found is not None and problem in found
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+async def test_user_a_slice_with_mem0ai(tmp_path: Path) -> None:
+    """``mempa run --memory mem0ai`` over User A's slice: every step and probe completes (probe
+    branches restore snapshots in their own folders), and mem0's memories reach the PA's prompt."""
+    bundle = load_user(WORLDS, "A")
+    async with ScriptedModelServer(RolePlayer()) as server:
+        client = LLMClient(server.profile(context_window=131072))
+        config = RunConfig(user="A", profile="scripted", memory="mem0ai", repeats=1, worlds_dir=WORLDS)
+        async with RunStore(tmp_path / "saves" / "mempa.sqlite") as store:
+            outcome = await Runner(config, store, client, default_registry(),
+                                   memory_root=tmp_path / "local_memory", resamples=200).run()
+            steps = await store.steps(outcome.run_id)
+            results = await store.probe_results(outcome.run_id)
+        pa_prompts = [m.content for r in server.requests if r.model.endswith("-pa") for m in r.messages if m.role == "system"]
+        memory_calls = [r for r in server.requests if r.model.endswith("-memory")]
+    assert outcome.status is RunStatus.COMPLETED
+    assert [s.step_id for s in steps] == bundle.timeline.steps
+    assert {s.status for s in steps} == {"completed"}
+    assert len(results) == len(bundle.probes) and {r.status for r in results} == {"completed"}, [
+        (r.probe_id, r.status, r.reason) for r in results if r.status != "completed"
+    ]
+    assert memory_calls
+    assert any("What mem0 remembers about the user" in p for p in pa_prompts)
+    run_folder = tmp_path / "local_memory" / outcome.run_id / "run"
+    stats = json.loads((run_folder / "stats.json").read_text())
+    assert stats["memories_added"] >= 1 and stats["model_errors"] == 0 and stats["malformed_replies"] == 0
+    assert (run_folder / "faiss" / "mem0ai.faiss").is_file() and (run_folder / "history.db").is_file()
+    assert outcome.report is not None and outcome.report.memory_stats["memories_added"] == stats["memories_added"]
