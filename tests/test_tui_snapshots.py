@@ -34,6 +34,7 @@ from mempa_tui.runner._episode_events import (
 from mempa_tui.store import TokenTotals
 from mempa_tui.tui import MempaApp, RunRequest
 from mempa_tui.tui.book import RunEntry
+from mempa_tui.tui.screens.dashboard import CANCELLED_MESSAGE
 
 SIZE = (120, 40)
 
@@ -120,6 +121,31 @@ def test_session_view(snap_compare: Any, tmp_path: Path) -> None:
         entry = app.book.add(RunRequest(user="R", memory="file", profile="scripted", repeats=1))
         _fill(entry)
         await app.show_session(entry.key)
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=show)
+
+
+def test_dashboard(snap_compare: Any, tmp_path: Path) -> None:
+    """One running run with its bars, and one cancelled from the dashboard (state and reason shown)."""
+    folders = make_folders(tmp_path)
+    _profile_file(folders.settings.models_dir)
+    app = MempaApp(folders.settings, initial_mode="dashboard")
+
+    async def show(pilot: Pilot[None]) -> None:
+        running = app.book.add(RunRequest(user="R", memory="file", profile="scripted", repeats=1))
+        _fill(running)
+        cancelled = app.book.add(RunRequest(user="R", memory="rag", profile="scripted", repeats=1))
+        cancelled.run_id = "R-rag-scripted-s0"
+        cancelled.progress = RunProgress(run_id="R-rag-scripted-s0", phase="stopped", steps_total=3, steps_done=2,
+                                         probes_total=3, tokens=TokenTotals())
+        cancelled.cancel(CANCELLED_MESSAGE)
+        screen = await app.dashboard()
+        for entry in (running, cancelled):
+            screen._card(entry)
+        await pilot.pause()
+        for entry in (running, cancelled):
+            screen._refresh(entry)
         await pilot.pause()
 
     assert snap_compare(app, terminal_size=SIZE, run_before=show)
