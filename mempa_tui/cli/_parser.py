@@ -91,6 +91,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="move a stored run with the same id aside (as <id>~N) and start over")
     run.add_argument("--donor", metavar="RUN", help="No Memory / Oracle: probe from this run's checkpoints")
     run.add_argument("--probes-only", action="store_true", help="skip the timeline; probe from stored checkpoints")
+    run.add_argument("--slice", action="store_true",
+                     help="play only the timeline's quick-start slice (its `slice:` steps) and the "
+                          "probes that go with it; the run id gets a -slice suffix")
     run.add_argument("--memory-option", action="append", type=_memory_option, default=[], metavar="KEY=VALUE",
                      help="memory option, e.g. consolidate_at_tokens=20000 (repeatable)")
     run.add_argument("--probe-concurrency", type=_positive, default=2, metavar="N",

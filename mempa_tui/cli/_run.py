@@ -114,6 +114,7 @@ def build_run_config(
     donor: str | None = None,
     memory_options: dict[str, int | float | bool | str] | None = None,
     probe_concurrency: int = 2,
+    slice: bool = False,
 ) -> RunConfig:
     """Check the user and its world files, then build the run's :class:`RunConfig`.
 
@@ -123,9 +124,11 @@ def build_run_config(
         profile: the loaded model profile (its models go into the config hash).
         worlds: the worlds folder.
         repeats / seed / donor / memory_options / probe_concurrency: as ``mempa run``.
+        slice: play only the timeline's quick-start slice (``mempa run --slice``).
 
     Raises:
-        UserError: unknown user, or an invalid field (named like its command-line option).
+        UserError: unknown user, an invalid field (named like its command-line option), or
+            ``slice`` on a full timeline that names no slice.
         WorldFileError: the user's world files are invalid (``path:line: message``).
     """
     users = list_users(worlds)
@@ -135,12 +138,17 @@ def build_run_config(
             f"unknown user {user!r}: no folder {where / str(user)}"
             + (f" (users: {', '.join(users)})" if users else f" ({where} has no users)")
         )
-    load_user(worlds, user)  # world file errors surface before any server starts
+    bundle = load_user(worlds, user)  # world file errors surface before any server starts
+    if slice:
+        try:
+            bundle.sliced()
+        except ValueError as exc:
+            raise UserError(str(exc)) from None
     try:
         return RunConfig(
             user=user, profile=profile.name, memory=memory, seed=seed,
             repeats=repeats, worlds_dir=Path(worlds), donor_run=donor,
-            memory_options=dict(memory_options or {}), probe_concurrency=probe_concurrency,
+            memory_options=dict(memory_options or {}), probe_concurrency=probe_concurrency, slice=slice,
         ).with_profile(profile)
     except ValueError as exc:  # pydantic ValidationError is a ValueError
         raise UserError(_first_validation_line(exc)) from None
@@ -150,7 +158,7 @@ def _config(args: argparse.Namespace, profile: ModelProfile) -> RunConfig:
     return build_run_config(
         user=args.user, memory=args.memory, profile=profile, worlds=args.worlds, repeats=args.repeats,
         seed=args.seed, donor=args.donor, memory_options=dict(args.memory_option),
-        probe_concurrency=args.probe_concurrency,
+        probe_concurrency=args.probe_concurrency, slice=args.slice,
     )
 
 

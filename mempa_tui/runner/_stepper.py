@@ -305,7 +305,8 @@ def _source_run(config: RunConfig) -> str | None:
 
 
 def _bundle(config: RunConfig, worlds_dir: Path | None) -> UserBundle:
-    return load_user(worlds_dir or config.worlds_dir, config.user)
+    bundle = load_user(worlds_dir or config.worlds_dir, config.user)
+    return bundle.sliced() if config.slice else bundle
 
 
 def _checkpoint_choice(c: CheckpointRecord) -> CheckpointChoice:

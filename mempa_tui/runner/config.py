@@ -99,6 +99,9 @@ class RunConfig(BaseModel):
     """Role -> the model and sampling that serve it (from :func:`profile_fingerprint`)."""
     worlds_digest: str = ""
     """sha256 over the user's world files (from :func:`worlds_digest`); empty until resolved."""
+    slice: bool = False
+    """Play only the timeline's quick-start ``slice`` (see :meth:`UserBundle.sliced`); part of the
+    run id as a ``-slice`` suffix."""
 
     @field_validator("memory")
     @classmethod
@@ -111,9 +114,9 @@ class RunConfig(BaseModel):
 
     @property
     def run_id(self) -> str:
-        """Readable id ``<user>-<memory>-<profile>-s<seed>``, e.g. ``A-file-embedded-s0``."""
+        """Readable id ``<user>-<memory>-<profile>-s<seed>[-slice]``, e.g. ``A-file-embedded-s0``."""
         profile = _ID_SAFE.sub("_", Path(self.profile).stem) or "profile"
-        return f"{self.user}-{self.memory}-{profile}-s{self.seed}"
+        return f"{self.user}-{self.memory}-{profile}-s{self.seed}" + ("-slice" if self.slice else "")
 
     @property
     def accumulates(self) -> bool:
@@ -123,6 +126,8 @@ class RunConfig(BaseModel):
     def fingerprint(self) -> dict[str, object]:
         """The result-relevant fields as a JSON-ready mapping (what :meth:`config_hash` hashes)."""
         data = self.model_dump(mode="json")
+        if not data.get("slice"):
+            data.pop("slice", None)  # runs stored before the field existed played whole timelines
         return {k: v for k, v in sorted(data.items()) if k not in _UNHASHED}
 
     def config_hash(self) -> str:
@@ -191,6 +196,8 @@ def config_diff(stored_json: str, current: RunConfig) -> list[str]:
         return ["config: the stored configuration is not readable JSON"]
     if not isinstance(stored, dict):
         return ["config: the stored configuration is not a mapping"]
+    if not stored.get("slice"):
+        stored.pop("slice", None)  # a whole-timeline run, stored with or without the field
     now = current.fingerprint()
     lines: list[str] = []
     for key in sorted(set(now) | (set(stored) - _UNHASHED)):

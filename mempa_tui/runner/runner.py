@@ -216,6 +216,8 @@ class Runner:
         notes: list[str] = []
         self._check_memory_options()
         bundle = load_user(self.config.worlds_dir, self.config.user)
+        if self.config.slice:
+            bundle = bundle.sliced()
         config = self.config
         if not config.worlds_digest:
             config = config.model_copy(update={"worlds_digest": worlds_digest(bundle.root)})

@@ -9,7 +9,7 @@ uses it); :func:`load_user` raises the first.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import TypeVar
@@ -129,6 +129,29 @@ class UserBundle:
     def steps(self) -> list[AccumulationSession | ChangeEvent]:
         """The timeline's steps in order."""
         return [self.step(s) for s in self.timeline.steps]
+
+    def sliced(self) -> UserBundle:
+        """The bundle a ``--slice`` run plays: the timeline's ``slice`` steps, the final probes,
+        and the pre-event probes of the change events in the slice (sessions, events and the
+        fixture tree are shared). A ``slice``-scope timeline, or one without a scope, without a
+        ``slice`` list is its own slice and comes back unchanged.
+
+        Raises:
+            ValueError: a ``full`` timeline that names no ``slice`` (names the file to edit).
+        """
+        if not self.timeline.slice:
+            if self.timeline.scope == "full":
+                raise ValueError(
+                    f"user {self.label}'s timeline is full and names no slice: add a `slice:` list of "
+                    f"step ids to {self.root / 'timeline.yaml'}, or run without --slice"
+                )
+            return self
+        kept = set(self.timeline.slice)
+        probes = {
+            pid: p for pid, p in self.probes.items() if p.event is None or p.event in kept
+        }
+        timeline = self.timeline.model_copy(update={"steps": list(self.timeline.slice)})
+        return replace(self, timeline=timeline, probes=probes)
 
     def targets_at(self, context: Context | str, when: datetime) -> dict[str, str]:
         """The user's settings in ``context`` at story time ``when``.

@@ -536,3 +536,23 @@ class Timeline(BaseModel):
             "left out (small test trees), no count rule applies."
         ),
     )
+    slice: list[str] = Field(
+        default_factory=list,
+        description=(
+            "The quick-start slice of a full timeline: some of ``steps``, in the same order, that "
+            "``mempa run --slice`` plays (with the final probes and the pre-event probes of the "
+            "events it includes). Empty: a ``slice``-scope timeline is its own slice."
+        ),
+    )
+
+    @model_validator(mode="after")
+    def _slice_within_steps(self) -> Timeline:
+        position = {sid: i for i, sid in enumerate(self.steps)}
+        last = -1
+        for sid in self.slice:
+            if sid not in position:
+                raise ValueError(f"slice: {sid!r} is not a step of the timeline")
+            if position[sid] <= last:
+                raise ValueError(f"slice: {sid!r} is repeated or out of the timeline's order")
+            last = position[sid]
+        return self

@@ -1,0 +1,81 @@
+"""The quick-start slice of a full timeline (``slice:`` in timeline.yaml, ``mempa run --slice``).
+
+A full user timeline has 94 sessions and 5 change events (paper Section 3.3); the quick start
+plays a named subset of it. These tests use a copy of User D (a full timeline) with a slice added.
+"""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+import yaml
+
+from mempa_tui.cli.main import main
+from mempa_tui.runner import RunConfig
+from mempa_tui.runner.config import config_diff
+from mempa_tui.scripts.loader import load_user
+from mempa_tui.scripts.schema import Timeline
+
+WORLDS = Path(__file__).resolve().parents[1] / "worlds"
+
+
+def _worlds_with_slice(tmp_path: Path, size: int) -> tuple[Path, list[str]]:
+    """A copy of User D whose timeline names its first ``size`` steps as the slice."""
+    shutil.copytree(WORLDS / "users" / "D", tmp_path / "users" / "D")
+    path = tmp_path / "users" / "D" / "timeline.yaml"
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    data["slice"] = data["steps"][:size]
+    path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    return tmp_path, data["slice"]
+
+
+def test_sliced_bundle_keeps_the_slice_steps_finals_and_their_events_pre_event_probes(tmp_path: Path) -> None:
+    full = load_user(WORLDS, "D")
+    assert full.timeline.scope == "full"
+    size = next(i for i, s in enumerate(full.timeline.steps) if s in full.events) + 1  # through the first event
+    worlds, chosen = _worlds_with_slice(tmp_path, size)
+    sliced = load_user(worlds, "D").sliced()
+    assert sliced.timeline.steps == chosen
+    first_event = chosen[-1]
+    pre = [p for p in sliced.probes.values() if p.event is not None]
+    assert [p.event for p in pre] == [first_event]
+    assert sum(1 for p in sliced.probes.values() if p.event is None) == 28
+    assert len(full.probes) == 33 and len(sliced.probes) == 29
+
+
+def test_a_full_timeline_without_a_slice_refuses_slice_runs_with_the_file_to_edit(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(ValueError, match=r"names no slice: add a `slice:` list of step ids to .*timeline.yaml"):
+        load_user(WORLDS, "D").sliced()
+    assert main(["run", "--user", "D", "--slice", "--worlds", str(WORLDS), "--model", "embedded"]) == 2
+    err = capsys.readouterr().err
+    assert "names no slice" in err and "Traceback" not in err
+
+
+def test_a_slice_scope_timeline_is_its_own_slice() -> None:
+    full = load_user(WORLDS, "D")
+    partial = replace(full, timeline=full.timeline.model_copy(update={"scope": "slice"}))
+    assert partial.sliced() is partial
+
+
+@pytest.mark.parametrize(
+    ("slice_ids", "message"),
+    [(["S9"], "slice: 'S9' is not a step of the timeline"), (["S2", "S1"], "slice: 'S1' is repeated or out of")],
+)
+def test_slice_must_name_steps_in_timeline_order(slice_ids: list[str], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        Timeline(user="Q", steps=["S1", "S2", "S3"], slice=slice_ids)
+
+
+def test_slice_is_in_the_run_id_and_hash_but_old_configs_still_match() -> None:
+    whole = RunConfig(user="A", profile="embedded", memory="file")
+    part = whole.model_copy(update={"slice": True})
+    assert whole.run_id == "A-file-embedded-s0" and part.run_id == "A-file-embedded-s0-slice"
+    assert whole.config_hash() != part.config_hash()
+    stored_before_the_field = whole.model_dump_json(exclude={"slice"})
+    assert config_diff(stored_before_the_field, whole) == []
+    assert config_diff(stored_before_the_field, part) == ["slice: None -> True"]
