@@ -31,6 +31,7 @@ CONDITION_LABELS: dict[str, str] = {
     "rag": "Simple RAG",
     "mem0": "Mem0",
     "prefstate": "Preference-state memory",
+    "mem0ai": "Mem0 library (mem0ai)",
 }
 """Display names of the memory conditions, keyed by the name ``make_memory`` takes."""
 
