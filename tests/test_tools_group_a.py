@@ -84,7 +84,7 @@ REJECTED: list[tuple[str, dict[str, Any], str]] = [
     (
         "club_closure_calendar_read",
         {"club": "Sallowmouth Swimming"},
-        "club 'Sallowmouth Swimming' is not a known club in the closure calendar; did you mean Sallowmouth Swim Club?",
+        "club 'Sallowmouth Swimming' is not a known club in the closure calendar or a known place; did you mean Sallowmouth Swim Club?",
     ),
     (
         "map_route_search",
@@ -318,6 +318,8 @@ def test_club_closures_round_trip(wc: WorkingCopy) -> None:
         }
     ]
     assert ok(wc, "club_closure_calendar_read", club="Brindle Chess Club")["closures"][0]["all_day"] is True
+    # a known place with no closure (yet) has an empty calendar rather than an unknown name
+    assert ok(wc, "club_closure_calendar_read", club="Northfield School")["count"] == 0
     later = WorkingCopy(wc.state, datetime(2026, 3, 26, 9, 0))
     assert ok(later, "club_closure_calendar_read", club="Gorse Hill Tennis Club")["count"] == 1
 

@@ -296,3 +296,18 @@ def test_empty_domains_read_as_empty() -> None:
     assert ok(bare, "recipe_search")["count"] == 0
     assert ok(bare, "cinema_ticket_read")["count"] == 0
     assert "there are none" in fail(bare, "household_inventory_search", category="tools").content
+
+
+def test_exhibition_closed_weekdays_take_short_or_full_day_names() -> None:
+    """Other domains write weekdays as mon..sun; an exhibition fixture may too (stored as full names)."""
+    from mempa_tui.world._records_exhibitions import Exhibition
+
+    base = {
+        "id": "exh_0100", "entered_at": "2026-03-01T09:00", "title": "T", "venue": "V", "city": "C",
+        "start_date": "2026-03-01", "end_date": "2026-04-01", "opens": "10:00", "closes": "17:00",
+        "ticket_types": [{"name": "adult", "price": 5}],
+    }
+    shown = Exhibition.model_validate({**base, "closed_weekdays": ["mon", "Tuesday", "WED"]})
+    assert shown.closed_weekdays == ["Monday", "Tuesday", "Wednesday"]
+    with pytest.raises(ValueError, match="closed_weekdays"):
+        Exhibition.model_validate({**base, "closed_weekdays": ["Funday"]})

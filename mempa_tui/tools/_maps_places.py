@@ -170,7 +170,10 @@ def club_closure_calendar_read(
     check_range(start_date, end_date, "start_date", "end_date")
     closures = wc.records_as(CLOSURES, ClubClosure)
     if club.strip():
-        club = known_name(club, [c.club for c in closures], "club", "club in the closure calendar")
+        # A club is known from its visible closures or as a place: a club with no closure yet
+        # has an empty calendar, not an unknown name.
+        names = [c.club for c in closures] + [p.name for p in wc.records_as(PLACES, Place)]
+        club = known_name(club, names, "club", "club in the closure calendar or a known place")
     found = [
         c
         for c in closures

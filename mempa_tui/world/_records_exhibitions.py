@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import date, time
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from mempa_tui.world.records import Record
 
@@ -39,12 +39,23 @@ class Exhibition(Record):
     description: str = ""
     opens: time = Field(description="Opening time each open day.")
     closes: time = Field(description="Closing time each open day.")
-    closed_weekdays: list[Weekday] = Field(default_factory=list)
+    closed_weekdays: list[Weekday] = Field(
+        default_factory=list,
+        description="Full day names; the three-letter forms other domains use (mon, tue ...) are accepted.",
+    )
     closed_dates: list[date] = Field(default_factory=list)
     entry_times: list[time] = Field(
         default_factory=list, description="Timed-entry slots; empty means entry at any time while open."
     )
     ticket_types: list[ExhibitionTicketType] = Field(min_length=1)
+
+    @field_validator("closed_weekdays", mode="before")
+    @classmethod
+    def _full_day_names(cls, value: object) -> object:
+        if not isinstance(value, list):
+            return value
+        by_prefix = {day[:3].casefold(): day for day in WEEKDAYS}
+        return [by_prefix.get(v.strip().casefold()[:3], v) if isinstance(v, str) else v for v in value]
 
     @model_validator(mode="after")
     def _ordered(self) -> Exhibition:
