@@ -44,6 +44,14 @@ def test_sliced_bundle_keeps_the_slice_steps_finals_and_their_events_pre_event_p
     assert [p.event for p in pre] == [first_event]
     assert sum(1 for p in sliced.probes.values() if p.event is None) == 28
     assert len(full.probes) == 33 and len(sliced.probes) == 29
+    # the final probes' targets follow only the slice's one change, not the four left out
+    assert list(sliced.events) == [first_event]
+    end = max(p.starts_at for p in full.probes.values())
+    left_out = [e for e in full.events.values() if e.id != first_event]
+    assert len(left_out) == 4
+    for e in left_out:
+        assert full.targets_at(e.context, end)[e.attribute] == e.new_setting
+        assert sliced.targets_at(e.context, end)[e.attribute] == e.old_setting
 
 
 def test_a_full_timeline_without_a_slice_refuses_slice_runs_with_the_file_to_edit(

@@ -132,8 +132,9 @@ class UserBundle:
 
     def sliced(self) -> UserBundle:
         """The bundle a ``--slice`` run plays: the timeline's ``slice`` steps, the final probes,
-        and the pre-event probes of the change events in the slice (sessions, events and the
-        fixture tree are shared). A ``slice``-scope timeline, or one without a scope, without a
+        and the change events in the slice with their pre-event probes. Events outside the slice
+        are dropped, so :meth:`targets_at` (and every probe's target) follows only the changes
+        the slice plays; sessions and the fixture tree are shared. A ``slice``-scope timeline, or one without a scope, without a
         ``slice`` list is its own slice and comes back unchanged.
 
         Raises:
@@ -150,8 +151,10 @@ class UserBundle:
         probes = {
             pid: p for pid, p in self.probes.items() if p.event is None or p.event in kept
         }
+        # Targets follow only the changes the slice plays: an event left out never happened.
+        events = {eid: e for eid, e in self.events.items() if eid in kept}
         timeline = self.timeline.model_copy(update={"steps": list(self.timeline.slice)})
-        return replace(self, timeline=timeline, probes=probes)
+        return replace(self, timeline=timeline, probes=probes, events=events)
 
     def targets_at(self, context: Context | str, when: datetime) -> dict[str, str]:
         """The user's settings in ``context`` at story time ``when``.
@@ -203,7 +206,7 @@ class UserScan:
             WorldFileError: the first problem (by path and line), noting how many more there are.
         """
         if self.errors:
-            first = sorted(self.errors, key=lambda e: (e.path, e.line))[0]
+            first = min(self.errors, key=lambda e: (e.path, e.line))
             more = len(self.errors) - 1
             suffix = f" (and {more} more; run `mempa worlds check`)" if more else ""
             raise WorldFileError(first.path, first.line, first.message + suffix)
