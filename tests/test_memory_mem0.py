@@ -263,10 +263,10 @@ def test_readers_name_the_problem() -> None:
 async def test_user_a_slice_with_mem0(tmp_path: Path) -> None:
     """``mempa run --memory mem0`` over User A's slice: every step and probe completes, the memory
     model is asked to extract, and extracted memories reach the PA's prompt at the probes."""
-    bundle = load_user(WORLDS, "A")
+    bundle = load_user(WORLDS, "A").sliced()
     async with ScriptedModelServer(RolePlayer()) as server:
         client = LLMClient(server.profile(context_window=131072))
-        config = RunConfig(user="A", profile="scripted", memory="mem0", repeats=1, worlds_dir=WORLDS)
+        config = RunConfig(user="A", profile="scripted", memory="mem0", repeats=1, worlds_dir=WORLDS, slice=True)
         async with RunStore(tmp_path / "saves" / "mempa.sqlite") as store:
             outcome = await Runner(config, store, client, default_registry(),
                                    memory_root=tmp_path / "local_memory", resamples=200).run()

@@ -269,10 +269,10 @@ def test_extraction_reply_check_reads_as_mem0_does(reply: str, problem: str | No
 async def test_user_a_slice_with_mem0ai(tmp_path: Path) -> None:
     """``mempa run --memory mem0ai`` over User A's slice: every step and probe completes (probe
     branches restore snapshots in their own folders), and mem0's memories reach the PA's prompt."""
-    bundle = load_user(WORLDS, "A")
+    bundle = load_user(WORLDS, "A").sliced()
     async with ScriptedModelServer(RolePlayer()) as server:
         client = LLMClient(server.profile(context_window=131072))
-        config = RunConfig(user="A", profile="scripted", memory="mem0ai", repeats=1, worlds_dir=WORLDS)
+        config = RunConfig(user="A", profile="scripted", memory="mem0ai", repeats=1, worlds_dir=WORLDS, slice=True)
         async with RunStore(tmp_path / "saves" / "mempa.sqlite") as store:
             outcome = await Runner(config, store, client, default_registry(),
                                    memory_root=tmp_path / "local_memory", resamples=200).run()

@@ -471,11 +471,11 @@ def _strings(value: object) -> list[str]:
 @pytest.mark.slow
 @pytest.mark.timeout(900)
 async def test_user_a_slice_with_prefstate(tmp_path: Path) -> None:
-    bundle = load_user(WORLDS, "A")
+    bundle = load_user(WORLDS, "A").sliced()
     script = _SliceScript()
     async with ScriptedModelServer(script) as server:
         client = LLMClient(server.profile(context_window=131072))
-        config = RunConfig(user="A", profile="scripted", memory="prefstate", repeats=1, worlds_dir=WORLDS)
+        config = RunConfig(user="A", profile="scripted", memory="prefstate", repeats=1, worlds_dir=WORLDS, slice=True)
         async with RunStore(tmp_path / "saves" / "mempa.sqlite") as store:
             outcome = await Runner(config, store, client, default_registry(),
                                    memory_root=tmp_path / "local_memory", resamples=200).run()

@@ -246,10 +246,10 @@ async def test_factory_rejects_bad_options(setup: Setup, tmp_path: Path) -> None
 async def test_user_a_slice_with_rag(tmp_path: Path) -> None:
     """``mempa run --memory rag`` over User A's slice: every step and probe completes, and
     retrieved turns reach the PA's prompt at the probes (which carry no raw conversation)."""
-    bundle = load_user(WORLDS, "A")
+    bundle = load_user(WORLDS, "A").sliced()
     async with ScriptedModelServer(RolePlayer()) as server:
         client = LLMClient(server.profile(context_window=131072))
-        config = RunConfig(user="A", profile="scripted", memory="rag", repeats=1, worlds_dir=WORLDS)
+        config = RunConfig(user="A", profile="scripted", memory="rag", repeats=1, worlds_dir=WORLDS, slice=True)
         async with RunStore(tmp_path / "saves" / "mempa.sqlite") as store:
             outcome = await Runner(config, store, client, default_registry(),
                                    memory_root=tmp_path / "local_memory", resamples=200).run()

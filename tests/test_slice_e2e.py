@@ -89,14 +89,14 @@ class _Scripted(RolePlayer):
 @pytest.mark.slow
 @pytest.mark.timeout(600)
 async def test_user_a_slice_scores_match_a_hand_computation(tmp_path: Path) -> None:
-    bundle = load_user(WORLDS, "A")
+    bundle = load_user(WORLDS, "A").sliced()
     choices = _choices(bundle)
     expected = _expected(bundle, choices)
     async with ScriptedModelServer(_Scripted(bundle, choices)) as server:
         profile = server.profile(context_window=131072)  # every role on ollama_chat/scripted-<role>
         assert all(spec.model.startswith("ollama_chat/") for spec in profile.all_specs())
         client = LLMClient(profile)
-        config = RunConfig(user="A", profile="scripted", memory="file", repeats=1, worlds_dir=WORLDS)
+        config = RunConfig(user="A", profile="scripted", memory="file", repeats=1, worlds_dir=WORLDS, slice=True)
         async with RunStore(tmp_path / "saves" / "mempa.sqlite") as store:
             outcome = await Runner(config, store, client, default_registry(),
                                    memory_root=tmp_path / "local_memory", resamples=200).run()

@@ -16,18 +16,18 @@ import yaml
 from mempa_tui.cli.main import main
 from mempa_tui.runner import RunConfig
 from mempa_tui.runner.config import config_diff
-from mempa_tui.scripts.loader import load_user
+from mempa_tui.scripts.loader import has_slice, load_user
 from mempa_tui.scripts.schema import Timeline
 
 WORLDS = Path(__file__).resolve().parents[1] / "worlds"
 
 
 def _worlds_with_slice(tmp_path: Path, size: int) -> tuple[Path, list[str]]:
-    """A copy of User D whose timeline names its first ``size`` steps as the slice."""
+    """A copy of User D whose timeline names its first ``size`` steps as the slice (0: none)."""
     shutil.copytree(WORLDS / "users" / "D", tmp_path / "users" / "D")
     path = tmp_path / "users" / "D" / "timeline.yaml"
     data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    data["slice"] = data["steps"][:size]
+    data["slice"] = data["steps"][:size]  # size 0: no slice
     path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
     return tmp_path, data["slice"]
 
@@ -55,18 +55,25 @@ def test_sliced_bundle_keeps_the_slice_steps_finals_and_their_events_pre_event_p
 
 
 def test_a_full_timeline_without_a_slice_refuses_slice_runs_with_the_file_to_edit(
-    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    worlds, _ = _worlds_with_slice(tmp_path, 0)
     with pytest.raises(ValueError, match=r"names no slice: add a `slice:` list of step ids to .*timeline.yaml"):
-        load_user(WORLDS, "D").sliced()
-    assert main(["run", "--user", "D", "--slice", "--worlds", str(WORLDS), "--model", "embedded"]) == 2
+        load_user(worlds, "D").sliced()
+    assert main(["run", "--user", "D", "--slice", "--worlds", str(worlds), "--model", "embedded"]) == 2
     err = capsys.readouterr().err
     assert "names no slice" in err and "Traceback" not in err
 
 
+def test_every_shipped_user_has_a_slice_with_its_first_event() -> None:
+    for label in ("A", "B", "C", "D"):
+        sliced = load_user(WORLDS, label).sliced()
+        assert list(sliced.events) == [f"{label}-E01"] and len(sliced.timeline.steps) >= 13, label
+
+
 def test_a_slice_scope_timeline_is_its_own_slice() -> None:
     full = load_user(WORLDS, "D")
-    partial = replace(full, timeline=full.timeline.model_copy(update={"scope": "slice"}))
+    partial = replace(full, timeline=full.timeline.model_copy(update={"scope": "slice", "slice": []}))
     assert partial.sliced() is partial
 
 
@@ -87,3 +94,11 @@ def test_slice_is_in_the_run_id_and_hash_but_old_configs_still_match() -> None:
     stored_before_the_field = whole.model_dump_json(exclude={"slice"})
     assert config_diff(stored_before_the_field, whole) == []
     assert config_diff(stored_before_the_field, part) == ["slice: None -> True"]
+
+
+def test_has_slice_reads_only_the_timeline(tmp_path: Path) -> None:
+    assert has_slice(WORLDS, "A")
+    worlds, _ = _worlds_with_slice(tmp_path, 0)
+    assert not has_slice(worlds, "D") and not has_slice(worlds, "Z")
+    (worlds / "users" / "D" / "timeline.yaml").write_text("slice: [unclosed")
+    assert not has_slice(worlds, "D")  # load_user reports the broken file

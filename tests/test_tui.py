@@ -30,7 +30,14 @@ from test_tui_support import (
 )
 from textual.binding import Binding
 from textual.pilot import Pilot
-from textual.widgets import DataTable, ProgressBar, Select, SelectionList, Static
+from textual.widgets import (
+    Checkbox,
+    DataTable,
+    ProgressBar,
+    Select,
+    SelectionList,
+    Static,
+)
 from textual.worker import WorkerCancelled, WorkerFailed, WorkerState
 
 from mempa_tui.cli._commands import cmd_runs
@@ -527,6 +534,8 @@ async def test_the_launcher_starts_one_run_per_chosen_combination(env: Env) -> N
         await pilot.pause()
         requests = screen.requests()
         assert sorted((r.key, r.repeats) for r in requests) == [("R-file-scripted-s0", 2), ("R-none-scripted-s0", 2)]
+        assert screen.query_one("#slice", Checkbox).value  # on by default, but R's timeline names no slice
+        assert not any(r.slice for r in requests)
         assert "2 run(s) chosen" in str(screen.query_one("#run-count", Static).render())
 
 

@@ -24,11 +24,30 @@ from mempa_tui.scripts.loader import load_user, scan_user
 WORLDS = Path(__file__).resolve().parents[1] / "worlds"
 
 
+def _trim_to_slice(user_dir: Path) -> None:
+    """Make a copied User A the issue-2 slice: ``scope: slice``, its ``slice:`` steps only, and
+    no session, event or pre-event probe outside them."""
+    bundle = load_user(WORLDS, "A")
+    kept = list(bundle.timeline.slice)
+    (user_dir / "timeline.yaml").write_text(
+        "user: A\nscope: slice\nsteps:\n" + "".join(f"  - {sid}\n" for sid in kept)
+    )
+    for sid in [*bundle.sessions, *bundle.events]:
+        if sid not in kept:
+            folder = "sessions" if sid in bundle.sessions else "events"
+            (user_dir / folder / f"{sid}.yaml").unlink()
+    for pid, probe in bundle.probes.items():
+        if probe.event is not None and probe.event not in kept:
+            (user_dir / "probes" / f"{pid}.yaml").unlink()
+
+
 def _copy_a(dest: Path, labels: tuple[str, ...] = ("A",)) -> Path:
-    """A worlds folder holding User A under each label (ids and labels rewritten)."""
+    """A worlds folder holding User A's slice (see :func:`_trim_to_slice`) under each label (ids
+    and labels rewritten)."""
     for label in labels:
         target = dest / "users" / label
         shutil.copytree(WORLDS / "users" / "A", target)
+        _trim_to_slice(target)
         if label == "A":
             continue
         for path in target.rglob("*.yaml"):

@@ -124,7 +124,8 @@ def build_run_config(
         profile: the loaded model profile (its models go into the config hash).
         worlds: the worlds folder.
         repeats / seed / donor / memory_options / probe_concurrency: as ``mempa run``.
-        slice: play only the timeline's quick-start slice (``mempa run --slice``).
+        slice: play only the timeline's quick-start slice (``mempa run --slice``); dropped for a
+            timeline that names no slice (it is its own slice, and keeps its run id).
 
     Raises:
         UserError: unknown user, an invalid field (named like its command-line option), or
@@ -144,6 +145,8 @@ def build_run_config(
             bundle.sliced()
         except ValueError as exc:
             raise UserError(str(exc)) from None
+        # A timeline without a slice list is its own slice: the same run, so the same run id.
+        slice = bool(bundle.timeline.slice)
     try:
         return RunConfig(
             user=user, profile=profile.name, memory=memory, seed=seed,

@@ -14,6 +14,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TypeVar
 
+import yaml
 from pydantic import BaseModel
 
 from mempa_tui.scripts._yamldoc import WorldFileError, YamlDoc, validate_doc
@@ -33,6 +34,7 @@ __all__ = [
     "UserBundle",
     "UserScan",
     "WorldFileError",
+    "has_slice",
     "list_users",
     "load_user",
     "scan_user",
@@ -54,6 +56,18 @@ _FOLDERS: tuple[tuple[str, type[BaseModel], str], ...] = (
 def user_dir(worlds_dir: str | Path, label: str) -> Path:
     """``<worlds_dir>/users/<label>``."""
     return Path(worlds_dir) / "users" / label
+
+
+def has_slice(worlds_dir: str | Path, label: str) -> bool:
+    """Whether the user's ``timeline.yaml`` names a non-empty quick-start ``slice`` (a cheap read of
+    that one file, for pickers; an unreadable or missing file counts as no slice, and
+    :func:`load_user` reports it properly)."""
+    path = Path(worlds_dir) / "users" / label / "timeline.yaml"
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return False
+    return isinstance(data, dict) and bool(data.get("slice"))
 
 
 def list_users(worlds_dir: str | Path) -> list[str]:

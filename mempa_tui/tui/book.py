@@ -53,6 +53,8 @@ class RunRequest(BaseModel):
     """No Memory / Oracle: the run whose checkpoints to probe from (None: the runner picks)."""
     fresh: bool = False
     """Move a stored run with the same id aside and start over."""
+    slice: bool = False
+    """Play only the timeline's quick-start slice (``mempa run --slice``); ``-slice`` in the run id."""
     play: PlayRequest | None = None
     """Set when the stored run is a play (a person in a seat, ``play-...``): what was played. Such a
     request is never given to the runner; resuming it puts the person back in that seat."""
@@ -65,7 +67,7 @@ class RunRequest(BaseModel):
         (``stored_id`` when set)."""
         if self.stored_id is not None:
             return self.stored_id
-        return f"{self.user}-{self.memory}-{self.profile}-s{self.seed}"
+        return f"{self.user}-{self.memory}-{self.profile}-s{self.seed}" + ("-slice" if self.slice else "")
 
 
 @dataclass

@@ -14,6 +14,7 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import (
     Button,
+    Checkbox,
     DataTable,
     Footer,
     Header,
@@ -23,6 +24,7 @@ from textual.widgets import (
 )
 from textual.worker import Worker, WorkerState
 
+from mempa_tui.scripts.loader import has_slice
 from mempa_tui.store import RunSummary, StoreError
 from mempa_tui.tui.book import RunRequest
 from mempa_tui.tui.engine import (
@@ -98,6 +100,7 @@ class LauncherScreen(Screen[None]):
                 yield Label("Repeats per probe", classes="field-label")
                 yield Select[int]([(str(n), n) for n in REPEAT_CHOICES], id="repeats", value=3,
                                   allow_blank=False)
+                yield Checkbox("Quick-start slice only (a full timeline is 94 sessions)", value=True, id="slice")
                 yield Label("", id="run-count")
                 yield Button("Start runs", id="start", variant="primary")
             with Vertical(id="saved"):
@@ -183,8 +186,10 @@ class LauncherScreen(Screen[None]):
                 self.notify(chosen.description, severity="error", title=f"profile {chosen.name}")
                 return []
         repeats = self.query_one("#repeats", Select).value
+        sliced = self.query_one("#slice", Checkbox).value
         return [
-            RunRequest(user=u, memory=m, profile=p, repeats=int(str(repeats)))
+            RunRequest(user=u, memory=m, profile=p, repeats=int(str(repeats)),
+                       slice=sliced and has_slice(self.mempa.settings.worlds_dir, u))
             for u in picked["user"] for m in picked["memory"] for p in picked["profile"]
         ]
 
