@@ -163,3 +163,40 @@ async def test_giving_up_floors_the_probe_and_the_outcome_says_so(env: Env) -> N
         assert screen.outcome is not None and screen.outcome.status == "floored"
         assert "gave the turn up" in _panel(screen)
         assert screen.query_one("#reply", TextArea).disabled
+
+
+async def test_reopening_the_ix_picker_after_another_tool_rebuilds_the_form_once(env: Env) -> None:
+    """Issue 6.1: ctrl+b, another tool in the palette, ctrl+b again used to insert 'arg-setting' twice."""
+    app = env.app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("a")
+        screen = app.screen
+        assert isinstance(screen, PlayAgentScreen)
+        await pilot.pause()
+        screen.query_one("#play-user", Select).value = "R"
+        await pilot.pause()
+        screen.query_one("#play-step", Select).value = PROBE
+        screen.query_one("#play-profile", Select).value = "scripted"
+        await _press_until_view(screen, pilot, "ctrl+r")
+        for _ in range(2):
+            await pilot.press("ctrl+b")
+            await _settle(pilot)
+            assert len(screen.query("#arg-setting")) == 1
+            screen.query_one("#tool-pick", Select).value = "mcp_state_document_read"
+            await _settle(pilot)
+            assert len(screen.query("#arg-setting")) == 0
+            assert len(screen.query("#arg-document_id")) == 1
+        await pilot.press("ctrl+b")
+        await _settle(pilot)
+        assert app.is_running and app.screen is screen
+        assert len(screen.query("#arg-setting")) == 1 and len(screen.query("#arg-document_id")) == 0
+        assert app.focused is screen.query_one("#arg-setting", Select)
+        # choosing the same tool again keeps one form; the picker is still usable
+        screen.query_one("#tool-pick", Select).value = "mcp_state_document_read"
+        screen.query_one("#tool-pick", Select).value = screen.query_one("#tool-pick", Select).value
+        await _settle(pilot)
+        assert len(screen.query("#arg-document_id")) == 1
+        await pilot.press("ctrl+g")
+        await app.workers.wait_for_complete()
+        await _settle(pilot)
+        assert screen.outcome is not None and screen.outcome.status == "floored"

@@ -9,6 +9,7 @@ no difference, and a final probe is scored with BRS and PRS as in a run.
 
 from __future__ import annotations
 
+import asyncio
 from typing import TYPE_CHECKING, ClassVar, cast
 
 from textual import work
@@ -94,6 +95,9 @@ class PlayAgentScreen(Screen[None]):
         self._step = ""
         self._tools: dict[str, ToolSpec] = {}
         self._form_tool: str | None = None
+        self._form_lock = asyncio.Lock()
+        """Serialises form builds: the IX picker (run from the app's task) and the palette's
+        change handler (the screen's task) may both build at once (issue 6.1)."""
 
     @property
     def mempa(self) -> MempaApp:
@@ -207,24 +211,31 @@ class PlayAgentScreen(Screen[None]):
             await self._build_form(event.value)
 
     async def _build_form(self, name: str) -> None:
-        spec = self._tools.get(name)
-        box = self.query_one("#tool-form", Vertical)
-        if name == self._form_tool and spec is not None and box.children:
-            return  # already built (the picker sets the palette and builds at once)
-        await box.remove_children()
-        self._form_tool = name if spec is not None else None
-        if spec is None:
-            return
-        widgets: list[Widget] = [Static(spec.description[:300], classes="tool-description")]
-        for field in form_fields(spec):
-            mark = " *" if field.required else ""
-            widgets.append(Label(f"{field.name}{mark} {_HINT[field.kind]}".rstrip(), classes="field-label"))
-            if field.kind == "choice":
-                widgets.append(Select[str]([(c, c) for c in field.choices], id=f"arg-{field.name}",
-                                           prompt=f"choose {field.name}"))
-            else:
-                widgets.append(Input(value=field.default, placeholder=field.description[:80], id=f"arg-{field.name}"))
-        await box.mount_all(widgets)
+        """Build the palette form of tool ``name`` (no form when it is not on offer).
+
+        Builds never overlap: the old form's widgets are removed (awaited) before the new ones are
+        mounted, so no field id is ever inserted twice.
+        """
+        async with self._form_lock:
+            spec = self._tools.get(name)
+            box = self.query_one("#tool-form", Vertical)
+            if name == self._form_tool and spec is not None and box.children:
+                return  # already built (the picker sets the palette and builds at once)
+            await box.remove_children()
+            self._form_tool = name if spec is not None else None
+            if spec is None:
+                return
+            widgets: list[Widget] = [Static(spec.description[:300], classes="tool-description")]
+            for field in form_fields(spec):
+                mark = " *" if field.required else ""
+                widgets.append(Label(f"{field.name}{mark} {_HINT[field.kind]}".rstrip(), classes="field-label"))
+                if field.kind == "choice":
+                    widgets.append(Select[str]([(c, c) for c in field.choices], id=f"arg-{field.name}",
+                                               prompt=f"choose {field.name}"))
+                else:
+                    widgets.append(Input(value=field.default, placeholder=field.description[:80],
+                                         id=f"arg-{field.name}"))
+            await box.mount_all(widgets)
 
     # ---- the person's actions -------------------------------------------------------------------
 
