@@ -66,6 +66,8 @@ def _calls(saves: Path, run_id: str, step_id: str) -> int:
          "unknown memory condition 'bogus'"),
         (["report", "X", "--saves", "/nonexistent-folder"], "no run database"),
         (["frobnicate"], "invalid choice"),
+        (["mcp", "--user", "A", "--at", "nonsense"], "error: mcp: argument --at: 'nonsense' is not an ISO date-time"),
+        (["run", "--user", "R", "--seed", "-5", "--worlds", str(WORLDS), "--model", "embedded"], "--seed"),
     ],
 )
 def test_user_errors_are_one_line_with_exit_code_2(
@@ -248,3 +250,14 @@ def test_a_bad_memory_option_is_refused_before_the_run_is_stored(
             assert db.execute("SELECT COUNT(*) FROM runs").fetchone()[0] == 0
     assert main(["runs", "--saves", str(tmp_path / "saves")]) == 0
     assert "no runs yet" in capsys.readouterr().out
+
+
+def test_a_saves_path_that_is_a_file_is_one_error_line(
+    tmp_path: Path, profile_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    blocker = tmp_path / "saves"
+    blocker.write_text("not a folder")
+    assert main(_run_args(tmp_path, profile_file)) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == f"mempa: error: {blocker}: the saves folder is a file, not a folder"
+    assert blocker.read_text() == "not a folder"

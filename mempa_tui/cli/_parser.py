@@ -19,7 +19,8 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         """Raise :class:`UsageError` instead of printing usage and exiting."""
-        where = "" if self.prog == "mempa" else f"{self.prog}: "  # print_error already says "mempa:"
+        # print_error already says "mempa:"; a subcommand is named once ("mempa: error: mcp: ...").
+        where = "" if self.prog == "mempa" else f"{self.prog.removeprefix('mempa ')}: "
         raise UsageError(f"{where}{message} (see `{self.prog} --help`)")
 
 

@@ -187,8 +187,9 @@ async def cmd_run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     profile = load_profile(args.model)
     config = _config(args, profile)
     async with AsyncExitStack() as stack:
-        profile = await prepare_runtime(profile, stack, out)
+        # The store first: a saves folder that cannot be used is reported before a model starts.
         store = await stack.enter_async_context(RunStore(database_path(args.saves)))
+        profile = await prepare_runtime(profile, stack, out)
         runner = Runner(
             config, store, LLMClient(profile), default_registry(), ProgressPrinter(out),
             memory_root=Path(args.local_memory), reports_root=Path(args.saves),

@@ -75,8 +75,8 @@ class RunConfig(BaseModel):
     """Model profile name (``models/<name>.yaml``), e.g. ``embedded`` or ``ollama``."""
     memory: str = "file"
     """Memory condition: ``none``, ``oracle``, ``file`` or any registered condition."""
-    seed: int = 0
-    """Run seed (part of the run id)."""
+    seed: int = Field(default=0, ge=0)
+    """Run seed (part of the run id; not negative, so ids stay readable)."""
     repeats: int = Field(default=3, ge=1, le=20)
     """Repeats per probe (paper Section 3.5: three)."""
     worlds_dir: Path = Path("worlds")

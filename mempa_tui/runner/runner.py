@@ -151,6 +151,7 @@ class Runner:
             return config
         stored = None if self.fresh else await self._stored_config()
         if stored is not None and stored.donor_run is not None:
+            notes.append(f"probing from the checkpoints of donor run {stored.donor_run} (chosen when this run started)")
             return config.model_copy(update={"donor_run": stored.donor_run})
         donor = await self.store.latest_completed_run(config.user, config.profile, exclude_memory=PROBE_ONLY_CONDITIONS)
         if donor is None:

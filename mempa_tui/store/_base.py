@@ -55,9 +55,15 @@ class StoreBase:
         """Open (and create or migrate) the database.
 
         Raises:
-            StoreError: the file is not a usable database or was written by a newer schema.
+            StoreError: the saves folder cannot be created (names it and why), or the file is not
+                a usable database or was written by a newer schema.
         """
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except FileExistsError:
+            raise StoreError(f"{self.path.parent}: the saves folder is a file, not a folder") from None
+        except OSError as exc:
+            raise StoreError(f"{self.path.parent}: cannot create the saves folder ({exc.strerror or exc})") from None
         self._lock = anyio.Lock()
         try:
             db = await aiosqlite.connect(self.path, isolation_level=None, timeout=_BUSY_TIMEOUT_MS / 1000)
