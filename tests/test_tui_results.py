@@ -24,6 +24,7 @@ from mempa_tui.runner import RunConfig
 from mempa_tui.runner._results import (
     bar_chart,
     export_results,
+    partial_runs,
     results_rows,
     stored_outcomes,
 )
@@ -167,3 +168,13 @@ def test_results_snapshot(snap_compare: Any, tmp_path: Path) -> None:
         await pilot.pause()
 
     assert snap_compare(app, terminal_size=(140, 40), run_before=loaded)
+
+
+async def test_partial_runs_are_named_with_their_probe_counts(tmp_path: Path) -> None:
+    """A run stopped before all its probes still contributes rows, and the results say so."""
+    db = tmp_path / "mempa.sqlite"
+    await seed(db)
+    async with RunStore(db) as store:
+        assert await partial_runs(store) == []
+        await store.update_run("R-none-scripted-s0", total_probes=10)
+        assert await partial_runs(store) == ["R-none-scripted-s0 4/10 probes"]

@@ -44,6 +44,7 @@ __all__ = [
     "Grouping",
     "bar_chart",
     "export_results",
+    "partial_runs",
     "results_markdown",
     "results_rows",
     "stored_outcomes",
@@ -86,6 +87,22 @@ async def stored_outcomes(store: RunStore, run_ids: Sequence[str] | None = None)
             raise StoreError(f"no run {run_id!r} in {store.path}")
         out.extend(outcome_of(r, run) for r in await store.probe_results(run_id))
     return out
+
+
+async def partial_runs(store: RunStore) -> list[str]:
+    """Runs whose probes are not all stored yet, as ``<run id> <done>/<total> probes``.
+
+    Their outcomes still count in the results (scores are per probe), but a reader must know the
+    rows do not cover every probe of those runs.
+
+    Returns:
+        One line per partial run, in the store's order; empty when every run is complete.
+    """
+    return [
+        f"{s.run.id} {s.probes_done}/{s.run.total_probes} probes"
+        for s in await store.summaries()
+        if s.run.total_probes and s.probes_done < s.run.total_probes
+    ]
 
 
 def results_rows(

@@ -13,6 +13,7 @@ import tempfile
 from collections.abc import Callable, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -25,9 +26,16 @@ from mempa_tui.cli._run import build_run_config, database_path, prepare_runtime
 from mempa_tui.llm import LLMClient, ModelProfile, ProfileError, load_profile
 from mempa_tui.llm.types import ChatMessage, Completion, Role, ToolSpec
 from mempa_tui.memory import MEMORY_BUILDERS, MemoryInspection, make_memory
-from mempa_tui.runner import RunConfig, Runner, RunObserver, RunOutcome, StepEvent
+from mempa_tui.runner import (
+    RunConfig,
+    Runner,
+    RunObserver,
+    RunOutcome,
+    StepEvent,
+    run_is_being_played,
+)
 from mempa_tui.runner._episode_events import EpisodeEvent, episode_event_adapter
-from mempa_tui.runner._results import stored_outcomes
+from mempa_tui.runner._results import partial_runs, stored_outcomes
 from mempa_tui.runner._scoring import ProbeScorer
 from mempa_tui.runner._stepper import (
     ProbeStepper,
@@ -39,7 +47,7 @@ from mempa_tui.runner.play import PlayOutcome, PlayRequest, play_step
 from mempa_tui.scoring import ProbeOutcome
 from mempa_tui.scripts.loader import list_users
 from mempa_tui.simulator.human import HumanUserSeat
-from mempa_tui.store import RunStatus, RunStore, RunSummary
+from mempa_tui.store import RunRecord, RunStatus, RunStore, RunSummary, utc_now
 from mempa_tui.tools import default_registry
 from mempa_tui.tui.book import RunRequest
 from mempa_tui.tui.settings import AppSettings
@@ -216,6 +224,8 @@ class RunService:
         self._lock = anyio.Lock()
         self._runtime_lock = anyio.Lock()
         self._clients: dict[str, LLMClient] = {}
+        self._live_plays: list[tuple[PlayRequest, datetime]] = []
+        """Plays in progress in this app: the request and when it was handed to the engine."""
 
     @property
     def database(self) -> Path:
@@ -310,11 +320,43 @@ class RunService:
         """
         client = await self._client(request.profile, say)
         store = await self.store()
-        return await play_step(
-            request.model_copy(update={"worlds_dir": self.settings.worlds_dir}), store, client,
-            default_registry(), user_seat=user_seat, agent_seat=agent_seat, observer=observer,
-            memory_root=self.settings.local_memory_dir, scorer=self.options.scorer,
-        )
+        live = (request, utc_now())
+        self._live_plays.append(live)
+        try:
+            return await play_step(
+                request.model_copy(update={"worlds_dir": self.settings.worlds_dir}), store, client,
+                default_registry(), user_seat=user_seat, agent_seat=agent_seat, observer=observer,
+                memory_root=self.settings.local_memory_dir, scorer=self.options.scorer,
+            )
+        finally:
+            self._live_plays.remove(live)
+
+    def shown_status(self, run: RunRecord, *, active_here: bool = False) -> str:
+        """The status to show for stored run ``run``: its stored status, except that a stored
+        ``running`` that nobody plays any more reads ``interrupted`` (issue 6.2).
+
+        A runner's run is live while some process holds its lease (or ``active_here``: this app's
+        dashboard plays it); a play is live while this app plays the same seat, user and step and
+        the stored play was created after that play began.
+
+        Args:
+            run: the stored run.
+            active_here: the app's run book has the run preparing or playing.
+
+        Returns:
+            ``running``, ``interrupted`` or the stored status's value.
+        """
+        if run.status is not RunStatus.RUNNING:
+            return run.status.value
+        play = play_from_record(run.config_json)
+        if play is None:
+            live = active_here or run_is_being_played(self.database, run.id)
+        else:
+            live = any(
+                (p.seat, p.user, p.step_id) == (play.seat, play.user, play.step_id) and run.created_at >= began
+                for p, began in self._live_plays
+            )
+        return "running" if live else "interrupted"
 
     async def mark_cancelled(self, run_id: str, message: str) -> bool:
         """Store run ``run_id`` as ``cancelled`` with ``message`` (its steps and checkpoints stay).
@@ -420,6 +462,13 @@ class RunService:
         if self._store is None and not self.database.is_file():
             return []
         return await stored_outcomes(await self.store(), run_ids)
+
+    async def partial_runs(self) -> list[str]:
+        """Stored runs whose probes are not all done (``<id> <done>/<total> probes``); none
+        without a database."""
+        if self._store is None and not self.database.is_file():
+            return []
+        return await partial_runs(await self.store())
 
     async def aclose(self) -> None:
         """Close the store and stop the model runtimes this service started (idempotent)."""

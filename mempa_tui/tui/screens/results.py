@@ -30,6 +30,7 @@ from mempa_tui.runner._results import (
 )
 from mempa_tui.scoring import ConditionScores, ProbeOutcome
 from mempa_tui.tui.engine import error_line
+from mempa_tui.tui.plain import PlainNotify
 
 if TYPE_CHECKING:
     from mempa_tui.tui.app import MempaApp, RunUpdate
@@ -56,7 +57,7 @@ def bars_text(bars: list[Bar], metric: str, width: int = BAR_WIDTH) -> Text:
     return out
 
 
-class ResultsScreen(Screen[None]):
+class ResultsScreen(PlainNotify, Screen[None]):
     """Scores of the stored runs, one grouping and one charted metric at a time."""
 
     CSS_PATH = "results.tcss"
@@ -74,6 +75,8 @@ class ResultsScreen(Screen[None]):
     def __init__(self) -> None:
         super().__init__()
         self.outcomes: list[ProbeOutcome] = []
+        self.partial: list[str] = []
+        """Runs whose probes are not all done (their rows cover only the probes stored so far)."""
         self.rows: list[ConditionScores] = []
         self.last_export: ExportedResults | None = None
 
@@ -126,6 +129,7 @@ class ResultsScreen(Screen[None]):
     async def load(self) -> None:
         """Read every stored probe outcome, then score the chosen grouping."""
         self.outcomes = await self.mempa.service.outcomes()
+        self.partial = await self.mempa.service.partial_runs()
         await self._score()
 
     async def _score(self) -> None:
@@ -146,6 +150,7 @@ class ResultsScreen(Screen[None]):
         runs = len({(o.memory, o.model, o.user) for o in self.outcomes})
         self.query_one("#results-count", Label).update(
             f"{len(self.outcomes)} probe result(s) from {runs} user × condition × model combination(s)"
+            + (f" · not finished, rows cover only the probes so far: {', '.join(self.partial)}" if self.partial else "")
         )
         self._chart()
 
