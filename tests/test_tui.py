@@ -33,6 +33,7 @@ from textual.pilot import Pilot
 from textual.widgets import (
     Checkbox,
     DataTable,
+    Label,
     ProgressBar,
     Select,
     SelectionList,
@@ -337,7 +338,14 @@ async def test_a_paused_run_resumes_from_its_last_checkpoint(tmp_path: Path) -> 
             (entry,) = list(app.book)
             assert entry.state == "stopped"
             assert entry.progress is not None and entry.progress.steps_done == 1
-            assert app.screen.query_one(RunCard).has_class("-stopped")
+            card = app.screen.query_one(RunCard)
+            assert card.has_class("-stopped")
+            # a pause is not a problem (issue 6.5): no error, no CLI wording, the row says how to resume
+            assert entry.paused and entry.error is None
+            assert str(card.query_one(".run-state", Label).render()) == "paused"
+            assert "0 problem(s)" in str(card.query_one(".run-stats", Label).render())
+            assert str(card.query_one(".run-note", Label).render()) == "paused; r resumes"
+            assert str(card.query_one(".run-error", Label).render()) == ""
             release.set()
 
             await pilot.press("r")
@@ -523,7 +531,7 @@ async def test_the_launcher_starts_one_run_per_chosen_combination(env: Env) -> N
         await pilot.pause()
         assert screen.requests() == []
         with anyio.fail_after(10):  # the notification lands a message pass or two later
-            while not any("choose at least one memory" in m for _, m in _notifications(app)):
+            while not any("tick at least one memory" in m for _, m in _notifications(app)):
                 await pilot.pause()
         for field, values in (("user", ["R"]), ("memory", ["file", "none"]), ("profile", ["scripted"])):
             picks = screen.query_one(f"#{field}", SelectionList)

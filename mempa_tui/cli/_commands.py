@@ -56,6 +56,22 @@ def _shown_status(database: Path, run_id: str, status: str) -> str:
     return status
 
 
+def _interrupted_hint(config_json: str) -> str:
+    """What to do about an interrupted run: a runner's run resumes with its ``mempa run`` command;
+    a play (a person in a seat, stored with its ``PlayRequest``) has none and is played again from
+    the step's start with ``r`` in the app's Saved runs list (issue 6.2)."""
+    from pydantic import ValidationError
+
+    from mempa_tui.runner.play import PlayRequest
+
+    try:
+        PlayRequest.model_validate_json(config_json)
+    except ValidationError:
+        return "interrupted while running (killed?); rerun its `mempa run` command to resume"
+    return ("play left unfinished (the app was closed or crashed, or it is still being played); "
+            "in `mempa tui`, r on it in the launcher's Saved runs plays the step again from its start")
+
+
 async def cmd_runs(args: argparse.Namespace, out: TextIO | None = None) -> int:
     """List stored runs with their progress."""
     from mempa_tui.store import RunStore
@@ -87,8 +103,7 @@ async def cmd_runs(args: argparse.Namespace, out: TextIO | None = None) -> int:
         if s.run.error:
             print(f"{s.run.id}: {s.run.error}", file=out)
         elif _shown_status(database, s.run.id, s.run.status.value) == "interrupted":
-            print(f"{s.run.id}: interrupted while running (killed?); rerun its `mempa run` command to resume",
-                  file=out)
+            print(f"{s.run.id}: {_interrupted_hint(s.run.config_json)}", file=out)
     return 0
 
 

@@ -12,7 +12,6 @@ from typing import ClassVar
 
 from textual.app import App
 from textual.binding import Binding, BindingType
-from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.signal import Signal
 
@@ -120,20 +119,6 @@ class MempaApp(App[None]):
         self.run_signal: Signal[RunUpdate] = Signal(self, "run-update")
         self._initial_mode = initial_mode
 
-    def notify(
-        self,
-        message: str,
-        *,
-        title: str = "",
-        severity: SeverityLevel = "information",
-        timeout: float | None = None,
-        markup: bool = True,
-    ) -> None:
-        """Show a notification as plain text: messages carry file paths, commands such as
-        ``pip install -e ".[embedded]"`` and model output, which must never be read as markup.
-        """
-        super().notify(message, title=title, severity=severity, timeout=timeout, markup=False)
-
     def on_mount(self) -> None:
         """Show the first mode."""
         if self._initial_mode != self.DEFAULT_MODE:
@@ -190,7 +175,7 @@ class MempaApp(App[None]):
             try:
                 request = request_from_record(run.config_json, run_id=run.id)
             except ValueError as exc:
-                self.notify(error_line(exc), severity="error", title=run.id)
+                self.notify(error_line(exc), severity="error", title=run.id, markup=False)
                 return
             entry = self.book.add(request)
             self._load_record(entry, run.id, run.status, run.error)

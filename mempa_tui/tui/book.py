@@ -80,7 +80,8 @@ class RunEntry:
         state: where the run stands.
         run_id: the runner's id (None until the run started).
         progress: the latest progress snapshot.
-        error: why the run failed or stopped, if it did.
+        error: why the run failed or stopped, if it did (a pause is not an error).
+        paused: the person paused the run in this session (state ``stopped``; r resumes it).
         events: episode events in arrival order (capped at :data:`MAX_KEPT_EVENTS`).
         dropped: how many old events were dropped from ``events``.
         notes: run-level lines (warnings, retries, the report path), newest last.
@@ -97,6 +98,7 @@ class RunEntry:
     run_id: str | None = None
     progress: RunProgress | None = None
     error: str | None = None
+    paused: bool = False
     events: list[StepEvent] = field(default_factory=list)
     dropped: int = 0
     notes: list[str] = field(default_factory=list)
@@ -156,9 +158,9 @@ class RunEntry:
             self.state = "completed" if event.status == "completed" else "stopped"
             if event.status != "completed":
                 self.error = "; ".join(event.progress.errors[-1:]) or event.message
-        elif event.kind == "run_stopped":
+        elif event.kind == "run_stopped":  # paused: not a problem, so no error (issue 6.5)
             self.state = "stopped"
-            self.error = event.message
+            self.paused = True
         elif event.kind == "run_failed":
             self.state = "failed"
             self.error = event.message
@@ -170,11 +172,12 @@ class RunEntry:
         self.state = "failed"
         self.error = message
 
-    def stop(self, message: str) -> None:
-        """Mark the run stopped (its worker was cancelled); rerunning resumes it."""
+    def stop(self) -> None:
+        """Mark the run paused (its worker was cancelled); resuming plays it on from its last
+        checkpoint. A pause is not an error: :attr:`error` is left as it was."""
         if self.active:
             self.state = "stopped"
-        self.error = self.error or message
+            self.paused = True
 
     def cancel(self, message: str) -> None:
         """Mark the run cancelled (its worker is stopped or was not running); an explicit resume
@@ -186,6 +189,7 @@ class RunEntry:
         """Reset the live fields for another play of the same run (resume or fresh start)."""
         self.request = request
         self.state = "preparing"
+        self.paused = False
         self.error = None
         self.events.clear()
         self.dropped = 0

@@ -33,6 +33,7 @@ __all__ = [
     "event_lines",
     "evidence_renderable",
     "memory_renderable",
+    "problems",
     "progress_line",
     "step_header",
 ]
@@ -188,7 +189,8 @@ def memory_renderable(inspection: MemoryInspection | None, origin: str) -> Text:
 
 def progress_line(progress: RunProgress | None) -> str:
     """``steps 2/3 · probes 4/6 · 1,234 tokens · 0 problem(s)`` for a run's row (problems: discarded
-    steps and probes, and warnings)."""
+    steps and probes, and warnings). A pause is not a problem: the runner notes its stop as the last
+    error with phase ``stopped``, and that note is not counted (issue 6.5)."""
     if progress is None:
         return "waiting for the run to start"
     steps = (
@@ -197,5 +199,13 @@ def progress_line(progress: RunProgress | None) -> str:
     )
     return (
         f"{steps} · probes {progress.probes_done}/{progress.probes_total} · "
-        f"{progress.tokens.total:,} tokens · {len(progress.errors)} problem(s)"
+        f"{progress.tokens.total:,} tokens · {len(problems(progress))} problem(s)"
     )
+
+
+def problems(progress: RunProgress) -> list[str]:
+    """The run's problems: its progress errors less the runner's own note of a pause (the last
+    error when the phase is ``stopped``)."""
+    if progress.phase == "stopped" and progress.errors:
+        return progress.errors[:-1]
+    return list(progress.errors)

@@ -20,6 +20,7 @@ from mempa_tui.runner import RunEvent, StepEvent
 from mempa_tui.store import RunStatus
 from mempa_tui.tui.book import RunEntry, RunRequest
 from mempa_tui.tui.engine import error_line
+from mempa_tui.tui.plain import PlainNotify
 from mempa_tui.tui.widgets import RunCard
 
 if TYPE_CHECKING:
@@ -33,8 +34,14 @@ RUN_GROUP = "run:"
 CANCELLED_MESSAGE = "cancelled from the dashboard; every committed step is kept (r resumes it from its last checkpoint)"
 """The error text of a run cancelled from the dashboard (also stored on its run record)."""
 
+EMPTY_TEXT = (
+    "No runs started or resumed in this app session yet. Start one from the launcher (l), or pick an "
+    "earlier run in the launcher's Saved runs list and press r to resume it into this dashboard."
+)
+"""What the dashboard says while it has no rows (it lists only this app session's runs)."""
 
-class DashboardScreen(Screen[None]):
+
+class DashboardScreen(PlainNotify, Screen[None]):
     """Every run started in this session, live."""
 
     CSS_PATH = "dashboard.tcss"
@@ -61,7 +68,7 @@ class DashboardScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         """The list of run rows (empty at first)."""
         yield Header()
-        yield Label("No runs in this session yet: start one from the launcher (l).", id="dash-empty")
+        yield Label(EMPTY_TEXT, id="dash-empty")
         yield VerticalScroll(id="cards")
         yield Footer()
 
@@ -171,7 +178,7 @@ class DashboardScreen(Screen[None]):
             self._cancelling.discard(entry.key)
             self._mark_cancelled(entry)
         elif event.state is WorkerState.CANCELLED:
-            entry.stop("stopped; press r to resume it from its last checkpoint")
+            entry.stop()
         else:
             return
         self._refresh(entry)

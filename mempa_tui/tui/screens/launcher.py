@@ -33,6 +33,7 @@ from mempa_tui.tui.engine import (
     error_line,
     request_from_record,
 )
+from mempa_tui.tui.plain import PlainNotify
 
 if TYPE_CHECKING:
     from mempa_tui.tui.app import MempaApp, RunUpdate
@@ -42,8 +43,11 @@ __all__ = ["LauncherScreen"]
 REPEAT_CHOICES = (1, 2, 3, 5, 10)
 """Repeats the launcher offers (the paper uses three)."""
 
+_FIELD_NAMES = {"user": "user", "memory": "memory condition", "profile": "model profile"}
+"""How the launcher's pick lists are named in its messages."""
 
-class LauncherScreen(Screen[None]):
+
+class LauncherScreen(PlainNotify, Screen[None]):
     """Start runs and pick up stored ones."""
 
     CSS_PATH = "launcher.tcss"
@@ -145,8 +149,11 @@ class LauncherScreen(Screen[None]):
         current = set(picks.selected)
         values = [v for _, v in options]
         keep = [v for v in values if v in current] or (values if len(values) == 1 else [])
+        highlighted = picks.highlighted
         picks.clear_options()
         picks.add_options([(label, value, value in keep) for label, value in options])
+        if options:  # a highlighted row, so the first space ticks it (issue 6.3)
+            picks.highlighted = min(highlighted or 0, len(options) - 1)
         self._show_count()
 
     def picked(self, field: str) -> list[str]:
@@ -176,10 +183,12 @@ class LauncherScreen(Screen[None]):
         """One request per chosen user x memory condition x profile (empty, with a notification
         naming what is missing or invalid, when the form is incomplete)."""
         picked = {field: self.picked(field) for field in ("user", "memory", "profile")}
-        for field, values in picked.items():
-            if not values:
-                self.notify(f"choose at least one {field} first", severity="warning", title="Launcher")
-                return []
+        missing = [_FIELD_NAMES[field] for field, values in picked.items() if not values]
+        if missing:
+            self.notify(f"nothing started: tick at least one {' and one '.join(missing)} "
+                        "(space ticks the highlighted row; tab moves between the lists)",
+                        severity="warning", title="Launcher")
+            return []
         for name in picked["profile"]:
             chosen = next((p for p in self.choices.profiles if p.name == name), None)
             if chosen is not None and not chosen.valid:
@@ -225,8 +234,10 @@ class LauncherScreen(Screen[None]):
         for s in summaries:
             run = s.run
             timeline = f"{s.steps_done}/{run.total_steps}" if run.total_steps else "—"
+            entry = self.mempa.book.get(run.id)
+            status = self.mempa.service.shown_status(run, active_here=entry is not None and entry.active)
             table.add_row(
-                run.id, run.status.value, timeline, f"{s.probes_done}/{run.total_probes}",
+                run.id, status, timeline, f"{s.probes_done}/{run.total_probes}",
                 f"{s.tokens.total:,}", f"{run.updated_at:%Y-%m-%d %H:%M}", key=run.id,
             )
         if summaries:

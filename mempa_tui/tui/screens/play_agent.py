@@ -34,6 +34,7 @@ from mempa_tui.runner._episode_events import (
 )
 from mempa_tui.runner.play import PlayOutcome, PlayRequest
 from mempa_tui.tui.engine import error_line
+from mempa_tui.tui.plain import PlainNotify
 from mempa_tui.tui.play_render import agent_panel_text, outcome_text
 from mempa_tui.tui.widgets import TranscriptLog
 from mempa_tui.tui.widgets.play_setup import PlaySetup
@@ -47,7 +48,7 @@ _HINT = {"text": "", "choice": "", "integer": "a whole number", "number": "a num
          "list": "comma-separated", "json": "JSON"}
 
 
-class PlayAgentScreen(Screen[None]):
+class PlayAgentScreen(PlainNotify, Screen[None]):
     """A person in the PA seat; the simulator plays the user."""
 
     CSS_PATH: ClassVar[list[str]] = ["play.tcss", "play_agent.tcss"]  # type: ignore[assignment,misc]

@@ -26,6 +26,7 @@ from mempa_tui.runner.play import PlayOutcome, PlayRequest
 from mempa_tui.scripts.loader import WorldFileError, load_user
 from mempa_tui.simulator.human import HumanUserSeat, UserAction, UserPanel
 from mempa_tui.tui.engine import error_line
+from mempa_tui.tui.plain import PlainNotify
 from mempa_tui.tui.play_render import (
     outcome_text,
     pair_text,
@@ -41,7 +42,7 @@ if TYPE_CHECKING:
 __all__ = ["PlayUserScreen"]
 
 
-class PlayUserScreen(Screen[None]):
+class PlayUserScreen(PlainNotify, Screen[None]):
     """A person in the user's seat; the simulator answers in the shadow."""
 
     CSS_PATH: ClassVar[list[str]] = ["play.tcss", "play_user.tcss"]  # type: ignore[assignment,misc]

@@ -30,6 +30,7 @@ from mempa_tui.runner._stepper import (
     StepperUpdate,
 )
 from mempa_tui.tui.engine import error_line, play_from_record
+from mempa_tui.tui.plain import PlainNotify
 from mempa_tui.tui.render import event_lines
 
 if TYPE_CHECKING:
@@ -116,7 +117,7 @@ def prompt_text(call: ModelCallView | None) -> Text:
     return out
 
 
-class ProbeStepperScreen(Screen[None]):
+class ProbeStepperScreen(PlainNotify, Screen[None]):
     """Step one probe of a stored run, one model call at a time."""
 
     CSS_PATH = "probe_stepper.tcss"

@@ -22,6 +22,7 @@ from mempa_tui.runner._episode_events import EvidenceEvent
 from mempa_tui.tui.book import RunEntry
 from mempa_tui.tui.engine import error_line
 from mempa_tui.tui.export import write_session_markdown
+from mempa_tui.tui.plain import PlainNotify
 from mempa_tui.tui.widgets import MemoryPanel, TranscriptView
 
 if TYPE_CHECKING:
@@ -30,7 +31,7 @@ if TYPE_CHECKING:
 __all__ = ["SessionScreen"]
 
 
-class SessionScreen(Screen[None]):
+class SessionScreen(PlainNotify, Screen[None]):
     """One run's live session, chosen with :meth:`show_run`."""
 
     CSS_PATH = "session.tcss"

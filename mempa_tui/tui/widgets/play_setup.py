@@ -13,6 +13,7 @@ from textual.widgets.select import InvalidSelectValueError
 from mempa_tui.runner.play import PlayRequest, Seat, playable_steps
 from mempa_tui.scripts.loader import WorldFileError, load_user
 from mempa_tui.tui.engine import discover_choices, error_line
+from mempa_tui.tui.plain import PlainNotify
 
 if TYPE_CHECKING:
     from mempa_tui.tui.app import MempaApp
@@ -26,7 +27,7 @@ _FIELDS = (("user", "User"), ("step", "Session or probe"), ("profile", "Model pr
            ("memory", "Memory"), ("source", "Start from"))
 
 
-class PlaySetup(Horizontal):
+class PlaySetup(PlainNotify, Horizontal):
     """Pickers for what to play; :meth:`request` turns them into a :class:`PlayRequest`.
 
     The step list follows the chosen user; the starting points are the user's stored runs (their

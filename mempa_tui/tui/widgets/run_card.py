@@ -11,7 +11,7 @@ from textual.message import Message
 from textual.widgets import Label, ProgressBar
 
 from mempa_tui.tui.book import RunEntry
-from mempa_tui.tui.render import progress_line
+from mempa_tui.tui.render import problems, progress_line
 
 __all__ = ["RunCard"]
 
@@ -66,7 +66,8 @@ class RunCard(Vertical, can_focus=True):
         entry = self.entry
         progress = entry.progress
         self.query_one(".run-title", Label).update(entry.label)
-        self.query_one(".run-state", Label).update(entry.state)
+        self.query_one(".run-state", Label).update("paused" if entry.paused and entry.state == "stopped"
+                                                   else entry.state)
         for state in _STATES:
             self.set_class(entry.state == state, f"-{state}")
         steps = self.query_one(".steps-bar", ProgressBar)
@@ -81,9 +82,13 @@ class RunCard(Vertical, can_focus=True):
         self.query_one(".run-stats", Label).update(stats)
         self.query_one(".run-error", Label).update(entry.error or "")
         self.set_class(bool(entry.error), "-has-error")
-        note = progress.errors[-1] if progress is not None and progress.errors and not entry.error else ""
-        self.query_one(".run-note", Label).update(f"note: {note}" if note else "")
-        self.set_class(bool(note), "-has-note")
+        found = problems(progress) if progress is not None else []
+        note = found[-1] if found and not entry.error else ""
+        line = f"note: {note}" if note else ""
+        if entry.paused and entry.state == "stopped":
+            line = "paused; r resumes" + (f" · {line}" if line else "")
+        self.query_one(".run-note", Label).update(line)
+        self.set_class(bool(line), "-has-note")
 
     def action_open(self) -> None:
         """Ask for this run's session view."""
