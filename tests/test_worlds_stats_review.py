@@ -40,7 +40,7 @@ def _verdict(failing: str | None = None) -> str:
 def test_user_stats_of_a_count_its_files() -> None:
     bundle = load_user(WORLDS, "A")
     stats = user_stats(bundle)
-    assert stats.scope == "slice"
+    assert stats.scope == "full" and stats.sessions == 94 and len(stats.events) == 5
     assert stats.sessions == len(bundle.timeline.steps) - len(bundle.events)
     assert sum(stats.sessions_per_cell.values()) == stats.sessions
     assert stats.final_probes + stats.pre_event_probes == len(bundle.probes)

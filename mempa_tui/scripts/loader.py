@@ -146,9 +146,9 @@ class UserBundle:
 
     def sliced(self) -> UserBundle:
         """The bundle a ``--slice`` run plays: the timeline's ``slice`` steps, the final probes,
-        and the change events in the slice with their pre-event probes. Events outside the slice
-        are dropped, so :meth:`targets_at` (and every probe's target) follows only the changes
-        the slice plays; sessions and the fixture tree are shared. A ``slice``-scope timeline, or one without a scope, without a
+        and the sessions and change events in the slice with their pre-event probes. Events
+        outside the slice are dropped, so :meth:`targets_at` (and every probe's target) follows
+        only the changes the slice plays; the fixture tree is shared. A ``slice``-scope timeline, or one without a scope, without a
         ``slice`` list is its own slice and comes back unchanged.
 
         Raises:
@@ -167,8 +167,9 @@ class UserBundle:
         }
         # Targets follow only the changes the slice plays: an event left out never happened.
         events = {eid: e for eid, e in self.events.items() if eid in kept}
+        sessions = {sid: s for sid, s in self.sessions.items() if sid in kept}
         timeline = self.timeline.model_copy(update={"steps": list(self.timeline.slice)})
-        return replace(self, timeline=timeline, probes=probes, events=events)
+        return replace(self, timeline=timeline, probes=probes, events=events, sessions=sessions)
 
     def targets_at(self, context: Context | str, when: datetime) -> dict[str, str]:
         """The user's settings in ``context`` at story time ``when``.
