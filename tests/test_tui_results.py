@@ -163,9 +163,12 @@ def test_results_snapshot(snap_compare: Any, tmp_path: Path) -> None:
         for _ in range(500):
             await pilot.pause()
             await app.workers.wait_for_complete()
-            if getattr(app.screen, "rows", None) and not any(w.is_running for w in app.workers):
+            table = app.screen.query("#results-table")
+            if (getattr(app.screen, "rows", None) and not any(w.is_running for w in app.workers)
+                    and table and table.first().row_count):
                 break
-        await pilot.pause()
+        for _ in range(3):  # let the filled table lay out its column widths before the shot
+            await pilot.pause()
 
     assert snap_compare(app, terminal_size=(140, 40), run_before=loaded)
 
