@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar, cast
 
 import anyio
+from rich.cells import cell_len
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
@@ -79,6 +80,10 @@ class ResultsScreen(PlainNotify, Screen[None]):
         """Runs whose probes are not all done (their rows cover only the probes stored so far)."""
         self.rows: list[ConditionScores] = []
         self.last_export: ExportedResults | None = None
+        self._loaded_by: str | None = None
+        """The grouping the latest load was started for (its Select's own Changed is skipped)."""
+        self._resumed = False
+        """Whether the screen was shown once (its first ScreenResume comes with on_mount's load)."""
 
     @property
     def mempa(self) -> MempaApp:
@@ -101,13 +106,15 @@ class ResultsScreen(PlainNotify, Screen[None]):
 
     def on_mount(self) -> None:
         """Read the results; follow finished runs."""
+        self._loaded_by = self.grouping
         self.load()
         self.mempa.run_signal.subscribe(self, self._on_run_update)
 
     def on_screen_resume(self) -> None:
-        """Coming back: runs may have finished probes meanwhile."""
-        if self.is_mounted:
+        """Coming back: runs may have finished probes meanwhile (the first showing is on_mount's)."""
+        if self._resumed and self.is_mounted:
             self.load()
+        self._resumed = True
 
     def _on_run_update(self, update: RunUpdate) -> None:
         if getattr(update.item, "kind", None) in ("run_finished", "probe_finished"):
@@ -142,11 +149,18 @@ class ResultsScreen(PlainNotify, Screen[None]):
         table = self.query_one("#results-table", DataTable)
         table.clear(columns=True)
         columns = ["Memory", "Model"] + ([by] if by != "condition" else [])
-        table.add_columns(*columns, *SHOWN_METRICS, "probes", "incomplete")
+        columns += [*SHOWN_METRICS, "probes", "incomplete"]
+        rows = []
         for r in self.rows:
             cells = [r.label, r.model] + ([r.breakdown or ""] if by != "condition" else [])
             cells += [m.formatted(interval=False) if (m := r.metric(name)) else "N/A" for name in SHOWN_METRICS]
-            table.add_row(*cells, str(r.probes), str(r.incomplete))
+            rows.append([*cells, str(r.probes), str(r.incomplete)])
+        # Fixed widths from the content: DataTable otherwise sizes new columns to their labels and
+        # widens them on its next idle, and cells drawn in between stay cut in its render cache.
+        for i, label in enumerate(columns):
+            table.add_column(label, width=max(cell_len(x) for x in [label, *(row[i] for row in rows)]))
+        for row in rows:
+            table.add_row(*row)
         runs = len({(o.memory, o.model, o.user) for o in self.outcomes})
         self.query_one("#results-count", Label).update(
             f"{len(self.outcomes)} probe result(s) from {runs} user × condition × model combination(s)"
@@ -160,6 +174,9 @@ class ResultsScreen(PlainNotify, Screen[None]):
     def on_select_changed(self, event: Select.Changed) -> None:
         """A new grouping reads and scores again; a new metric redraws the chart."""
         if event.select.id == "grouping" and self.is_mounted:
+            if event.value == self._loaded_by:
+                return  # the initial value's Changed: on_mount already reads this grouping
+            self._loaded_by = str(event.value)
             self.load()
         elif event.select.id == "metric":
             self._chart()
