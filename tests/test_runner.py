@@ -28,6 +28,7 @@ from test_runner_support import (
 from mempa_tui.llm import LLMClient, LLMError, ScriptedModelServer
 from mempa_tui.runner import (
     ConfigMismatchError,
+    DonorError,
     RunEvent,
     Runner,
     RunOutcome,
@@ -335,3 +336,36 @@ def test_a_prompt_too_long_for_the_window_fails_the_step_but_an_outage_stops_the
     stop_on_model_failure("A-S01", "floored", [record("ContextWindowError")])  # no stop: resume would repeat it
     with pytest.raises(LLMError, match="A-S01 was not kept"):
         stop_on_model_failure("A-S01", "failed", [record("LLMConnectionError")])
+
+
+async def test_run_many_gives_reference_conditions_the_first_donor_of_the_batch(env: Env) -> None:
+    # Both accumulation runs finish; No Memory takes the first in the given order (File memory),
+    # not whichever finished last (here the slower preference-state run), so the same command
+    # always probes from the same checkpoints.
+    async with RunStore(env.root / "mempa.sqlite") as store:
+        configs = [runner_config(memory="none"), runner_config(), runner_config(memory="prefstate", memory_options={})]
+        results = await run_many(
+            configs, store, env.client, default_registry(), memory_root=env.root / "lm",
+            episodes=FakeEpisodes().functions(), scorer=fake_scorer, resamples=100,
+        )
+        assert all(isinstance(r, RunOutcome) and r.status is RunStatus.COMPLETED for r in results)
+        none = await store.get_run("R-none-scripted-s0")
+        assert none is not None and none.donor_run == "R-file-scripted-s0"
+        assert {r.checkpoint_run for r in await store.probe_results(none.id)} == {"R-file-scripted-s0"}
+
+
+async def test_a_donor_must_have_played_the_same_timeline(env: Env) -> None:
+    # A slice's final probes expect only the slice's change events, so a whole-timeline run cannot
+    # lend its checkpoints to a slice run (and the other way round), named or chosen.
+    async with RunStore(env.root / "mempa.sqlite") as store:
+        donor = await env.runner(store, FakeEpisodes()).run()
+        assert donor.status is RunStatus.COMPLETED
+        sliced = runner_config(memory="none").model_copy(update={"slice": True})
+        with pytest.raises(DonorError, match=r"played the whole timeline, but this run probes the quick-start slice"):
+            await env.runner(store, FakeEpisodes(), config=sliced.model_copy(update={"donor_run": donor.run_id})).run()
+        assert await store.get_run(sliced.run_id) is None  # refused before anything was stored
+        outcome = await env.runner(store, FakeEpisodes(), config=sliced).run()
+        assert any("that played the same timeline (slice)" in n and "--slice" in n for n in outcome.notes)
+        assert {r.checkpoint_run for r in await store.probe_results(outcome.run_id)} == {None}
+        whole = await env.runner(store, FakeEpisodes(), cfg={"memory": "none"}).run()
+        assert {r.checkpoint_run for r in await store.probe_results(whole.run_id)} == {donor.run_id}

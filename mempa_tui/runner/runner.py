@@ -88,6 +88,9 @@ class Runner:
         episodes: the episode loop's functions (tests may substitute).
         scorer: computes BRS and PRS for completed final probes.
         resamples: bootstrap resamples of the report.
+        preferred_donor: No Memory / Oracle without a named or stored donor: probe from this run
+            when it fits (same user, timeline and world files), else from the latest completed
+            accumulation run that fits (``run_many`` passes the batch's own donor).
     """
 
     def __init__(
@@ -105,6 +108,7 @@ class Runner:
         episodes: EpisodeFunctions | None = None,
         scorer: ProbeScorer | None = None,
         resamples: int = 5000,
+        preferred_donor: str | None = None,
     ) -> None:
         self.config = config
         self.store = store
@@ -118,6 +122,7 @@ class Runner:
         self.episodes = episodes
         self.scorer = scorer or default_scorer
         self.resamples = resamples
+        self.preferred_donor = preferred_donor
         self.progress = RunProgress(run_id=config.run_id)
 
     @property
@@ -136,8 +141,33 @@ class Runner:
         except ValidationError:
             return None
 
+    @staticmethod
+    def _donor_mismatch(config: RunConfig, donor: RunRecord) -> str | None:
+        """Why ``donor`` cannot lend its checkpoints to ``config`` (None: it can).
+
+        A donor must have played the same timeline: the quick-start slice or the whole one (a
+        slice's final probes expect only the slice's change events), from the same world files.
+        """
+        try:
+            theirs = RunConfig.model_validate_json(donor.config_json)
+        except ValidationError:
+            return f"donor run {donor.id} has a stored configuration this version cannot read"
+        if theirs.slice != config.slice:
+            played = "the quick-start slice" if theirs.slice else "the whole timeline"
+            wanted = "the quick-start slice (--slice)" if config.slice else "the whole timeline"
+            return f"donor run {donor.id} played {played}, but this run probes {wanted}"
+        if theirs.worlds_digest and config.worlds_digest and theirs.worlds_digest != config.worlds_digest:
+            return (f"donor run {donor.id} played other world files for user {config.user} "
+                    f"(worlds digest {theirs.worlds_digest[:12]}, now {config.worlds_digest[:12]})")
+        return None
+
     async def _resolve_donor(self, config: RunConfig, notes: list[str]) -> RunConfig:
-        """Fill ``donor_run`` for No Memory and Oracle (paper Section 4 'Reference Condition Runs')."""
+        """Fill ``donor_run`` for No Memory and Oracle (paper Section 4 'Reference Condition Runs').
+
+        Raises:
+            DonorError: the named donor is missing, of another user, probe-only, or played another
+                timeline (slice vs whole, other world files).
+        """
         if config.accumulates:
             return config
         if config.donor_run is not None:
@@ -148,17 +178,30 @@ class Runner:
                 raise DonorError(f"donor run {donor.id} is of user {donor.user}, not {config.user}")
             if donor.memory in PROBE_ONLY_CONDITIONS:
                 raise DonorError(f"donor run {donor.id} is a {donor.memory} run and has no timeline checkpoints")
+            why = self._donor_mismatch(config, donor)
+            if why is not None:
+                raise DonorError(why)
             return config
         stored = None if self.fresh else await self._stored_config()
         if stored is not None and stored.donor_run is not None:
             notes.append(f"probing from the checkpoints of donor run {stored.donor_run} (chosen when this run started)")
             return config.model_copy(update={"donor_run": stored.donor_run})
-        donor = await self.store.latest_completed_run(config.user, config.profile, exclude_memory=PROBE_ONLY_CONDITIONS)
+        preferred = await self.store.get_run(self.preferred_donor) if self.preferred_donor else None
+        if (preferred is not None and preferred.user == config.user and preferred.status is RunStatus.COMPLETED
+                and preferred.memory not in PROBE_ONLY_CONDITIONS and self._donor_mismatch(config, preferred) is None):
+            notes.append(f"probing from the checkpoints of donor run {preferred.id}")
+            return config.model_copy(update={"donor_run": preferred.id})
+        donor = await self.store.latest_completed_run(
+            config.user, config.profile, exclude_memory=PROBE_ONLY_CONDITIONS,
+            fits=lambda run: self._donor_mismatch(config, run) is None,
+        )
         if donor is None:
+            slice_flag = " --slice" if config.slice else ""
             notes.append(
                 f"warning: no completed accumulation run of user {config.user} with profile "
-                f"{config.profile}; probing from the fixture world with an empty memory "
-                f"(run e.g. `mempa run --user {config.user} --memory file --model {config.profile}` "
+                f"{config.profile} that played the same timeline{' (slice)' if config.slice else ''}; "
+                "probing from the fixture world with an empty memory "
+                f"(run e.g. `mempa run --user {config.user} --memory file --model {config.profile}{slice_flag}` "
                 "first, or name one with --donor)"
             )
             return config
@@ -298,7 +341,10 @@ async def run_many(
     """Run several configs concurrently (anyio task group; model concurrency is the client's).
 
     Accumulating runs go first, all at once; then No Memory and Oracle runs, so they find the
-    donors just played. One run's error does not stop the others: it is returned in its place.
+    donors just played: a probe-only config without a ``donor_run`` takes the first accumulating
+    config of the batch (in the given order) for the same user, profile, seed and timeline that
+    completed, else the runner's usual choice. One run's error does not stop the others: it is
+    returned in its place.
 
     Args:
         configs: the runs.
@@ -313,7 +359,9 @@ async def run_many(
 
     async def one(i: int) -> None:
         observer = observer_for(configs[i]) if observer_for else None
-        runner = Runner(configs[i], store, client, registry, observer, **runner_options)  # type: ignore[arg-type]
+        donor = _batch_donor(configs[i], configs, results)
+        runner = Runner(configs[i], store, client, registry, observer, preferred_donor=donor,
+                        **runner_options)  # type: ignore[arg-type]
         try:
             results[i] = await runner.run()
         except Exception as exc:  # noqa: BLE001 - returned to the caller in the run's place
@@ -325,3 +373,17 @@ async def run_many(
                 if cfg.accumulates is wave:
                     tg.start_soon(one, i)
     return [r if r is not None else RuntimeError("run did not start") for r in results]
+
+
+def _batch_donor(
+    config: RunConfig, batch: Sequence[RunConfig], results: Sequence[RunOutcome | Exception | None]
+) -> str | None:
+    """The batch's first completed accumulation run for ``config``'s user, profile, seed and timeline."""
+    if config.accumulates or config.donor_run is not None:
+        return None
+    for other, result in zip(batch, results, strict=True):
+        same = (other.user, other.profile, other.seed, other.slice) == (
+            config.user, config.profile, config.seed, config.slice)
+        if other.accumulates and same and isinstance(result, RunOutcome) and result.status is RunStatus.COMPLETED:
+            return result.run_id
+    return None

@@ -9,7 +9,7 @@ half way, so a kill leaves either the whole step or none of it (see :mod:`._base
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from mempa_tui.store import _codec, _sql
@@ -162,13 +162,15 @@ class RunStore(StoreBase):
         )
 
     async def latest_completed_run(
-        self, user: str, profile: str, *, exclude_memory: Sequence[str] = ()
+        self, user: str, profile: str, *, exclude_memory: Sequence[str] = (),
+        fits: Callable[[RunRecord], bool] | None = None,
     ) -> RunRecord | None:
         """The newest completed run of a user and profile that played its timeline.
 
         Used to pick a donor for No Memory and Oracle (paper Section 4, 'Reference Condition
         Runs'): runs whose memory condition is in ``exclude_memory`` (the probe-only conditions)
-        are skipped, as are archived runs (ids with ``~``).
+        are skipped, as are archived runs (ids with ``~``) and runs ``fits`` rejects (the runner
+        passes a check that the run played the same timeline: slice or whole, same world files).
         """
         marks = ",".join("?" * len(exclude_memory)) or "''"
         rows = await self._fetchall(
@@ -177,7 +179,11 @@ class RunStore(StoreBase):
             " ORDER BY updated_at DESC",
             (user, profile, *exclude_memory),
         )
-        return _sql.run_from_row(rows[0]) if rows else None
+        for row in rows:
+            run = _sql.run_from_row(row)
+            if fits is None or fits(run):
+                return run
+        return None
 
     # ---- steps and checkpoints ---------------------------------------------------------------
 
