@@ -261,3 +261,43 @@ def test_a_saves_path_that_is_a_file_is_one_error_line(
     err = capsys.readouterr().err.strip()
     assert err == f"mempa: error: {blocker}: the saves folder is a file, not a folder"
     assert blocker.read_text() == "not a folder"
+
+
+@pytest.mark.timeout(400)
+def test_several_conditions_run_side_by_side_then_results_compares_stored_runs(
+    tmp_path: Path, profile_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    saves = tmp_path / "saves"
+    args = _run_args(tmp_path, profile_file)
+    args[args.index("--memory") + 1] = "none,file,prefstate"
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "3 runs side by side: R-none-scripted-s0, R-file-scripted-s0, R-prefstate-scripted-s0" in out
+    assert "[R-file-scripted-s0] step 1/3 R-s1 completed" in out  # interleaved lines name their run
+    assert "[R-none-scripted-s0] probe 3/3" in out
+    assert "[R-none-scripted-s0] note: probing from the checkpoints of donor run R-file-scripted-s0" in out
+    table = out[out.index("run R-prefstate-scripted-s0 completed"):]
+    for label, rows in (("File memory", 2), ("Preference-state memory", 2), ("No Memory", 1)):
+        assert sum(line.startswith(label) for line in table.splitlines()) == rows, label  # table + differences
+    assert "Difference from No Memory" in table and "ΔPSA" in table
+
+    assert main(["results", "--saves", str(saves)]) == 0
+    again = capsys.readouterr().out
+    assert again.splitlines()[0].split()[:3] == ["Memory", "Model", "PSA"]
+    assert "Difference from No Memory" in again
+    assert main(["results", "R-file-scripted-s0", "R-prefstate-scripted-s0", "--saves", str(saves)]) == 0
+    two = capsys.readouterr().out
+    assert "No Memory" not in two.split("(no No Memory", 1)[0] and "add one with `mempa run --memory none" in two
+    assert main(["results", "--saves", str(saves), "--by", "user", "--export", "--resamples", "200"]) == 0
+    exported = capsys.readouterr().out
+    folder = next(saves.glob("results-*"))
+    assert f"exported: {folder / 'report.md'}" in exported and (folder / "by_user.csv").is_file()
+    assert main(["results", "R-nope", "--saves", str(saves)]) == 2
+    err = capsys.readouterr().err
+    assert "no run 'R-nope'" in err and "R-file-scripted-s0" in err
+    assert main(["results", "--saves", str(saves), "--user", "Q"]) == 1
+    assert "no runs to compare for user Q" in capsys.readouterr().out
+
+    args[args.index("--memory") + 1] = "file,rag,file"
+    assert main(args) == 2
+    assert "names file more than once" in capsys.readouterr().err

@@ -43,6 +43,16 @@ def _memory_option(text: str) -> tuple[str, int | float | bool | str]:
     return key.strip(), value
 
 
+def _conditions(text: str) -> list[str]:
+    names = [n.strip() for n in text.split(",")]
+    if not all(names):
+        raise argparse.ArgumentTypeError(f"{text!r} has an empty condition name")
+    repeated = sorted({n for n in names if names.count(n) > 1})
+    if repeated:
+        raise argparse.ArgumentTypeError(f"{text!r} names {', '.join(repeated)} more than once")
+    return names
+
+
 def _positive(text: str) -> int:
     try:
         value = int(text)
@@ -78,8 +88,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     run = sub.add_parser("run", help="play a user's timeline, run the probes, score (resumes a stopped run)")
     run.add_argument("--user", required=True, help="user label, e.g. A (worlds/users/A)")
-    run.add_argument("--memory", default="file",
-                     help="memory condition: none, oracle, file, rag, mem0, prefstate, mem0ai (default file)")
+    run.add_argument("--memory", default="file", type=_conditions,
+                     help="memory condition: none, oracle, file, rag, mem0, prefstate, mem0ai (default "
+                          "file); several, comma-separated, run side by side and print one table "
+                          "(e.g. none,file,rag,mem0,prefstate)")
     run.add_argument("--model", default="embedded", metavar="PROFILE",
                      help="model profile name (models/<name>.yaml) or a YAML path (default embedded)")
     run.add_argument("--repeats", type=_positive, default=3, help="repeats per probe (default 3)")
@@ -123,6 +135,21 @@ def build_parser() -> argparse.ArgumentParser:
     report = sub.add_parser("report", help="score a stored run again and write its report")
     report.add_argument("run_id", metavar="RUN", help="run id, as `mempa runs` lists it")
     report.add_argument("--saves", default="saves", metavar="DIR", help="run database folder (default saves)")
+
+    results = sub.add_parser(
+        "results", help="side-by-side scores of stored runs, with each condition's difference from No Memory")
+    results.add_argument("run_ids", nargs="*", metavar="RUN",
+                         help="runs to compare, as `mempa runs` lists them (default: every stored run)")
+    results.add_argument("--saves", default="saves", metavar="DIR", help="run database folder (default saves)")
+    results.add_argument("--user", action="append", metavar="LABEL",
+                         help="only runs of this user (repeatable)")
+    results.add_argument("--by", choices=("condition", "user", "dimension", "group"), default="condition",
+                         help="rows per memory condition and model (default), or also per user, "
+                              "dimension or reply-vs-action group")
+    results.add_argument("--resamples", type=_positive, default=5000, metavar="N",
+                         help="bootstrap resamples of the intervals (default 5000, as the paper)")
+    results.add_argument("--export", action="store_true",
+                         help="also write Markdown and CSV tables to <saves>/results-<UTC time>/")
 
     models = sub.add_parser("models", help="model profiles")
     msub = models.add_subparsers(dest="models_command", metavar="ACTION", parser_class=_Parser)

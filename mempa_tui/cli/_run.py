@@ -33,8 +33,10 @@ class ProgressPrinter:
         out: where to print (stdout by default).
     """
 
-    def __init__(self, out: TextIO | None = None) -> None:
+    def __init__(self, out: TextIO | None = None, *, with_run_id: bool = False) -> None:
         self.out = out or sys.stdout
+        self.with_run_id = with_run_id
+        """Start each line with the run id (several runs print into one stream)."""
 
     def __call__(self, item: RunEvent | StepEvent) -> None:
         """Print a :class:`RunEvent` as one line."""
@@ -46,6 +48,8 @@ class ProgressPrinter:
             line = f"note: {item.message}"
         else:
             line = item.message
+        if self.with_run_id and not line.startswith(f"run {item.run_id}"):
+            line = f"[{item.run_id}] {line}"
         print(line, file=self.out, flush=True)
 
 
@@ -157,10 +161,18 @@ def build_run_config(
         raise UserError(_first_validation_line(exc)) from None
 
 
-def _config(args: argparse.Namespace, profile: ModelProfile) -> RunConfig:
+def _conditions(args: argparse.Namespace) -> list[str]:
+    return list(args.memory) if isinstance(args.memory, list) else [args.memory]
+
+
+def _config(args: argparse.Namespace, profile: ModelProfile, memory: str, *, several: bool = False) -> RunConfig:
+    from mempa_tui.runner.config import PROBE_ONLY_CONDITIONS
+
+    # With several conditions, --donor is for No Memory / Oracle only (the others play the timeline).
+    donor = args.donor if not several or memory in PROBE_ONLY_CONDITIONS else None
     return build_run_config(
-        user=args.user, memory=args.memory, profile=profile, worlds=args.worlds, repeats=args.repeats,
-        seed=args.seed, donor=args.donor, memory_options=dict(args.memory_option),
+        user=args.user, memory=memory, profile=profile, worlds=args.worlds, repeats=args.repeats,
+        seed=args.seed, donor=donor, memory_options=dict(args.memory_option),
         probe_concurrency=args.probe_concurrency, slice=args.slice,
     )
 
@@ -185,7 +197,11 @@ async def cmd_run(args: argparse.Namespace, out: TextIO | None = None) -> int:
 
     out = out or sys.stdout
     profile = load_profile(args.model)
-    config = _config(args, profile)
+    memories = _conditions(args)
+    if len(memories) > 1:
+        configs = [_config(args, profile, m, several=True) for m in memories]
+        return await _run_several(args, profile, configs, out)
+    config = _config(args, profile, memories[0])
     async with AsyncExitStack() as stack:
         # The store first: a saves folder that cannot be used is reported before a model starts.
         store = await stack.enter_async_context(RunStore(database_path(args.saves)))
@@ -208,3 +224,49 @@ async def cmd_run(args: argparse.Namespace, out: TextIO | None = None) -> int:
         return 1
     print(f"run {outcome.run_id} completed", file=out)
     return 0
+
+
+async def _run_several(args: argparse.Namespace, profile: ModelProfile, configs: list[RunConfig], out: TextIO) -> int:
+    """Several memory conditions of one user and profile (``--memory none,file,rag``), then one table.
+
+    The conditions that play the timeline run first, at once (model calls are limited per endpoint
+    by the client); No Memory and Oracle then probe from the first of them that completed (paper
+    Section 4, 'Reference Condition Runs'), unless ``--donor`` names another. One run's error does
+    not stop the others; each is reported, and the exit code is 0 only when every run completed.
+    """
+    from mempa_tui.cli._errors import user_error_message
+    from mempa_tui.cli._results import print_results
+    from mempa_tui.runner import RunOutcome, run_many
+    from mempa_tui.tools import default_registry
+
+    async with AsyncExitStack() as stack:
+        store = await stack.enter_async_context(RunStore(database_path(args.saves)))
+        profile = await prepare_runtime(profile, stack, out)
+        print(f"{len(configs)} runs side by side: {', '.join(c.run_id for c in configs)}", file=out, flush=True)
+        printer = ProgressPrinter(out, with_run_id=True)
+        results = await run_many(
+            configs, store, LLMClient(profile), default_registry(), observer_for=lambda _cfg: printer,
+            memory_root=Path(args.local_memory), reports_root=Path(args.saves),
+            fresh=args.fresh, probes_only=args.probes_only,
+        )
+        print(file=out)
+        code = 0
+        for config, result in zip(configs, results, strict=True):
+            if isinstance(result, RunOutcome):
+                if result.status is RunStatus.COMPLETED:
+                    print(f"run {result.run_id} completed (report: {Path(args.saves) / result.run_id / 'report.md'})",
+                          file=out)
+                else:
+                    print(f"run {result.run_id} is not complete: " + "; ".join(result.notes), file=out)
+                    code = max(code, 1)
+            else:
+                known = user_error_message(result)
+                print(f"run {config.run_id} did not finish: "
+                      + (known if known is not None else f"{type(result).__name__}: {result}"), file=out)
+                code = max(code, 2 if known is not None else 1)
+        stored = {r.id for r in await store.list_runs()}
+        shown = [c.run_id for c in configs if c.run_id in stored]
+        if shown:
+            print(file=out)
+            await print_results(store, shown, out)
+    return code

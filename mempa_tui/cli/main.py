@@ -41,6 +41,10 @@ async def _dispatch(args: argparse.Namespace) -> int:
         return await _commands.cmd_runs(args)
     if args.command == "report":
         return await _commands.cmd_report(args)
+    if args.command == "results":
+        from mempa_tui.cli._results import cmd_results
+
+        return await cmd_results(args)
     if args.command == "models":
         return await _commands.cmd_models(args)
     if args.command == "worlds":

@@ -8,6 +8,8 @@ user, dimension or reply-vs-action group.
 
 * :func:`stored_outcomes` - every probe outcome of the chosen runs (all runs by default).
 * :func:`results_rows` - the rows of one grouping (means and SDs; intervals on request).
+* :func:`results_text` / :func:`differences_text` - the same rows, and each condition's paired
+  difference from No Memory (Table 13, right), as aligned text for ``mempa results``.
 * :func:`bar_chart` - one bar per row for one metric, scaled to the metric's range.
 * :func:`export_results` - the full report (``report.md`` and CSVs, with bootstrap intervals,
   via :func:`~mempa_tui.scoring.write_reports`) plus ``by_user.csv`` and ``screen.md`` (the table
@@ -27,10 +29,12 @@ from pydantic import BaseModel
 from mempa_tui.runner.report import outcome_of
 from mempa_tui.scoring import (
     ConditionScores,
+    Difference,
     MetricSummary,
     ProbeOutcome,
     ReportPaths,
     breakdown,
+    condition_label,
     score_conditions,
     write_reports,
 )
@@ -43,10 +47,12 @@ __all__ = [
     "ExportedResults",
     "Grouping",
     "bar_chart",
+    "differences_text",
     "export_results",
     "partial_runs",
     "results_markdown",
     "results_rows",
+    "results_text",
     "stored_outcomes",
 ]
 
@@ -195,6 +201,50 @@ def results_markdown(rows: Sequence[ConditionScores], by: Grouping) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
     lines += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in body]
     return "\n".join(lines) + "\n"
+
+
+def _aligned(header: list[str], body: list[list[str]]) -> str:
+    widths = [max(len(x) for x in col) for col in zip(header, *body, strict=True)]
+
+    def line(cells: list[str]) -> str:
+        return "  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)).rstrip()
+
+    return "\n".join([line(header), "  ".join("-" * w for w in widths), *(line(b) for b in body)])
+
+
+def results_text(rows: Sequence[ConditionScores], by: Grouping = "condition") -> str:
+    """The rows as an aligned plain-text table (cells ``mean ± SD [low, high]``), for the terminal.
+
+    Same columns as :func:`results_markdown`: memory, model, the breakdown (unless ``by`` is
+    ``condition``), PSA, CS, PET (%), BRS, PRS (1-5), probes, floored, incomplete.
+    """
+    return _aligned(*_table(rows, by))
+
+
+def differences_text(diffs: Sequence[Difference]) -> str:
+    """Each condition's difference from the reference as aligned text, one row per condition and
+    model, one column per metric: ``+12.5 [3.1, 20.0]`` (percentage points; the paired 95 %
+    cluster-bootstrap interval of paper Appendix F.3), ``N/A`` when either side has no eligible
+    item. Empty string without differences."""
+    if not diffs:
+        return ""
+    metrics = list(dict.fromkeys(d.metric for d in diffs))
+    rows: dict[tuple[str, str], dict[str, Difference]] = {}
+    for d in diffs:
+        rows.setdefault((d.memory, d.model), {})[d.metric] = d
+
+    def cell(d: Difference | None) -> str:
+        if d is None or d.point is None:
+            return "N/A"
+        text = f"{d.point:+.1f}"
+        if d.interval.low is not None and d.interval.high is not None:
+            text += f" [{d.interval.low:+.1f}, {d.interval.high:+.1f}]"
+        return text
+
+    header = ["Memory", "Model", *(f"Δ{m}" for m in metrics)]
+    body = [[condition_label(memory), model, *(cell(found.get(m)) for m in metrics)]
+            for (memory, model), found in rows.items()]
+    return _aligned(header, body)
 
 
 class ExportedResults(BaseModel):

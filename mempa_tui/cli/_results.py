@@ -1,0 +1,99 @@
+"""``mempa results``: stored runs side by side (paper Tables 1-3 and 13; SPEC 4.9), also printed at
+the end of a multi-condition ``mempa run``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, TextIO
+
+from mempa_tui.cli._commands import _need_database
+from mempa_tui.cli._errors import UserError
+from mempa_tui.cli._run import database_path
+
+if TYPE_CHECKING:
+    from mempa_tui.runner._results import Grouping
+    from mempa_tui.store import RunStore
+
+__all__ = ["cmd_results", "print_results"]
+
+
+async def print_results(
+    store: RunStore, run_ids: Sequence[str], out: TextIO, *, by: Grouping = "condition",
+    resamples: int = 5000, export_to: Path | None = None,
+) -> bool:
+    """Print the side-by-side table of ``run_ids`` and each condition's difference from No Memory.
+
+    Shared by ``mempa results`` and a multi-condition ``mempa run``. Rows come from
+    :func:`~mempa_tui.runner._results.results_rows` with bootstrap intervals; differences are
+    paired (same probes and repeats) against the No Memory rows of the same model (Table 13).
+
+    Args:
+        store: the open run store.
+        run_ids: the runs (each must exist).
+        out: where to print.
+        by: the grouping of the rows.
+        resamples: bootstrap resamples.
+        export_to: also write the Markdown and CSV tables under this saves folder.
+
+    Returns:
+        False when none of the runs has a probe result yet (nothing printed but a line saying so).
+    """
+    from mempa_tui.runner._results import (
+        differences_text,
+        export_results,
+        partial_runs,
+        results_rows,
+        results_text,
+        stored_outcomes,
+    )
+    from mempa_tui.scoring import differences_from
+
+    outcomes = await stored_outcomes(store, run_ids)
+    if not outcomes:
+        print(f"no probe results yet in {', '.join(run_ids)}; nothing to compare", file=out)
+        return False
+    rows = results_rows(outcomes, by, intervals=True, resamples=resamples)
+    print(results_text(rows, by), file=out)
+    conditions = {o.memory for o in outcomes}
+    if "none" in conditions and len(conditions) > 1:
+        diffs = differences_from(outcomes, resamples=resamples)
+        if diffs:
+            print("\nDifference from No Memory (percentage points, paired 95% bootstrap interval):", file=out)
+            print(differences_text(diffs), file=out)
+    elif len(conditions) > 1:
+        print("\n(no No Memory run among these, so no differences from it; add one with "
+              "`mempa run --memory none ...`)", file=out)
+    partial = [line for line in await partial_runs(store) if line.split(" ", 1)[0] in set(run_ids)]
+    if partial:
+        print("\nnot every probe is stored yet for: " + "; ".join(partial), file=out)
+    if export_to is not None:
+        exported = export_results(outcomes, export_to, by=by, resamples=resamples)
+        print(f"\nexported: {exported.report.main_md} (and CSV tables in {exported.folder})", file=out)
+    return True
+
+
+async def cmd_results(args: argparse.Namespace, out: TextIO | None = None) -> int:
+    """``mempa results``: the side-by-side table of stored runs (all, or those named)."""
+    from mempa_tui.store import RunStore
+
+    out = out or sys.stdout
+    async with RunStore(_need_database(args.saves)) as store:
+        runs = await store.list_runs()
+        known = [r.id for r in runs]
+        missing = [r for r in args.run_ids if r not in known]
+        if missing:
+            raise UserError(f"no run {', '.join(map(repr, missing))} in {database_path(args.saves)}"
+                            + (f" (runs: {', '.join(known)})" if known else ""))
+        chosen = list(args.run_ids) or [r.id for r in runs if "~" not in r.id]
+        if args.user:
+            users = {u.upper() for u in args.user}
+            chosen = [r.id for r in runs if r.id in chosen and r.user in users]
+        if not chosen:
+            print("no runs to compare" + (f" for user {', '.join(args.user)}" if args.user else ""), file=out)
+            return 1
+        ok = await print_results(store, chosen, out, by=args.by, resamples=args.resamples,
+                                 export_to=Path(args.saves) if args.export else None)
+    return 0 if ok else 1
