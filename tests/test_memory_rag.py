@@ -25,7 +25,7 @@ from mempa_tui.memory import (
     TurnRecord,
     make_memory,
 )
-from mempa_tui.memory._embed import LocalEmbedder, normalise_rows
+from mempa_tui.memory._embed import EmbedderError, LocalEmbedder, normalise_rows
 from mempa_tui.memory._rag import RagMemory
 from mempa_tui.memory._vectors import DimensionMismatchError, VectorIndex
 from mempa_tui.runner import RunConfig, Runner
@@ -226,6 +226,26 @@ def test_local_embedder_is_cached_and_normalised() -> None:
     vectors = first.embed_sync(["short replies please", "no"])
     assert vectors.shape == (2, 384) and vectors.dtype == np.float32
     assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+
+
+def test_embedder_threads_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    import torch
+
+    from mempa_tui.memory._embed import EMBED_THREADS_ENV, _set_torch_threads
+
+    before = torch.get_num_threads()
+    try:
+        monkeypatch.delenv(EMBED_THREADS_ENV, raising=False)
+        _set_torch_threads()
+        assert torch.get_num_threads() == 1
+        monkeypatch.setenv(EMBED_THREADS_ENV, "2")
+        _set_torch_threads()
+        assert torch.get_num_threads() == 2
+        monkeypatch.setenv(EMBED_THREADS_ENV, "zero")
+        with pytest.raises(EmbedderError, match=r"MEMPA_EMBED_THREADS='zero': expected a whole number"):
+            _set_torch_threads()
+    finally:
+        torch.set_num_threads(before)
 
 
 async def test_factory_rejects_bad_options(setup: Setup, tmp_path: Path) -> None:

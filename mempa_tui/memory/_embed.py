@@ -31,6 +31,7 @@ from mempa_tui.llm.types import Role
 
 __all__ = [
     "DEFAULT_EMBEDDER_NAME",
+    "EMBED_THREADS_ENV",
     "Embedder",
     "EmbedderError",
     "EmbeddingClient",
@@ -135,12 +136,36 @@ def _load_local(path: Path) -> Any:
             from sentence_transformers import SentenceTransformer
         except ImportError:
             raise EmbedderError(f"sentence-transformers is not installed; {_INSTALL_HINT}") from None
+        _set_torch_threads()
         try:
             model = SentenceTransformer(key, device="cpu")
         except (OSError, ValueError) as exc:
             raise EmbedderError(f"cannot load the embedding model at {path}: {exc}") from None
         _MODELS[key] = model
         return model
+
+
+EMBED_THREADS_ENV = "MEMPA_EMBED_THREADS"
+"""Environment variable: torch's CPU threads for the local embedder (default 1)."""
+
+
+def _set_torch_threads() -> None:
+    """Give torch one CPU thread unless ``MEMPA_EMBED_THREADS`` says otherwise.
+
+    The local embedder sees one short message at a time, and in a run it shares the CPU with the
+    model server; torch's threads wait on each other at every layer, so a second thread on a busy
+    machine makes each query several times slower (measured on our 2-core machine while llama.cpp
+    ran: median 52 ms with one thread, 236-350 ms with two). torch serves only the embedder here.
+
+    Raises:
+        EmbedderError: the variable is not a positive whole number.
+    """
+    raw = os.environ.get(EMBED_THREADS_ENV, "1").strip()
+    if not raw.isdigit() or int(raw) < 1:
+        raise EmbedderError(f"{EMBED_THREADS_ENV}={raw!r}: expected a whole number of threads, at least 1")
+    import torch
+
+    torch.set_num_threads(int(raw))
 
 
 def _model_dim(model: Any) -> int:
