@@ -298,6 +298,23 @@ def test_several_conditions_run_side_by_side_then_results_compares_stored_runs(
     assert main(["results", "--saves", str(saves), "--user", "Q"]) == 1
     assert "no runs to compare for user Q" in capsys.readouterr().out
 
+    # another seed of File memory: all runs together keep the newest of the two, named ones refuse
+    seed1 = _run_args(tmp_path, profile_file, "--seed", "1")
+    assert main(seed1) == 0
+    capsys.readouterr()
+    assert main(["results", "--saves", str(saves)]) == 0
+    out = capsys.readouterr().out
+    assert "left out (a newer run holds the same user, condition and model; name runs to choose): R-file-scripted-s0" in out
+    assert main(["results", "R-file-scripted-s0", "R-file-scripted-s1", "--saves", str(saves)]) == 2
+    assert "runs R-file-scripted-s1 and R-file-scripted-s0 both hold user R's file probes" in capsys.readouterr().err
+
+    # a donor that does not exist is refused before any run plays
+    donor_args = [*args, "--donor", "R-nope"]
+    donor_args[donor_args.index("--memory") + 1] = "none,prefstate"
+    assert main(donor_args) == 2
+    captured = capsys.readouterr()
+    assert "donor run 'R-nope' not found" in captured.err and "step 1/3" not in captured.out
+
     args[args.index("--memory") + 1] = "file,rag,file"
     assert main(args) == 2
     assert "names file more than once" in capsys.readouterr().err

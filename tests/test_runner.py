@@ -276,6 +276,9 @@ async def test_probes_only_waits_for_missing_checkpoints(env: Env) -> None:
         finished = await env.runner(store, FakeEpisodes()).run()
         assert finished.status is RunStatus.COMPLETED
         assert len(await store.done_probes(outcome.run_id)) == 6
+        # --probes-only on the completed run changes nothing and leaves it completed
+        again = await env.runner(store, FakeEpisodes(), probes_only=True).run()
+        assert again.status is RunStatus.COMPLETED and again.progress.steps_done == 3
 
 
 async def test_run_many_plays_accumulation_before_reference_conditions(env: Env) -> None:
@@ -369,3 +372,17 @@ async def test_a_donor_must_have_played_the_same_timeline(env: Env) -> None:
         assert {r.checkpoint_run for r in await store.probe_results(outcome.run_id)} == {None}
         whole = await env.runner(store, FakeEpisodes(), cfg={"memory": "none"}).run()
         assert {r.checkpoint_run for r in await store.probe_results(whole.run_id)} == {donor.run_id}
+
+
+async def test_a_reference_run_started_without_a_donor_keeps_going_without_one(env: Env) -> None:
+    # It probed the fixture world; a memory run finished since must not turn the rerun into a
+    # config mismatch (the donor is part of the config): it goes on as it started and says so.
+    async with RunStore(env.root / "mempa.sqlite") as store:
+        first = await env.runner(store, FakeEpisodes(), cfg={"memory": "none"}).run()
+        assert any("fixture world" in n for n in first.notes)
+        assert (await env.runner(store, FakeEpisodes()).run()).status is RunStatus.COMPLETED
+        again = await env.runner(store, FakeEpisodes(), cfg={"memory": "none"}).run()
+        assert again.status is RunStatus.COMPLETED
+        assert any("started without a donor run" in n and "--fresh" in n for n in again.notes)
+        fresh = await env.runner(store, FakeEpisodes(), cfg={"memory": "none"}, fresh=True).run()
+        assert any("donor run R-file-scripted-s0" in n for n in fresh.notes)

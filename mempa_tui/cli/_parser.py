@@ -63,6 +63,13 @@ def _positive(text: str) -> int:
     return value
 
 
+def _resamples(text: str) -> int:
+    value = _positive(text)
+    if value < 100:
+        raise argparse.ArgumentTypeError(f"{value} is too few for a 95% interval; use at least 100 (the paper: 5000)")
+    return value
+
+
 def _int(text: str) -> int:
     try:
         return int(text)
@@ -146,7 +153,7 @@ def build_parser() -> argparse.ArgumentParser:
     results.add_argument("--by", choices=("condition", "user", "dimension", "group"), default="condition",
                          help="rows per memory condition and model (default), or also per user, "
                               "dimension or reply-vs-action group")
-    results.add_argument("--resamples", type=_positive, default=5000, metavar="N",
+    results.add_argument("--resamples", type=_resamples, default=5000, metavar="N",
                          help="bootstrap resamples of the intervals (default 5000, as the paper)")
     results.add_argument("--export", action="store_true",
                          help="also write Markdown and CSV tables to <saves>/results-<UTC time>/")

@@ -22,13 +22,16 @@ __all__ = ["cmd_results", "print_results"]
 
 async def print_results(
     store: RunStore, run_ids: Sequence[str], out: TextIO, *, by: Grouping = "condition",
-    resamples: int = 5000, export_to: Path | None = None,
+    resamples: int = 5000, export_to: Path | None = None, named: bool = True,
 ) -> bool:
     """Print the side-by-side table of ``run_ids`` and each condition's difference from No Memory.
 
-    Shared by ``mempa results`` and a multi-condition ``mempa run``. Rows come from
-    :func:`~mempa_tui.runner._results.results_rows` with bootstrap intervals; differences are
-    paired (same probes and repeats) against the No Memory rows of the same model (Table 13).
+    Shared by ``mempa results`` and a multi-condition ``mempa run``. Runs are split by the kind of
+    timeline they played (whole or quick-start slice: one table each, never mixed), and a table
+    holds one run per user, condition and model (see
+    :func:`~mempa_tui.runner._results.comparable_groups`). Rows are means ± sample SD over repeats
+    (paper Table 1; the intervals are in the exported report); differences from No Memory are
+    paired over the probe repeats both runs hold, with 95 % cluster-bootstrap intervals (Table 13).
 
     Args:
         store: the open run store.
@@ -36,43 +39,70 @@ async def print_results(
         out: where to print.
         by: the grouping of the rows.
         resamples: bootstrap resamples.
-        export_to: also write the Markdown and CSV tables under this saves folder.
+        export_to: also write the Markdown and CSV tables (one folder per table) under this folder.
+        named: the user named the runs (colliding runs are then an error, not left out).
 
     Returns:
-        False when none of the runs has a probe result yet (nothing printed but a line saying so).
+        False when none of the runs has a probe result yet.
+
+    Raises:
+        UserError: named runs that cannot share a table (same user, condition and model).
     """
     from mempa_tui.runner._results import (
+        comparable_groups,
         differences_text,
         export_results,
+        paired_differences,
         partial_runs,
         results_rows,
         results_text,
         stored_outcomes,
     )
-    from mempa_tui.scoring import differences_from
+    from mempa_tui.scoring import condition_label
 
-    outcomes = await stored_outcomes(store, run_ids)
-    if not outcomes:
-        print(f"no probe results yet in {', '.join(run_ids)}; nothing to compare", file=out)
-        return False
-    rows = results_rows(outcomes, by, intervals=True, resamples=resamples)
-    print(results_text(rows, by), file=out)
-    conditions = {o.memory for o in outcomes}
-    if "none" in conditions and len(conditions) > 1:
-        diffs = differences_from(outcomes, resamples=resamples)
-        if diffs:
-            print("\nDifference from No Memory (percentage points, paired 95% bootstrap interval):", file=out)
-            print(differences_text(diffs), file=out)
-    elif len(conditions) > 1:
-        print("\n(no No Memory run among these, so no differences from it; add one with "
-              "`mempa run --memory none ...`)", file=out)
-    partial = [line for line in await partial_runs(store) if line.split(" ", 1)[0] in set(run_ids)]
-    if partial:
-        print("\nnot every probe is stored yet for: " + "; ".join(partial), file=out)
-    if export_to is not None:
-        exported = export_results(outcomes, export_to, by=by, resamples=resamples)
-        print(f"\nexported: {exported.report.main_md} (and CSV tables in {exported.folder})", file=out)
-    return True
+    records = {r.id: r for r in await store.list_runs()}
+    try:
+        groups = comparable_groups([records[i] for i in dict.fromkeys(run_ids)], named=named)
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
+    partial = {line.split(" ", 1)[0]: line for line in await partial_runs(store)}
+    shown = False
+    for group in groups:
+        outcomes = await stored_outcomes(store, group.run_ids)
+        heading = f"{group.timeline} runs" if len(groups) > 1 else ""
+        if heading:
+            print(("\n" if shown else "") + f"== {heading} ==", file=out)
+        if group.left_out:
+            print("left out (a newer run holds the same user, condition and model; name runs to choose): "
+                  + ", ".join(group.left_out), file=out)
+        if not outcomes:
+            print(f"no probe results yet in {', '.join(group.run_ids)}; nothing to compare", file=out)
+            continue
+        shown = True
+        rows = results_rows(outcomes, by)
+        print(results_text(rows, by), file=out)
+        conditions = {o.memory for o in outcomes}
+        if "none" in conditions and len(conditions) > 1:
+            diffs, dropped = paired_differences(outcomes, resamples=resamples)
+            if diffs:
+                print("\nDifference from No Memory (percentage points; paired over the same probes and "
+                      "repeats, 95% cluster-bootstrap interval):", file=out)
+                print(differences_text(diffs), file=out)
+            for memory, count in dropped.items():
+                if count:
+                    print(f"  {condition_label(memory)}: {count} probe repeat(s) without a No Memory "
+                          "counterpart left out of its difference", file=out)
+        elif len(conditions) > 1:
+            print("\n(no No Memory run among these, so no differences from it; add one with "
+                  "`mempa run --memory none ...`)", file=out)
+        waiting = [partial[i] for i in group.run_ids if i in partial]
+        if waiting:
+            print("\nnot every probe is stored yet for: " + "; ".join(waiting), file=out)
+        if export_to is not None:
+            exported = export_results(outcomes, export_to, by=by, resamples=resamples)
+            print(f"\nexported: {exported.report.main_md} (with intervals; CSV tables in {exported.folder})",
+                  file=out)
+    return shown
 
 
 async def cmd_results(args: argparse.Namespace, out: TextIO | None = None) -> int:
@@ -95,5 +125,6 @@ async def cmd_results(args: argparse.Namespace, out: TextIO | None = None) -> in
             print("no runs to compare" + (f" for user {', '.join(args.user)}" if args.user else ""), file=out)
             return 1
         ok = await print_results(store, chosen, out, by=args.by, resamples=args.resamples,
-                                 export_to=Path(args.saves) if args.export else None)
+                                 export_to=Path(args.saves) if args.export else None,
+                                 named=bool(args.run_ids))
     return 0 if ok else 1

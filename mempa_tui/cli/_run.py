@@ -241,13 +241,18 @@ async def _run_several(args: argparse.Namespace, profile: ModelProfile, configs:
 
     async with AsyncExitStack() as stack:
         store = await stack.enter_async_context(RunStore(database_path(args.saves)))
+        await _check_batch_donor(store, args, configs, out)
+        if args.fresh:  # all at once, so an interrupted --fresh never leaves an old run in the batch
+            for config in configs:
+                if await store.get_run(config.run_id) is not None:
+                    archived = await store.archive_run(config.run_id)
+                    print(f"moved the stored run {config.run_id} aside as {archived}", file=out, flush=True)
         profile = await prepare_runtime(profile, stack, out)
         print(f"{len(configs)} runs side by side: {', '.join(c.run_id for c in configs)}", file=out, flush=True)
         printer = ProgressPrinter(out, with_run_id=True)
         results = await run_many(
             configs, store, LLMClient(profile), default_registry(), observer_for=lambda _cfg: printer,
-            memory_root=Path(args.local_memory), reports_root=Path(args.saves),
-            fresh=args.fresh, probes_only=args.probes_only,
+            memory_root=Path(args.local_memory), reports_root=Path(args.saves), probes_only=args.probes_only,
         )
         print(file=out)
         code = 0
@@ -264,9 +269,41 @@ async def _run_several(args: argparse.Namespace, profile: ModelProfile, configs:
                 print(f"run {config.run_id} did not finish: "
                       + (known if known is not None else f"{type(result).__name__}: {result}"), file=out)
                 code = max(code, 2 if known is not None else 1)
-        stored = {r.id for r in await store.list_runs()}
-        shown = [c.run_id for c in configs if c.run_id in stored]
+        # Only the runs this command played: a run that did not start keeps older results.
+        shown = [r.run_id for r in results if isinstance(r, RunOutcome)]
         if shown:
             print(file=out)
             await print_results(store, shown, out)
     return code
+
+
+async def _check_batch_donor(store: RunStore, args: argparse.Namespace, configs: list[RunConfig], out: TextIO) -> None:
+    """Check ``--donor`` before any run plays (it is used only after the memory runs).
+
+    Raises:
+        UserError: the donor is missing, of another user, a probe-only run, or played another
+            timeline (slice vs whole).
+    """
+    from mempa_tui.runner.config import PROBE_ONLY_CONDITIONS
+
+    if args.donor is None:
+        return
+    if not any(c.memory in PROBE_ONLY_CONDITIONS for c in configs):
+        print(f"note: --donor {args.donor} is ignored: it is for none and oracle, and neither is in --memory",
+              file=out, flush=True)
+        return
+    donor = await store.get_run(args.donor)
+    if donor is None:
+        raise UserError(f"donor run {args.donor!r} not found in {store.path} (see `mempa runs`)")
+    if donor.user != configs[0].user:
+        raise UserError(f"donor run {donor.id} is of user {donor.user}, not {configs[0].user}")
+    if donor.memory in PROBE_ONLY_CONDITIONS:
+        raise UserError(f"donor run {donor.id} is a {donor.memory} run and has no timeline checkpoints")
+    try:
+        donor_slice = bool(RunConfig.model_validate_json(donor.config_json).slice)
+    except ValueError:
+        return  # the runner names an unreadable donor configuration
+    if donor_slice != configs[0].slice:
+        played = "the quick-start slice" if donor_slice else "the whole timeline"
+        wanted = "the quick-start slice (--slice)" if configs[0].slice else "the whole timeline"
+        raise UserError(f"donor run {donor.id} played {played}, but this command probes {wanted}")

@@ -62,6 +62,13 @@ async def _dispatch(args: argparse.Namespace) -> int:
     raise UsageError(f"mempa: unknown command {args.command!r}")
 
 
+def _resume_hint(args: argparse.Namespace) -> str:
+    """How to resume: the same command, less ``--fresh`` (which would start over once more)."""
+    if getattr(args, "fresh", False):
+        return "run the same command again without --fresh to resume"
+    return "run the same command again to resume"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one ``mempa`` command.
 
@@ -83,14 +90,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cmd_tui(args)
         return anyio.run(_dispatch, args)
     except KeyboardInterrupt:
-        print("\nmempa: stopped; run the same command again to resume", file=sys.stderr)
+        print(f"\nmempa: stopped; {_resume_hint(args)}", file=sys.stderr)
         return 130
     except BrokenPipeError:  # e.g. `mempa tools list | head`: the reader left; not an error of ours
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())  # keep the interpreter's final flush from failing again
         return 0
     except SignalStop as exc:
-        print(f"mempa: {exc}; run the same command again to resume", file=sys.stderr)
+        print(f"mempa: {exc}; {_resume_hint(args)}", file=sys.stderr)
         return exc.code
     except UsageError as exc:
         print_error(str(exc))

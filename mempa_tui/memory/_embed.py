@@ -138,6 +138,12 @@ def _load_local(path: Path) -> Any:
             raise EmbedderError(f"sentence-transformers is not installed; {_INSTALL_HINT}") from None
         _set_torch_threads()
         try:
+            from transformers.utils import logging as transformers_logging
+
+            transformers_logging.disable_progress_bar()  # its "Loading weights" bar cut into run output
+        except ImportError:  # sentence-transformers without transformers cannot load anyway
+            pass
+        try:
             model = SentenceTransformer(key, device="cpu")
         except (OSError, ValueError) as exc:
             raise EmbedderError(f"cannot load the embedding model at {path}: {exc}") from None

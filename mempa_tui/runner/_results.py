@@ -19,6 +19,7 @@ user, dimension or reply-vs-action group.
 from __future__ import annotations
 
 import csv
+import json
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -26,7 +27,7 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from mempa_tui.runner.report import outcome_of
+from mempa_tui.runner.report import backbone_label, outcome_of
 from mempa_tui.scoring import (
     ConditionScores,
     Difference,
@@ -35,10 +36,11 @@ from mempa_tui.scoring import (
     ReportPaths,
     breakdown,
     condition_label,
+    differences_from,
     score_conditions,
     write_reports,
 )
-from mempa_tui.store import RunStore
+from mempa_tui.store import RunRecord, RunStore
 
 __all__ = [
     "GROUPINGS",
@@ -46,9 +48,12 @@ __all__ = [
     "Bar",
     "ExportedResults",
     "Grouping",
+    "RunGroup",
     "bar_chart",
+    "comparable_groups",
     "differences_text",
     "export_results",
+    "paired_differences",
     "partial_runs",
     "results_markdown",
     "results_rows",
@@ -268,7 +273,8 @@ def export_results(
     outcomes: Sequence[ProbeOutcome], saves_dir: Path, *, by: Grouping = "condition",
     resamples: int = 5000, stamp: datetime | None = None,
 ) -> ExportedResults:
-    """Write the results as Markdown and CSV into ``<saves_dir>/results-<UTC stamp>/``.
+    """Write the results as Markdown and CSV into ``<saves_dir>/results-<UTC stamp>[-N]/`` (a new
+    folder each time: two exports in the same second get ``-2``, ``-3``..., never one folder).
 
     Args:
         outcomes: the probe outcomes (at least one).
@@ -284,7 +290,7 @@ def export_results(
     if not outcomes:
         raise ValueError("no probe results to export: finish a run's probes first")
     when = stamp or datetime.now(UTC)
-    folder = Path(saves_dir) / f"results-{when:%Y%m%d-%H%M%S}"
+    folder = _new_folder(Path(saves_dir), f"results-{when:%Y%m%d-%H%M%S}")
     report = write_reports(outcomes, folder, resamples=resamples)
     users = results_rows(outcomes, "user")
     by_user = folder / "by_user.csv"
@@ -306,3 +312,108 @@ def export_results(
         encoding="utf-8",
     )
     return ExportedResults(folder=folder, report=report, by_user_csv=by_user, screen_md=screen)
+
+
+def _new_folder(parent: Path, name: str) -> Path:
+    """Create and return ``parent/name``, or ``name-2``, ``name-3``... if taken (atomic mkdir)."""
+    parent.mkdir(parents=True, exist_ok=True)
+    for n in range(1, 1000):
+        folder = parent / (name if n == 1 else f"{name}-{n}")
+        try:
+            folder.mkdir()
+        except FileExistsError:
+            continue
+        return folder
+    raise OSError(f"{parent}: a thousand folders named {name}-N exist already")
+
+
+class RunGroup(BaseModel):
+    """Runs that can share one table: they played the same kind of timeline (paper Section 3.3:
+    the whole timeline, or our quick-start slice of it), at most one run per user, memory
+    condition and model."""
+
+    timeline: str
+    """``whole timeline`` or ``quick-start slice``."""
+    run_ids: list[str]
+    """The runs, in the order given."""
+    left_out: list[str] = []
+    """Runs not shown because a newer run holds the same user, condition and model (only when the
+    runs were not named: named runs that collide are an error)."""
+
+
+def _played_slice(run: RunRecord) -> bool:
+    try:
+        return bool(json.loads(run.config_json).get("slice"))
+    except (json.JSONDecodeError, AttributeError):
+        return False
+
+
+def comparable_groups(runs: Sequence[RunRecord], *, named: bool) -> list[RunGroup]:
+    """Split runs into tables that can be scored together (one per timeline kind).
+
+    Probe outcomes are keyed by user, probe cell, kind, repeat, memory condition and model, so two
+    runs with the same user, condition and model (another seed, a run and its archived copy) cannot
+    share a table, and a slice's scores must not be compared with a whole timeline's.
+
+    Args:
+        runs: the chosen runs (a play, with its person in a seat, is kept like any run).
+        named: the user named these runs; colliding runs are then an error instead of being left out.
+
+    Returns:
+        One group per timeline kind present, whole timeline first; within a group, when runs
+        collide, the most recently updated one is kept.
+
+    Raises:
+        ValueError: ``named`` and two runs collide (names both and why).
+    """
+    groups: dict[bool, RunGroup] = {}
+    holder: dict[tuple[bool, str, str, str], RunRecord] = {}
+    for run in sorted(runs, key=lambda r: r.updated_at, reverse=True):
+        sliced = _played_slice(run)
+        group = groups.setdefault(sliced, RunGroup(
+            timeline="quick-start slice" if sliced else "whole timeline", run_ids=[]))
+        key = (sliced, run.user, run.memory, backbone_label(run))
+        other = holder.get(key)
+        if other is not None:
+            if named:
+                raise ValueError(
+                    f"runs {other.id} and {run.id} both hold user {run.user}'s {run.memory} probes "
+                    f"with model {key[3]}: one table cannot hold both (compare them in separate calls)")
+            group.left_out.append(run.id)
+            continue
+        holder[key] = run
+        group.run_ids.append(run.id)
+    order = {r.id: i for i, r in enumerate(runs)}
+    for group in groups.values():
+        group.run_ids.sort(key=order.__getitem__)
+    return [groups[k] for k in (False, True) if k in groups]
+
+
+def paired_differences(
+    outcomes: Sequence[ProbeOutcome], *, reference: str = "none", resamples: int = 5000
+) -> tuple[list[Difference], dict[str, int]]:
+    """Each condition's difference from ``reference`` over the probe repeats both hold (Table 13).
+
+    :func:`~mempa_tui.scoring.differences_from` pairs units by probe and repeat; when one side is
+    missing probes (a run still going), its mean would come from other probes than the other
+    side's. Here each condition and the reference are first cut to the (user, probe, repeat)
+    units they share.
+
+    Returns:
+        The differences, and per condition how many of its outcomes had no partner (left out).
+    """
+    def unit(o: ProbeOutcome) -> tuple[str, str | None, int]:
+        return (o.user, o.probe_id, o.repeat)
+
+    ref = [o for o in outcomes if o.memory == reference]
+    ref_units = {unit(o) for o in ref}
+    out: list[Difference] = []
+    dropped: dict[str, int] = {}
+    for memory in dict.fromkeys(o.memory for o in outcomes if o.memory != reference):
+        mine = [o for o in outcomes if o.memory == memory]
+        common = ref_units & {unit(o) for o in mine}
+        dropped[memory] = sum(unit(o) not in common for o in mine)
+        paired = [o for o in mine if unit(o) in common] + [o for o in ref if unit(o) in common]
+        if common:
+            out.extend(differences_from(paired, reference=reference, resamples=resamples))
+    return out, dropped

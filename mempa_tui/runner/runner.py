@@ -186,6 +186,12 @@ class Runner:
         if stored is not None and stored.donor_run is not None:
             notes.append(f"probing from the checkpoints of donor run {stored.donor_run} (chosen when this run started)")
             return config.model_copy(update={"donor_run": stored.donor_run})
+        if stored is not None:  # it started from the fixture world; a donor now would change its config
+            notes.append(
+                "warning: this run started without a donor run and goes on probing from the fixture world "
+                "with an empty memory; add --fresh to start it over from a memory run's checkpoints"
+            )
+            return config
         preferred = await self.store.get_run(self.preferred_donor) if self.preferred_donor else None
         if (preferred is not None and preferred.user == config.user and preferred.status is RunStatus.COMPLETED
                 and preferred.memory not in PROBE_ONLY_CONDITIONS and self._donor_mismatch(config, preferred) is None):
@@ -303,6 +309,8 @@ class Runner:
         if ctx.config.accumulates and not self.probes_only:
             self.progress.phase = "timeline"
             await play_timeline(ctx)
+        elif ctx.config.accumulates:  # --probes-only: the timeline stands where it was left
+            self.progress.steps_done = len(await self.store.steps(self.run_id))
         self.progress.phase = "probes"
         units, problems = await plan_probes(ctx, ctx.config.donor_run)
         for problem in problems:

@@ -1,0 +1,87 @@
+"""Comparing stored runs (``mempa results`` and the end of a multi-condition ``mempa run``): which
+runs can share a table, differences from No Memory paired over the probes both runs hold, and
+exports that never overwrite each other (paper Tables 1 and 13; SPEC 4.9)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from mempa_tui.runner import RunConfig
+from mempa_tui.runner._results import comparable_groups, export_results, paired_differences
+from mempa_tui.scoring import ProbeOutcome, ProbeStatus, differences_from
+from mempa_tui.scripts.schema import ProbeKind
+from mempa_tui.store import RunRecord
+from mempa_tui.taxonomy import Context
+
+T0 = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
+
+
+def _run(memory: str, *, seed: int = 0, sliced: bool = False, minutes: int = 0, archived: str = "") -> RunRecord:
+    config = RunConfig(user="A", profile="demo", memory=memory, seed=seed, slice=sliced)
+    return RunRecord(
+        id=config.run_id + archived, user="A", profile="demo", memory=memory, seed=seed, repeats=1,
+        config_json=config.model_dump_json(), config_hash=config.config_hash(),
+        updated_at=T0 + timedelta(minutes=minutes),
+    )
+
+
+def test_whole_and_slice_runs_never_share_a_table() -> None:
+    runs = [_run("file", sliced=True), _run("none"), _run("file"), _run("none", sliced=True)]
+    groups = comparable_groups(runs, named=True)
+    assert [(g.timeline, g.run_ids) for g in groups] == [
+        ("whole timeline", ["A-none-demo-s0", "A-file-demo-s0"]),
+        ("quick-start slice", ["A-file-demo-s0-slice", "A-none-demo-s0-slice"]),
+    ]
+
+
+def test_runs_holding_the_same_cells_keep_the_newest_or_are_refused_when_named() -> None:
+    older, newer = _run("file", minutes=0), _run("file", seed=1, minutes=5)
+    copy = _run("file", minutes=9, archived="~1")
+    groups = comparable_groups([older, newer, copy, _run("none", minutes=1)], named=False)
+    assert groups[0].run_ids == ["A-file-demo-s0~1", "A-none-demo-s0"]
+    assert sorted(groups[0].left_out) == ["A-file-demo-s0", "A-file-demo-s1"]
+    with pytest.raises(ValueError, match=r"runs A-file-demo-s1 and A-file-demo-s0 both hold user A's file probes"):
+        comparable_groups([older, newer], named=True)
+
+
+CELLS = [  # (context, attribute, target, another setting): six distinct cells
+    (context, attribute, target, other)
+    for context in (Context.WORK, Context.PERSONAL)
+    for attribute, target, other in (("verbosity", "Terse", "Detailed"), ("guidance_level", "Guided", "Assumed"),
+                                     ("reasoning_visibility", "Show", "Hide"))
+]
+
+
+def _outcome(memory: str, probe: int, repeat: int, right: bool) -> ProbeOutcome:
+    context, attribute, target, other = CELLS[probe]
+    return ProbeOutcome(
+        user="A", context=context, attribute=attribute, probe_kind=ProbeKind.FINAL, repeat=repeat,
+        target=target, selection=target if right else other, status=ProbeStatus.COMPLETED, memory=memory,
+        model="m", probe_id=f"A-final-{probe}",
+    )
+
+
+def test_differences_use_only_the_probes_both_conditions_hold() -> None:
+    # File memory gets every probe right except probe 0; No Memory stored only probes 0-2 so far
+    # (a run still going) and gets probes 0 and 1 right. Over the shared probes the difference is
+    # (2/3 - 2/3) = 0 points; over unequal sets it would be (5/6 - 2/3) = +16.7.
+    file = [_outcome("file", p, 1, right=p != 0) for p in range(6)]
+    none = [_outcome("none", p, 1, right=p in (0, 1)) for p in range(3)]
+    naive = differences_from(file + none, metrics=("PSA",), resamples=200)
+    assert naive[0].point == pytest.approx(100 * (5 / 6 - 2 / 3))
+    diffs, dropped = paired_differences(file + none, resamples=200)
+    psa = next(d for d in diffs if d.metric == "PSA")
+    assert psa.memory == "file" and psa.point == pytest.approx(0.0)
+    assert dropped == {"file": 3}
+    assert paired_differences(file, resamples=200) == ([], {"file": 6})
+
+
+def test_two_exports_in_the_same_second_get_two_folders(tmp_path: Path) -> None:
+    outcomes = [_outcome("file", p, 1, right=True) for p in range(3)]
+    first = export_results(outcomes, tmp_path, stamp=T0, resamples=100)
+    second = export_results(outcomes, tmp_path, stamp=T0, resamples=100)
+    assert first.folder.name == "results-20261129-120000" and second.folder.name == "results-20261129-120000-2"
+    assert first.report.main_md.is_file() and second.report.main_md.is_file()
