@@ -10,7 +10,11 @@ from pathlib import Path
 import pytest
 
 from mempa_tui.runner import RunConfig
-from mempa_tui.runner._results import comparable_groups, export_results, paired_differences
+from mempa_tui.runner._results import (
+    comparable_groups,
+    export_results,
+    paired_differences,
+)
 from mempa_tui.scoring import ProbeOutcome, ProbeStatus, differences_from
 from mempa_tui.scripts.schema import ProbeKind
 from mempa_tui.store import RunRecord
