@@ -39,6 +39,7 @@ __all__ = [
     "ProfileEmbedder",
     "make_embedder",
     "normalise_rows",
+    "prepare_local_model_loading",
 ]
 
 DEFAULT_EMBEDDER_NAME = "all-MiniLM-L6-v2"
@@ -136,19 +137,29 @@ def _load_local(path: Path) -> Any:
             from sentence_transformers import SentenceTransformer
         except ImportError:
             raise EmbedderError(f"sentence-transformers is not installed; {_INSTALL_HINT}") from None
-        _set_torch_threads()
-        try:
-            from transformers.utils import logging as transformers_logging
-
-            transformers_logging.disable_progress_bar()  # its "Loading weights" bar cut into run output
-        except ImportError:  # sentence-transformers without transformers cannot load anyway
-            pass
+        prepare_local_model_loading()
         try:
             model = SentenceTransformer(key, device="cpu")
         except (OSError, ValueError) as exc:
             raise EmbedderError(f"cannot load the embedding model at {path}: {exc}") from None
         _MODELS[key] = model
         return model
+
+
+def prepare_local_model_loading() -> None:
+    """Before a local sentence-transformers model loads (ours, or mem0ai's ``huggingface``
+    embedder): torch threads from :data:`EMBED_THREADS_ENV`, and no transformers progress bar (its
+    "Loading weights" bar cut into a run's output lines).
+
+    Raises:
+        EmbedderError: ``MEMPA_EMBED_THREADS`` is not a positive whole number.
+    """
+    _set_torch_threads()
+    try:
+        from transformers.utils import logging as transformers_logging
+    except ImportError:  # sentence-transformers cannot load a model without it anyway
+        return
+    transformers_logging.disable_progress_bar()
 
 
 EMBED_THREADS_ENV = "MEMPA_EMBED_THREADS"

@@ -223,10 +223,15 @@ class Mem0aiMemory(MemorySystem):
         return self.folder / "history.db"
 
     def _build(self) -> Any:
-        from mempa_tui.memory._embed import EmbedderError, packaged_model_path
+        from mempa_tui.memory._embed import (
+            EmbedderError,
+            packaged_model_path,
+            prepare_local_model_loading,
+        )
 
         try:
             model_path = packaged_model_path()
+            prepare_local_model_loading()
         except EmbedderError as exc:
             raise Mem0aiError(f"memory condition 'mem0ai': {exc}") from None
         self.folder.mkdir(parents=True, exist_ok=True)
