@@ -304,9 +304,14 @@ def test_several_conditions_run_side_by_side_then_results_compares_stored_runs(
     capsys.readouterr()
     assert main(["results", "--saves", str(saves)]) == 0
     out = capsys.readouterr().out
-    assert "left out (a newer run holds the same user, condition and model; name runs to choose): R-file-scripted-s0" in out
+    assert "name runs to choose): R-file-scripted-s1" in out  # both completed: the lower seed is kept
+    assert main([*seed1, "--fresh"]) == 0
+    capsys.readouterr()
+    assert main(["results", "--saves", str(saves)]) == 0
+    assert "not shown: 1 archived run(s) (moved aside by --fresh; name them to compare them): R-file-scripted-s1~1" \
+        in capsys.readouterr().out
     assert main(["results", "R-file-scripted-s0", "R-file-scripted-s1", "--saves", str(saves)]) == 2
-    assert "runs R-file-scripted-s1 and R-file-scripted-s0 both hold user R's file probes" in capsys.readouterr().err
+    assert "runs R-file-scripted-s0 and R-file-scripted-s1 both hold user R's file probes" in capsys.readouterr().err
 
     # a donor that does not exist is refused before any run plays
     donor_args = [*args, "--donor", "R-nope"]

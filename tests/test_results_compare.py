@@ -17,7 +17,7 @@ from mempa_tui.runner._results import (
 )
 from mempa_tui.scoring import ProbeOutcome, ProbeStatus, differences_from
 from mempa_tui.scripts.schema import ProbeKind
-from mempa_tui.store import RunRecord
+from mempa_tui.store import RunRecord, RunStatus
 from mempa_tui.taxonomy import Context
 
 T0 = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
@@ -47,8 +47,12 @@ def test_runs_holding_the_same_cells_keep_the_newest_or_are_refused_when_named()
     groups = comparable_groups([older, newer, copy, _run("none", minutes=1)], named=False)
     assert groups[0].run_ids == ["A-file-demo-s0~1", "A-none-demo-s0"]
     assert sorted(groups[0].left_out) == ["A-file-demo-s0", "A-file-demo-s1"]
-    with pytest.raises(ValueError, match=r"runs A-file-demo-s1 and A-file-demo-s0 both hold user A's file probes"):
+    with pytest.raises(ValueError, match=r"runs A-file-demo-s0 and A-file-demo-s1 both hold user A's file probes"):
         comparable_groups([older, newer], named=True)
+    # a completed run is kept before a newer one that stopped part-way
+    done = older.model_copy(update={"status": RunStatus.COMPLETED})
+    stopped = _run("file", minutes=30, archived="~2").model_copy(update={"status": RunStatus.STOPPED})
+    assert comparable_groups([stopped, done], named=False)[0].run_ids == ["A-file-demo-s0"]
 
 
 CELLS = [  # (context, attribute, target, another setting): six distinct cells

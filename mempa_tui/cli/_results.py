@@ -73,8 +73,8 @@ async def print_results(
         if heading:
             print(("\n" if shown else "") + f"== {heading} ==", file=out)
         if group.left_out:
-            print("left out (a newer run holds the same user, condition and model; name runs to choose): "
-                  + ", ".join(group.left_out), file=out)
+            print("left out (a completed, lower-seed or newer run holds the same user, condition and model; "
+                  "name runs to choose): " + ", ".join(group.left_out), file=out)
         if not outcomes:
             print(f"no probe results yet in {', '.join(group.run_ids)}; nothing to compare", file=out)
             continue
@@ -118,6 +118,10 @@ async def cmd_results(args: argparse.Namespace, out: TextIO | None = None) -> in
             raise UserError(f"no run {', '.join(map(repr, missing))} in {database_path(args.saves)}"
                             + (f" (runs: {', '.join(known)})" if known else ""))
         chosen = list(args.run_ids) or [r.id for r in runs if "~" not in r.id]
+        archived = [r.id for r in runs if "~" in r.id and (not args.user or r.user in {u.upper() for u in args.user})]
+        if archived and not args.run_ids:
+            print(f"not shown: {len(archived)} archived run(s) (moved aside by --fresh; name them to compare "
+                  f"them): {', '.join(archived)}", file=out)
         if args.user:
             users = {u.upper() for u in args.user}
             chosen = [r.id for r in runs if r.id in chosen and r.user in users]

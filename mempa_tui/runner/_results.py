@@ -40,7 +40,7 @@ from mempa_tui.scoring import (
     score_conditions,
     write_reports,
 )
-from mempa_tui.store import RunRecord, RunStore
+from mempa_tui.store import RunRecord, RunStatus, RunStore
 
 __all__ = [
     "GROUPINGS",
@@ -337,8 +337,8 @@ class RunGroup(BaseModel):
     run_ids: list[str]
     """The runs, in the order given."""
     left_out: list[str] = []
-    """Runs not shown because a newer run holds the same user, condition and model (only when the
-    runs were not named: named runs that collide are an error)."""
+    """Runs not shown because a preferred run holds the same user, condition and model (only when
+    the runs were not named: named runs that collide are an error)."""
 
 
 def _played_slice(run: RunRecord) -> bool:
@@ -361,14 +361,18 @@ def comparable_groups(runs: Sequence[RunRecord], *, named: bool) -> list[RunGrou
 
     Returns:
         One group per timeline kind present, whole timeline first; within a group, when runs
-        collide, the most recently updated one is kept.
+        collide, a completed run is kept before one that is not, then the lowest seed (so a table
+        of several conditions comes from one seed where it can), then the most recently updated.
 
     Raises:
         ValueError: ``named`` and two runs collide (names both and why).
     """
     groups: dict[bool, RunGroup] = {}
     holder: dict[tuple[bool, str, str, str], RunRecord] = {}
-    for run in sorted(runs, key=lambda r: r.updated_at, reverse=True):
+    def preference(run: RunRecord) -> tuple[bool, int, float]:
+        return (run.status is RunStatus.COMPLETED, -run.seed, run.updated_at.timestamp())
+
+    for run in sorted(runs, key=preference, reverse=True):
         sliced = _played_slice(run)
         group = groups.setdefault(sliced, RunGroup(
             timeline="quick-start slice" if sliced else "whole timeline", run_ids=[]))

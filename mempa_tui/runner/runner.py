@@ -295,7 +295,7 @@ class Runner:
         try:
             return await self._play(ctx, notes)
         except anyio.get_cancelled_exc_class():
-            await self._stopped(ctx, RunStatus.STOPPED, "stopped before the end; rerun the same command to resume")
+            await self._stopped(ctx, RunStatus.STOPPED, "stopped before the end; run it again (without --fresh) to resume")
             raise
         except BaseExceptionGroup as group:
             error = _first_error(group)
