@@ -284,6 +284,7 @@ async def _check_batch_donor(store: RunStore, args: argparse.Namespace, configs:
         UserError: the donor is missing, of another user, a probe-only run, or played another
             timeline (slice vs whole).
     """
+    from mempa_tui.runner import donor_problem
     from mempa_tui.runner.config import PROBE_ONLY_CONDITIONS
 
     if args.donor is None:
@@ -292,18 +293,7 @@ async def _check_batch_donor(store: RunStore, args: argparse.Namespace, configs:
         print(f"note: --donor {args.donor} is ignored: it is for none and oracle, and neither is in --memory",
               file=out, flush=True)
         return
-    donor = await store.get_run(args.donor)
-    if donor is None:
-        raise UserError(f"donor run {args.donor!r} not found in {store.path} (see `mempa runs`)")
-    if donor.user != configs[0].user:
-        raise UserError(f"donor run {donor.id} is of user {donor.user}, not {configs[0].user}")
-    if donor.memory in PROBE_ONLY_CONDITIONS:
-        raise UserError(f"donor run {donor.id} is a {donor.memory} run and has no timeline checkpoints")
-    try:
-        donor_slice = bool(RunConfig.model_validate_json(donor.config_json).slice)
-    except ValueError:
-        return  # the runner names an unreadable donor configuration
-    if donor_slice != configs[0].slice:
-        played = "the quick-start slice" if donor_slice else "the whole timeline"
-        wanted = "the quick-start slice (--slice)" if configs[0].slice else "the whole timeline"
-        raise UserError(f"donor run {donor.id} played {played}, but this command probes {wanted}")
+    reference = next(c for c in configs if c.memory in PROBE_ONLY_CONDITIONS)
+    why = donor_problem(reference, await store.get_run(args.donor), store.path)
+    if why is not None:
+        raise UserError(why)

@@ -40,7 +40,13 @@ from mempa_tui.runner.progress import (
     StepEvent,
 )
 from mempa_tui.runner.report import RunReport, outcome_of, write_run_report
-from mempa_tui.runner.runner import DonorError, Runner, RunOutcome, run_many
+from mempa_tui.runner.runner import (
+    DonorError,
+    Runner,
+    RunOutcome,
+    donor_problem,
+    run_many,
+)
 
 __all__ = [
     "PROBE_ONLY_CONDITIONS",
@@ -63,6 +69,7 @@ __all__ = [
     "StepEvent",
     "StepResult",
     "config_diff",
+    "donor_problem",
     "lease_path",
     "outcome_of",
     "profile_fingerprint",

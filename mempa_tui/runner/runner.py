@@ -44,7 +44,7 @@ if TYPE_CHECKING:
     from mempa_tui.llm import LLMClient
     from mempa_tui.tools import ToolRegistry
 
-__all__ = ["DonorError", "RunOutcome", "Runner", "run_many"]
+__all__ = ["DonorError", "RunOutcome", "Runner", "donor_problem", "run_many"]
 
 
 class DonorError(ValueError):
@@ -69,6 +69,41 @@ class RunOutcome(BaseModel):
 def _first_error(group: BaseExceptionGroup[BaseException]) -> BaseException:
     first = group.exceptions[0]
     return _first_error(first) if isinstance(first, BaseExceptionGroup) else first
+
+
+def donor_problem(config: RunConfig, donor: RunRecord | None, store_path: Path | None = None) -> str | None:
+    """Why ``donor`` cannot lend its checkpoints to the No Memory / Oracle run ``config`` (None: it can).
+
+    Paper Section 4 ('Reference Condition Runs'): reference conditions probe from a memory run's
+    checkpoints. The donor must exist, be of the same user, have played a timeline (not be a
+    probe-only run), and have played the same one: the quick-start slice or the whole timeline (a
+    slice's final probes expect only the slice's change events), from the same world files (when
+    both digests are known).
+
+    Args:
+        config: the reference run's config; ``config.donor_run`` names the donor.
+        donor: the stored donor run, None when there is none by that id.
+        store_path: the run database, named in the "not found" message.
+    """
+    if donor is None:
+        where = f" in {store_path}" if store_path is not None else ""
+        return f"donor run {config.donor_run!r} not found{where} (see `mempa runs`)"
+    if donor.user != config.user:
+        return f"donor run {donor.id} is of user {donor.user}, not {config.user}"
+    if donor.memory in PROBE_ONLY_CONDITIONS:
+        return f"donor run {donor.id} is a {donor.memory} run and has no timeline checkpoints"
+    try:
+        theirs = RunConfig.model_validate_json(donor.config_json)
+    except ValidationError:
+        return f"donor run {donor.id} has a stored configuration this version cannot read"
+    if theirs.slice != config.slice:
+        played = "the quick-start slice" if theirs.slice else "the whole timeline"
+        wanted = "the quick-start slice (--slice)" if config.slice else "the whole timeline"
+        return f"donor run {donor.id} played {played}, but this run probes {wanted}"
+    if theirs.worlds_digest and config.worlds_digest and theirs.worlds_digest != config.worlds_digest:
+        return (f"donor run {donor.id} played other world files for user {config.user} "
+                f"(worlds digest {theirs.worlds_digest[:12]}, now {config.worlds_digest[:12]})")
+    return None
 
 
 class Runner:
@@ -141,26 +176,6 @@ class Runner:
         except ValidationError:
             return None
 
-    @staticmethod
-    def _donor_mismatch(config: RunConfig, donor: RunRecord) -> str | None:
-        """Why ``donor`` cannot lend its checkpoints to ``config`` (None: it can).
-
-        A donor must have played the same timeline: the quick-start slice or the whole one (a
-        slice's final probes expect only the slice's change events), from the same world files.
-        """
-        try:
-            theirs = RunConfig.model_validate_json(donor.config_json)
-        except ValidationError:
-            return f"donor run {donor.id} has a stored configuration this version cannot read"
-        if theirs.slice != config.slice:
-            played = "the quick-start slice" if theirs.slice else "the whole timeline"
-            wanted = "the quick-start slice (--slice)" if config.slice else "the whole timeline"
-            return f"donor run {donor.id} played {played}, but this run probes {wanted}"
-        if theirs.worlds_digest and config.worlds_digest and theirs.worlds_digest != config.worlds_digest:
-            return (f"donor run {donor.id} played other world files for user {config.user} "
-                    f"(worlds digest {theirs.worlds_digest[:12]}, now {config.worlds_digest[:12]})")
-        return None
-
     async def _resolve_donor(self, config: RunConfig, notes: list[str]) -> RunConfig:
         """Fill ``donor_run`` for No Memory and Oracle (paper Section 4 'Reference Condition Runs').
 
@@ -171,14 +186,7 @@ class Runner:
         if config.accumulates:
             return config
         if config.donor_run is not None:
-            donor = await self.store.get_run(config.donor_run)
-            if donor is None:
-                raise DonorError(f"donor run {config.donor_run!r} not found in {self.store.path} (see `mempa runs`)")
-            if donor.user != config.user:
-                raise DonorError(f"donor run {donor.id} is of user {donor.user}, not {config.user}")
-            if donor.memory in PROBE_ONLY_CONDITIONS:
-                raise DonorError(f"donor run {donor.id} is a {donor.memory} run and has no timeline checkpoints")
-            why = self._donor_mismatch(config, donor)
+            why = donor_problem(config, await self.store.get_run(config.donor_run), self.store.path)
             if why is not None:
                 raise DonorError(why)
             return config
@@ -193,13 +201,13 @@ class Runner:
             )
             return config
         preferred = await self.store.get_run(self.preferred_donor) if self.preferred_donor else None
-        if (preferred is not None and preferred.user == config.user and preferred.status is RunStatus.COMPLETED
-                and preferred.memory not in PROBE_ONLY_CONDITIONS and self._donor_mismatch(config, preferred) is None):
+        if (preferred is not None and preferred.status is RunStatus.COMPLETED
+                and donor_problem(config.model_copy(update={"donor_run": preferred.id}), preferred) is None):
             notes.append(f"probing from the checkpoints of donor run {preferred.id}")
             return config.model_copy(update={"donor_run": preferred.id})
         donor = await self.store.latest_completed_run(
             config.user, config.profile, exclude_memory=PROBE_ONLY_CONDITIONS,
-            fits=lambda run: self._donor_mismatch(config, run) is None,
+            fits=lambda run: donor_problem(config.model_copy(update={"donor_run": run.id}), run) is None,
         )
         if donor is None:
             slice_flag = " --slice" if config.slice else ""
