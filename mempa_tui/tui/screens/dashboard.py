@@ -4,6 +4,7 @@ worker (group ``run:<key>``), so several run at once and a failing one never sto
 
 from __future__ import annotations
 
+from contextlib import suppress
 from functools import partial
 from typing import TYPE_CHECKING, ClassVar, cast
 
@@ -14,7 +15,7 @@ from textual.css.query import NoMatches
 from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Label
-from textual.worker import Worker, WorkerState
+from textual.worker import Worker, WorkerCancelled, WorkerFailed, WorkerState
 
 from mempa_tui.runner import RunEvent, StepEvent
 from mempa_tui.store import RunStatus
@@ -185,14 +186,20 @@ class DashboardScreen(PlainNotify, Screen[None]):
         self.mempa.publish(entry.key, None)
 
     async def on_unmount(self) -> None:
-        """Stop the runs still playing and wait until each has stored its stopped state."""
+        """Stop the runs still playing and wait until each has stored its stopped state.
+
+        A cancelled worker's ``wait()`` raises :class:`WorkerCancelled` (and a failed one
+        :class:`WorkerFailed`, already shown on its row); neither may escape while the app quits.
+        """
         workers = [
             w for w in self.mempa.workers
             if w.node is self and w.group.startswith(RUN_GROUP) and not w.is_finished
         ]
         for worker in workers:
             worker.cancel()
-        await self.mempa.workers.wait_for_complete(workers)
+        for worker in workers:
+            with suppress(WorkerCancelled, WorkerFailed):
+                await worker.wait()
 
     # ---- actions --------------------------------------------------------------------------
 
