@@ -386,3 +386,21 @@ async def test_a_reference_run_started_without_a_donor_keeps_going_without_one(e
         assert any("started without a donor run" in n and "--fresh" in n for n in again.notes)
         fresh = await env.runner(store, FakeEpisodes(), cfg={"memory": "none"}, fresh=True).run()
         assert any("donor run R-file-scripted-s0" in n for n in fresh.notes)
+
+
+async def test_a_donor_moved_aside_by_fresh_stays_the_donor_of_its_reference_runs(env: Env) -> None:
+    # `--fresh` on the memory run alone: the No Memory run probed the old checkpoints, so it must
+    # keep pointing at them (now under `~1`), and a rerun must neither refuse nor mix the two donors.
+    async with RunStore(env.root / "mempa.sqlite") as store:
+        donor = await env.runner(store, FakeEpisodes()).run()
+        none = await env.runner(store, FakeEpisodes(), cfg={"memory": "none"}).run()
+        assert {r.checkpoint_run for r in await store.probe_results(none.run_id)} == {donor.run_id}
+        again = await env.runner(store, FakeEpisodes(), fresh=True).run()
+        assert again.run_id == donor.run_id and again.status is RunStatus.COMPLETED
+        moved = f"{donor.run_id}~1"
+        record = await store.get_run(none.run_id)
+        assert record is not None and record.donor_run == moved
+        assert {r.checkpoint_run for r in await store.probe_results(none.run_id)} == {moved}
+        rerun = await env.runner(store, FakeEpisodes(), cfg={"memory": "none"}).run()
+        assert rerun.status is RunStatus.COMPLETED, rerun.notes
+        assert {r.checkpoint_run for r in await store.probe_results(none.run_id)} == {moved}
