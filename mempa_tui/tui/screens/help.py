@@ -11,6 +11,8 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Label
 
+from mempa_tui.tui.widgets.tables import fill_table
+
 __all__ = ["HelpScreen", "KeyRow", "key_rows"]
 
 
@@ -69,7 +71,6 @@ class HelpScreen(ModalScreen[None]):
     def on_mount(self) -> None:
         """Fill the table."""
         table = self.query_one("#help-keys", DataTable)
-        table.add_columns("key", "action", "what it does", "id")
-        for row in self.rows:
-            table.add_row(row.key, row.description, row.tooltip, row.binding_id)
+        fill_table(table, ("key", "action", "what it does", "id"),
+                   [(row.key, row.description, row.tooltip, row.binding_id) for row in self.rows])
         table.focus()

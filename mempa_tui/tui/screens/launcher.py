@@ -34,6 +34,7 @@ from mempa_tui.tui.engine import (
     request_from_record,
 )
 from mempa_tui.tui.plain import PlainNotify
+from mempa_tui.tui.widgets.tables import fill_table
 
 if TYPE_CHECKING:
     from mempa_tui.tui.app import MempaApp, RunUpdate
@@ -41,6 +42,7 @@ if TYPE_CHECKING:
 __all__ = ["LauncherScreen"]
 
 REPEAT_CHOICES = (1, 2, 3, 5, 10)
+SAVED_RUN_COLUMNS = ("run", "status", "timeline", "probes", "tokens", "updated")
 """Repeats the launcher offers (the paper uses three)."""
 
 _FIELD_NAMES = {"user": "user", "memory": "memory condition", "profile": "model profile"}
@@ -115,8 +117,7 @@ class LauncherScreen(PlainNotify, Screen[None]):
 
     def on_mount(self) -> None:
         """Fill the pickers, list the saved runs, follow run updates."""
-        table = self.query_one("#saved-runs", DataTable)
-        table.add_columns("run", "status", "timeline", "probes", "tokens", "updated")
+        fill_table(self.query_one("#saved-runs", DataTable), SAVED_RUN_COLUMNS, [])
         self.fill_choices()
         self.load_saved()
         self.mempa.run_signal.subscribe(self, self._on_run_update)
@@ -230,16 +231,17 @@ class LauncherScreen(PlainNotify, Screen[None]):
         self.saved = summaries
         table = self.query_one("#saved-runs", DataTable)
         cursor = table.cursor_row
-        table.clear()
+        rows = []
         for s in summaries:
             run = s.run
             timeline = f"{s.steps_done}/{run.total_steps}" if run.total_steps else "—"
             entry = self.mempa.book.get(run.id)
             status = self.mempa.service.shown_status(run, active_here=entry is not None and entry.active)
-            table.add_row(
+            rows.append([
                 run.id, status, timeline, f"{s.probes_done}/{run.total_probes}",
-                f"{s.tokens.total:,}", f"{run.updated_at:%Y-%m-%d %H:%M}", key=run.id,
-            )
+                f"{s.tokens.total:,}", f"{run.updated_at:%Y-%m-%d %H:%M}",
+            ])
+        fill_table(table, SAVED_RUN_COLUMNS, rows, keys=[s.run.id for s in summaries])
         if summaries:
             table.move_cursor(row=min(cursor, len(summaries) - 1))
         self.set_class(not summaries, "-no-saved")

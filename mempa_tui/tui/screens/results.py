@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar, cast
 
 import anyio
-from rich.cells import cell_len
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
@@ -32,6 +31,7 @@ from mempa_tui.runner._results import (
 from mempa_tui.scoring import ConditionScores, ProbeOutcome
 from mempa_tui.tui.engine import error_line
 from mempa_tui.tui.plain import PlainNotify
+from mempa_tui.tui.widgets.tables import fill_table
 
 if TYPE_CHECKING:
     from mempa_tui.tui.app import MempaApp, RunUpdate
@@ -147,7 +147,6 @@ class ResultsScreen(PlainNotify, Screen[None]):
     def _show(self) -> None:
         by = self.grouping
         table = self.query_one("#results-table", DataTable)
-        table.clear(columns=True)
         columns = ["Memory", "Model"] + ([by] if by != "condition" else [])
         columns += [*SHOWN_METRICS, "probes", "incomplete"]
         rows = []
@@ -155,12 +154,7 @@ class ResultsScreen(PlainNotify, Screen[None]):
             cells = [r.label, r.model] + ([r.breakdown or ""] if by != "condition" else [])
             cells += [m.formatted(interval=False) if (m := r.metric(name)) else "N/A" for name in SHOWN_METRICS]
             rows.append([*cells, str(r.probes), str(r.incomplete)])
-        # Fixed widths from the content: DataTable otherwise sizes new columns to their labels and
-        # widens them on its next idle, and cells drawn in between stay cut in its render cache.
-        for i, label in enumerate(columns):
-            table.add_column(label, width=max(cell_len(x) for x in [label, *(row[i] for row in rows)]))
-        for row in rows:
-            table.add_row(*row)
+        fill_table(table, columns, rows)
         runs = len({(o.memory, o.model, o.user) for o in self.outcomes})
         self.query_one("#results-count", Label).update(
             f"{len(self.outcomes)} probe result(s) from {runs} user × condition × model combination(s)"
