@@ -94,8 +94,11 @@ async def _start_from_launcher(app: MempaApp, pilot: Pilot[None], *, memory: str
         picks.deselect_all()
         picks.select(value)
     screen.query_one("#repeats", Select).value = repeats
+    before = len(app.book)
     await pilot.click("#start")
-    await pilot.pause()
+    with anyio.fail_after(30):  # the start request switches modes first; a busy machine takes passes
+        while len(app.book) == before:
+            await pilot.pause()
 
 
 async def _settle(app: MempaApp, pilot: Pilot[None], *, timeout_s: float = 60.0) -> list[BaseException]:
