@@ -11,6 +11,7 @@ import argparse
 import io
 import threading
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -84,6 +85,36 @@ async def env(tmp_path: Path) -> AsyncIterator[Env]:
         folders = make_folders(tmp_path)
         write_profile(server.profile(context_window=131072), folders.settings.models_dir)
         yield Env(server, folders)
+
+
+@dataclass
+class HeldEnv(Env):
+    """An :class:`Env` whose simulator blocks in step R-s2 (``reached`` set) until ``release``."""
+
+    reached: threading.Event
+    release: threading.Event
+
+
+@asynccontextmanager
+async def _held_at_step_two(tmp_path: Path) -> AsyncIterator[HeldEnv]:
+    """The scripted model holds the simulator's first call of step R-s2; ``release`` is set on
+    leaving, so the server's thread never outlives the test."""
+    reached, release = threading.Event(), threading.Event()
+
+    def responder(request: ScriptedRequest) -> ScriptedReply | str:
+        task = "Task: Answer Dana about the venue"
+        if request.model.endswith("-simulator") and any(task in (m.content or "") for m in request.messages):
+            reached.set()
+            release.wait(timeout=60)
+        return run_responder(request)
+
+    async with ScriptedModelServer(responder) as server:
+        folders = make_folders(tmp_path)
+        write_profile(server.profile(context_window=131072), folders.settings.models_dir)
+        try:
+            yield HeldEnv(server, folders, reached, release)
+        finally:
+            release.set()
 
 
 async def _start_from_launcher(app: MempaApp, pilot: Pilot[None], *, memory: str = "file", repeats: int = 1) -> None:
@@ -322,19 +353,8 @@ async def test_help_lists_keys_with_ids_and_the_palette_switches_screens(env: En
 
 async def test_a_paused_run_resumes_from_its_last_checkpoint(tmp_path: Path) -> None:
     """Pause (x) while step R-s2 waits on the model, then resume (r): R-s1 is not played again."""
-    reached, release = threading.Event(), threading.Event()
-
-    def responder(request: ScriptedRequest) -> ScriptedReply | str:
-        task = "Task: Answer Dana about the venue"
-        if request.model.endswith("-simulator") and any(task in (m.content or "") for m in request.messages):
-            reached.set()
-            release.wait(timeout=60)
-        return run_responder(request)
-
-    async with ScriptedModelServer(responder) as server:
-        folders = make_folders(tmp_path)
-        write_profile(server.profile(context_window=131072), folders.settings.models_dir)
-        app = MempaApp(folders.settings, options=RunnerOptions(scorer=fixed_scorer, resamples=100))
+    async with _held_at_step_two(tmp_path) as held:
+        folders, reached, release, app = held.folders, held.reached, held.release, held.app()
         async with app.run_test(size=(120, 40)) as pilot:
             await _start_from_launcher(app, pilot)
             assert await anyio.to_thread.run_sync(reached.wait, 60)
@@ -368,26 +388,12 @@ async def test_a_paused_run_resumes_from_its_last_checkpoint(tmp_path: Path) -> 
 
 async def test_quitting_while_a_run_plays_stores_it_stopped_without_an_error(tmp_path: Path) -> None:
     """Closing the app mid-step cancels the run's worker; the dashboard waits for it quietly."""
-    reached, release = threading.Event(), threading.Event()
-
-    def responder(request: ScriptedRequest) -> ScriptedReply | str:
-        task = "Task: Answer Dana about the venue"
-        if request.model.endswith("-simulator") and any(task in (m.content or "") for m in request.messages):
-            reached.set()
-            release.wait(timeout=60)
-        return run_responder(request)
-
-    async with ScriptedModelServer(responder) as server:
-        folders = make_folders(tmp_path)
-        write_profile(server.profile(context_window=131072), folders.settings.models_dir)
-        app = MempaApp(folders.settings, options=RunnerOptions(scorer=fixed_scorer, resamples=100))
-        try:
-            async with app.run_test(size=(120, 40)) as pilot:
-                await _start_from_launcher(app, pilot)
-                assert await anyio.to_thread.run_sync(reached.wait, 60)
-            # leaving the block shuts the app down; before the fix this raised WorkerCancelled
-        finally:
-            release.set()
+    async with _held_at_step_two(tmp_path) as held:
+        folders, reached, app = held.folders, held.reached, held.app()
+        async with app.run_test(size=(120, 40)) as pilot:
+            await _start_from_launcher(app, pilot)
+            assert await anyio.to_thread.run_sync(reached.wait, 60)
+        # leaving the block shuts the app down; before the fix this raised WorkerCancelled
 
     async with RunStore(folders.settings.saves_dir / "mempa.sqlite") as store:
         run = await store.get_run(RUN_ID)
@@ -398,19 +404,8 @@ async def test_quitting_while_a_run_plays_stores_it_stopped_without_an_error(tmp
 async def test_a_cancelled_run_is_stored_as_cancelled_with_its_steps_kept(tmp_path: Path) -> None:
     """Cancel (c) while step R-s2 waits on the model: the worker stops, R-s1 stays stored with its
     checkpoint, and the run record, the launcher and ``mempa runs`` say ``cancelled``."""
-    reached, release = threading.Event(), threading.Event()
-
-    def responder(request: ScriptedRequest) -> ScriptedReply | str:
-        task = "Task: Answer Dana about the venue"
-        if request.model.endswith("-simulator") and any(task in (m.content or "") for m in request.messages):
-            reached.set()
-            release.wait(timeout=60)
-        return run_responder(request)
-
-    async with ScriptedModelServer(responder) as server:
-        folders = make_folders(tmp_path)
-        write_profile(server.profile(context_window=131072), folders.settings.models_dir)
-        app = MempaApp(folders.settings, options=RunnerOptions(scorer=fixed_scorer, resamples=100))
+    async with _held_at_step_two(tmp_path) as held:
+        folders, reached, release, app = held.folders, held.reached, held.release, held.app()
         async with app.run_test(size=(120, 40)) as pilot:
             await _start_from_launcher(app, pilot)
             assert await anyio.to_thread.run_sync(reached.wait, 60)
