@@ -133,6 +133,18 @@ def test_run_prints_progress_and_scores_then_runs_and_report(
     assert "PSA" in capsys.readouterr().out and report.is_file()
     assert main(["report", "R-nope", "--saves", str(tmp_path / "saves")]) == 2
     assert "R-file-scripted-s0" in capsys.readouterr().err
+    # --out: the report elsewhere (a read-only saves folder); a target that cannot be written is named
+    assert main(["report", "R-file-scripted-s0", "--saves", str(tmp_path / "saves"), "--out", str(tmp_path / "r")]) == 0
+    assert (tmp_path / "r" / "R-file-scripted-s0" / "report.md").is_file()
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    assert main(["report", "R-file-scripted-s0", "--saves", str(tmp_path / "saves"), "--out", str(blocker)]) == 2
+    err = capsys.readouterr().err
+    assert "cannot write the report of R-file-scripted-s0" in err and "--out DIR" in err
+    assert main(["results", "--saves", str(tmp_path / "saves"), "--out", str(blocker), "--resamples", "100"]) == 2
+    assert "cannot write the exported tables" in capsys.readouterr().err
+    assert main(["results", "--saves", str(tmp_path / "saves"), "--out", str(tmp_path / "x"), "--resamples", "100"]) == 0
+    assert "exported: " + str(tmp_path / "x" / "results-") in capsys.readouterr().out
 
     # the same run with another repeat count is refused, naming the field and --fresh
     assert main(_run_args(tmp_path, profile_file)[:-6] + ["--repeats", "2", *_run_args(tmp_path, profile_file)[-6:]]) == 2

@@ -211,3 +211,43 @@ async def test_not_a_database_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(StoreError, match="not a usable run database"):
         async with RunStore(path):
             pass
+
+
+async def test_read_only_open_reads_everything_and_refuses_writes_by_name(tmp_path: Path) -> None:
+    path = tmp_path / "saves" / "mempa.sqlite"
+    async with RunStore(path) as s:
+        await s.create_run(_run())
+    async with RunStore(path, read_only=True) as ro:
+        assert ro.read_only
+        assert [r.id for r in await ro.list_runs()] == ["A-file-test-s0"]
+        with pytest.raises(StoreError, match=r"opened read-only .* nothing was written"):
+            await ro.archive_run("A-file-test-s0")
+    async with RunStore(path) as s:  # nothing was moved
+        assert [r.id for r in await s.list_runs()] == ["A-file-test-s0"]
+    with pytest.raises(StoreError, match="no run database here"):
+        await RunStore(tmp_path / "elsewhere" / "mempa.sqlite", read_only=True).open()
+    assert not (tmp_path / "elsewhere").exists()
+
+
+async def test_an_unwritable_saves_folder_opens_read_only_unless_writing_is_needed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The tests run as root, which may write anywhere, so the folder's permission is faked.
+    path = tmp_path / "saves" / "mempa.sqlite"
+    async with RunStore(path) as s:
+        await s.create_run(_run())
+    monkeypatch.setattr("mempa_tui.store._base.os.access", lambda *_a, **_k: False)
+    async with RunStore(path) as auto:
+        assert auto.read_only and len(await auto.list_runs()) == 1
+    with pytest.raises(StoreError, match=r"cannot be written here .* --saves"):
+        await RunStore(path, read_only=False).open()
+
+
+async def test_a_read_only_database_of_an_older_schema_asks_for_one_writable_open(tmp_path: Path) -> None:
+    path = tmp_path / "mempa.sqlite"
+    async with RunStore(path) as s:
+        await s.create_run(_run())
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE schema_version SET version = 1")
+    with pytest.raises(StoreError, match=r"older mempa \(schema 1, now \d+\); open it once where it can be written"):
+        await RunStore(path, read_only=True).open()

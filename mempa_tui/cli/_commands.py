@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
-from mempa_tui.cli._errors import UserError
+from mempa_tui.cli._errors import UserError, unwritable
 from mempa_tui.cli._run import database_path
 
 __all__ = ["cmd_mcp", "cmd_models", "cmd_report", "cmd_runs", "cmd_tools", "cmd_tui", "cmd_worlds_check"]
@@ -118,7 +118,10 @@ async def cmd_report(args: argparse.Namespace, out: TextIO | None = None) -> int
             known = [r.id for r in await store.list_runs()]
             raise UserError(f"no run {args.run_id!r} in {database_path(args.saves)}"
                             + (f" (runs: {', '.join(known)})" if known else ""))
-        report = await write_run_report(store, args.run_id, Path(args.saves))
+        try:
+            report = await write_run_report(store, args.run_id, Path(args.out or args.saves))
+        except OSError as exc:
+            raise unwritable(exc, f"the report of {args.run_id}") from exc
     if report is None:
         print(f"run {args.run_id} has no probe results yet; nothing to report", file=out)
         return 1

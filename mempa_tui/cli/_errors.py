@@ -2,11 +2,23 @@
 
 from __future__ import annotations
 
-__all__ = ["UserError", "user_error_message"]
+__all__ = ["UserError", "unwritable", "user_error_message"]
 
 
 class UserError(Exception):
     """A problem the user can fix (argument, user, profile, world file, server); exit code 2."""
+
+
+def unwritable(exc: OSError, what: str) -> UserError:
+    """The error for files that could not be written (a read-only saves folder, a full disk).
+
+    Args:
+        exc: the failed write.
+        what: what was being written, e.g. ``"the report"``.
+    """
+    where = f" to {exc.filename}" if exc.filename else ""
+    return UserError(f"cannot write {what}{where} ({exc.strerror or exc}); pass --out DIR with a folder "
+                     "you can write to")
 
 
 def user_error_message(exc: BaseException) -> str | None:

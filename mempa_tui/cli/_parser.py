@@ -142,6 +142,8 @@ def build_parser() -> argparse.ArgumentParser:
     report = sub.add_parser("report", help="score a stored run again and write its report")
     report.add_argument("run_id", metavar="RUN", help="run id, as `mempa runs` lists it")
     report.add_argument("--saves", default="saves", metavar="DIR", help="run database folder (default saves)")
+    report.add_argument("--out", metavar="DIR",
+                        help="write the report to DIR/<run>/ instead of <saves>/<run>/ (e.g. read-only saves)")
 
     results = sub.add_parser(
         "results", help="side-by-side scores of stored runs, with each condition's difference from No Memory")
@@ -157,6 +159,8 @@ def build_parser() -> argparse.ArgumentParser:
                          help="bootstrap resamples of the intervals (default 5000, as the paper)")
     results.add_argument("--export", action="store_true",
                          help="also write Markdown and CSV tables to <saves>/results-<UTC time>/")
+    results.add_argument("--out", metavar="DIR",
+                         help="export to DIR/results-<UTC time>/ instead of the saves folder (implies --export)")
 
     models = sub.add_parser("models", help="model profiles")
     msub = models.add_subparsers(dest="models_command", metavar="ACTION", parser_class=_Parser)

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from mempa_tui.cli._commands import _need_database
-from mempa_tui.cli._errors import UserError
+from mempa_tui.cli._errors import UserError, unwritable
 from mempa_tui.cli._run import database_path
 
 if TYPE_CHECKING:
@@ -99,7 +99,10 @@ async def print_results(
         if waiting:
             print("\nnot every probe is stored yet for: " + "; ".join(waiting), file=out)
         if export_to is not None:
-            exported = export_results(outcomes, export_to, by=by, resamples=resamples)
+            try:
+                exported = export_results(outcomes, export_to, by=by, resamples=resamples)
+            except OSError as exc:
+                raise unwritable(exc, "the exported tables") from exc
             print(f"\nexported: {exported.report.main_md} (with intervals; CSV tables in {exported.folder})",
                   file=out)
     return shown
@@ -129,6 +132,13 @@ async def cmd_results(args: argparse.Namespace, out: TextIO | None = None) -> in
             print("no runs to compare" + (f" for user {', '.join(args.user)}" if args.user else ""), file=out)
             return 1
         ok = await print_results(store, chosen, out, by=args.by, resamples=args.resamples,
-                                 export_to=Path(args.saves) if args.export else None,
+                                 export_to=_export_folder(args),
                                  named=bool(args.run_ids))
     return 0 if ok else 1
+
+
+def _export_folder(args: argparse.Namespace) -> Path | None:
+    """Where ``mempa results`` exports: ``--out``, else the saves folder with ``--export``, else nowhere."""
+    if args.out:
+        return Path(args.out)
+    return Path(args.saves) if args.export else None

@@ -204,7 +204,7 @@ async def cmd_run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     config = _config(args, profile, memories[0])
     async with AsyncExitStack() as stack:
         # The store first: a saves folder that cannot be used is reported before a model starts.
-        store = await stack.enter_async_context(RunStore(database_path(args.saves)))
+        store = await stack.enter_async_context(RunStore(database_path(args.saves), read_only=False))
         profile = await prepare_runtime(profile, stack, out)
         runner = Runner(
             config, store, LLMClient(profile), default_registry(), ProgressPrinter(out),
@@ -240,7 +240,7 @@ async def _run_several(args: argparse.Namespace, profile: ModelProfile, configs:
     from mempa_tui.tools import default_registry
 
     async with AsyncExitStack() as stack:
-        store = await stack.enter_async_context(RunStore(database_path(args.saves)))
+        store = await stack.enter_async_context(RunStore(database_path(args.saves), read_only=False))
         await _check_batch_donor(store, args, configs, out)
         if args.fresh:  # all at once, so an interrupted --fresh never leaves an old run in the batch
             for config in configs:

@@ -88,7 +88,8 @@ def run_is_being_played(database: Path, run_id: str) -> bool:
         run_id: the run's id.
 
     Returns:
-        True when the lease is held elsewhere; False when it is free or was never taken.
+        True when the lease is held elsewhere; False when it is free, was never taken, or cannot
+        be probed because the saves folder is read-only (then nobody can be writing the run there).
     """
     path = lease_path(database, run_id)
     if not path.exists():
@@ -98,5 +99,7 @@ def run_is_being_played(database: Path, run_id: str) -> bool:
         lock.acquire()
     except Timeout:
         return True
+    except OSError:
+        return False
     lock.release()
     return False

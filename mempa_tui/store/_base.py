@@ -1,7 +1,8 @@
 """The run store's connection layer: lifecycle, schema, transactions and content-addressed blobs.
 
 WAL mode with a busy timeout lets the TUI and a ``mempa run`` in another terminal read while a run
-writes. Writes are prepared statements run in one transaction shielded from cancellation; a killed
+writes. A database in a folder that cannot be written (a read-only mount, a colleague's copied
+saves) opens read-only: listing and scoring work, a write raises :class:`StoreError`. Writes are prepared statements run in one transaction shielded from cancellation; a killed
 process leaves the transaction unapplied (SQLite rolls it back when the database is next opened).
 ``synchronous=NORMAL`` keeps commits fast and, in WAL mode, survives a killed process (only a power
 loss can drop the last commits).
@@ -10,6 +11,7 @@ loss can drop the last commits).
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -41,10 +43,16 @@ class StoreBase:
 
     Args:
         path: the SQLite file; its folder is created on open.
+        read_only: True opens the database for reading only; False needs it writable (a clear
+            error otherwise); None (the default) opens it read-only when its folder or the file
+            cannot be written, and read-write otherwise.
     """
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, *, read_only: bool | None = None) -> None:
         self.path = Path(path)
+        self._want_read_only = read_only
+        self.read_only = False
+        """Whether the open connection is read-only (decided on :meth:`open`)."""
         self._db: aiosqlite.Connection | None = None
         self._lock: anyio.Lock | None = None
         self._known_blobs: set[str] = set()
@@ -55,9 +63,18 @@ class StoreBase:
         """Open (and create or migrate) the database.
 
         Raises:
-            StoreError: the saves folder cannot be created (names it and why), or the file is not
-                a usable database or was written by a newer schema.
+            StoreError: the saves folder cannot be created (names it and why), the file is not
+                a usable database or was written by a newer schema, or (read-only) it does not
+                exist, needs an upgrade, or cannot be read consistently.
         """
+        read_only = self._want_read_only
+        if read_only is None:
+            read_only = self.path.parent.is_dir() and not _writable(self.path)
+        elif not read_only and self.path.parent.is_dir() and not _writable(self.path):
+            raise StoreError(f"{self.path}: the run database cannot be written here (read-only folder or "
+                             "file); pass --saves with a folder you can write to")
+        if read_only:
+            return await self._open_read_only()
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         except FileExistsError:
@@ -85,6 +102,67 @@ class StoreBase:
             raise
         return self
 
+    async def _open_read_only(self) -> Self:
+        """Open for reading only: ``mode=ro``, or ``immutable=1`` when SQLite cannot share the WAL
+        index in an unwritable folder (only when no write-ahead log is left unmerged, whose
+        newest writes an immutable open would not see)."""
+        if not self.path.is_file():
+            raise StoreError(f"{self.path}: no run database here, and the folder cannot be written")
+        self._lock = anyio.Lock()
+        wal = self.path.with_name(self.path.name + "-wal")
+        db: aiosqlite.Connection | None = None
+        last: sqlite3.Error | None = None
+        for query in ("mode=ro", "immutable=1"):
+            if query == "immutable=1" and wal.exists() and wal.stat().st_size > 0:
+                raise StoreError(
+                    f"{self.path}: read-only folder with an unmerged write-ahead log ({wal.name}), which "
+                    "SQLite cannot read here; copy the saves folder somewhere writable and pass --saves"
+                )
+            try:
+                db = await aiosqlite.connect(f"{self.path.resolve().as_uri()}?{query}", uri=True,
+                                             isolation_level=None, timeout=_BUSY_TIMEOUT_MS / 1000)
+                await db.execute("SELECT COUNT(*) FROM sqlite_master")
+                break
+            except sqlite3.Error as exc:
+                if db is not None:
+                    await db.close()
+                    db = None
+                last = exc
+        if db is None:
+            raise StoreError(f"{self.path}: cannot open the run database read-only ({last})")
+        self._db, self.read_only = db, True
+        db.row_factory = sqlite3.Row
+        try:
+            await db.execute(f"PRAGMA busy_timeout = {_BUSY_TIMEOUT_MS}")
+            await db.execute("PRAGMA query_only = ON")
+            version = await self._schema_version(db)
+        except sqlite3.DatabaseError as exc:
+            await self.close()
+            raise StoreError(f"{self.path}: not a usable run database ({exc})") from exc
+        if version != SCHEMA_VERSION:
+            await self.close()
+            newer = version > SCHEMA_VERSION
+            raise StoreError(
+                f"{self.path}: read-only and written by " + (
+                    f"a newer mempa (schema {version}, this one reads up to {SCHEMA_VERSION}); upgrade mempa"
+                    if newer else
+                    f"an older mempa (schema {version}, now {SCHEMA_VERSION}); open it once where it "
+                    "can be written, so that it is upgraded")
+            )
+        return self
+
+    @staticmethod
+    async def _schema_version(db: aiosqlite.Connection) -> int:
+        """The stored schema version; 0 when the database has no schema table yet."""
+        async with db.execute(
+            "SELECT name FROM sqlite_master WHERE type='table' AND name='schema_version'"
+        ) as cur:
+            if await cur.fetchone() is None:
+                return 0
+        async with db.execute("SELECT MAX(version) FROM schema_version") as cur:
+            row = await cur.fetchone()
+        return int(row[0]) if row and row[0] is not None else 0
+
     async def close(self) -> None:
         """Close the connection (idempotent)."""
         if self._db is not None:
@@ -101,14 +179,8 @@ class StoreBase:
             await self.close()
 
     async def _ensure_schema(self, db: aiosqlite.Connection) -> None:
-        async with db.execute(
-            "SELECT name FROM sqlite_master WHERE type='table' AND name='schema_version'"
-        ) as cur:
-            exists = await cur.fetchone() is not None
-        if exists:
-            async with db.execute("SELECT MAX(version) FROM schema_version") as cur:
-                row = await cur.fetchone()
-            version = int(row[0]) if row and row[0] is not None else 0
+        version = await self._schema_version(db)
+        if version:
             if version > SCHEMA_VERSION:
                 raise StoreError(
                     f"{self.path}: written by a newer mempa (schema {version}, this one reads "
@@ -166,8 +238,15 @@ class StoreBase:
     # ---- transactions -----------------------------------------------------------------------
 
     async def _apply(self, statements: Iterable[Statement]) -> None:
-        """Run prepared statements in one transaction, shielded from cancellation."""
+        """Run prepared statements in one transaction, shielded from cancellation.
+
+        Raises:
+            StoreError: the store was opened read-only (nothing is written).
+        """
         db = self.db
+        if self.read_only:
+            raise StoreError(f"{self.path}: opened read-only (its folder or file cannot be written); "
+                             "nothing was written")
         assert self._lock is not None
         async with self._lock:
             with anyio.CancelScope(shield=True):
@@ -268,3 +347,10 @@ class StoreBase:
         await self._apply([("DELETE FROM blobs WHERE sha256 = ?", [(d,) for d in dead], True)])
         self._known_blobs -= set(dead)
         return len(dead)
+
+
+def _writable(database: Path) -> bool:
+    """Whether ``database`` (or, before it exists, its folder) can be written, with the SQLite
+    side files (journal, WAL, shared memory) its folder must take."""
+    folder_ok = os.access(database.parent, os.W_OK | os.X_OK)
+    return folder_ok and (not database.exists() or os.access(database, os.W_OK))
