@@ -335,3 +335,63 @@ def test_several_conditions_run_side_by_side_then_results_compares_stored_runs(
     args[args.index("--memory") + 1] = "file,rag,file"
     assert main(args) == 2
     assert "names file more than once" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("extra", "expected"),
+    [
+        (["--memory", "file,none", "--memory-option", "top_k=3"],
+         "no listed condition (file, none) takes memory option 'top_k'; rag, mem0, mem0ai would"),
+        (["--memory", "file,rag", "--memory-option", "rag.top_k=many"], "'rag': top_k must be an integer, got 'many'"),
+        (["--memory", "file,none", "--memory-option", "none.x=1"], "'none' has no option 'x'; it takes no options"),
+        (["--memory", "file", "--memory-option", "rag.top_k=3"], "is for 'rag', which is not among"),
+        (["--fresh", "--probes-only"], "--fresh with --probes-only would set the stored file run aside"),
+        (["--donor", "R-file-scripted-s0"], "--donor is for --memory none or oracle"),
+    ],
+)
+def test_run_arguments_that_would_waste_a_run_are_refused_before_anything_plays(
+    tmp_path: Path, profile_file: Path, server: ScriptedModelServer, extra: list[str],
+    expected: str, capsys: pytest.CaptureFixture[str],
+) -> None:
+    args = _run_args(tmp_path, profile_file)
+    if "--memory" in extra:  # replace the default condition
+        i = args.index("--memory")
+        del args[i : i + 2]
+    assert main([*args, *extra]) == 2
+    err = capsys.readouterr().err
+    assert expected in err and "Traceback" not in err
+    assert not server.requests
+    database = tmp_path / "saves" / "mempa.sqlite"
+    if database.exists():
+        with sqlite3.connect(database) as db:
+            assert db.execute("SELECT COUNT(*) FROM runs").fetchone()[0] == 0
+
+
+def test_a_local_memory_path_that_is_a_file_is_refused_and_a_stored_run_keeps_its_status(
+    tmp_path: Path, profile_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(_run_args(tmp_path, profile_file)) == 0
+    capsys.readouterr()
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x")
+    args = _run_args(tmp_path, profile_file)
+    args[args.index("--local-memory") + 1] = str(blocker)
+    assert main(args) == 2
+    assert f"--local-memory {blocker}: a file, not a folder" in capsys.readouterr().err
+    with sqlite3.connect(tmp_path / "saves" / "mempa.sqlite") as db:
+        assert db.execute("SELECT status FROM runs").fetchall() == [("completed",)]
+
+
+def test_options_go_to_the_conditions_that_take_them() -> None:
+    from mempa_tui.memory import options_per_condition
+
+    shares = options_per_condition(["file", "rag", "mem0", "none"],
+                                   {"top_k": 3, "rag.evidence_tokens": 500, "consolidate_at_tokens": 9000})
+    assert shares == {
+        "file": {"consolidate_at_tokens": 9000},
+        "rag": {"top_k": 3, "evidence_tokens": 500},
+        "mem0": {"top_k": 3},
+        "none": {},
+    }
+    # one condition: everything goes to it, and its builder names what it does not know
+    assert options_per_condition(["file"], {"bogus": 1}) == {"file": {"bogus": 1}}

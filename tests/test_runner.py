@@ -29,6 +29,7 @@ from mempa_tui.llm import LLMClient, LLMError, ScriptedModelServer
 from mempa_tui.runner import (
     ConfigMismatchError,
     DonorError,
+    RunConfig,
     RunEvent,
     Runner,
     RunOutcome,
@@ -403,4 +404,10 @@ async def test_a_donor_moved_aside_by_fresh_stays_the_donor_of_its_reference_run
         assert {r.checkpoint_run for r in await store.probe_results(none.run_id)} == {moved}
         rerun = await env.runner(store, FakeEpisodes(), cfg={"memory": "none"}).run()
         assert rerun.status is RunStatus.COMPLETED, rerun.notes
+        assert any(f"moved aside as {moved}" in n for n in rerun.notes), rerun.notes
+        assert any(f"donor run {moved} (chosen when this run started)" in n for n in rerun.notes)
         assert {r.checkpoint_run for r in await store.probe_results(none.run_id)} == {moved}
+        record = await store.get_run(none.run_id)
+        assert record is not None and RunConfig.model_validate_json(record.config_json).donor_run == moved
+        again_rerun = await env.runner(store, FakeEpisodes(), cfg={"memory": "none"}).run()
+        assert not any("moved aside" in n for n in again_rerun.notes)  # rewritten once, then plain

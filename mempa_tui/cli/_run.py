@@ -6,7 +6,7 @@ import argparse
 import sys
 from contextlib import AsyncExitStack
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 import anyio
 
@@ -165,16 +165,39 @@ def _conditions(args: argparse.Namespace) -> list[str]:
     return list(args.memory) if isinstance(args.memory, list) else [args.memory]
 
 
-def _config(args: argparse.Namespace, profile: ModelProfile, memory: str, *, several: bool = False) -> RunConfig:
+def _config(args: argparse.Namespace, profile: ModelProfile, memory: str, options: dict[str, Any], *,
+            several: bool = False) -> RunConfig:
     from mempa_tui.runner.config import PROBE_ONLY_CONDITIONS
 
     # With several conditions, --donor is for No Memory / Oracle only (the others play the timeline).
     donor = args.donor if not several or memory in PROBE_ONLY_CONDITIONS else None
     return build_run_config(
         user=args.user, memory=memory, profile=profile, worlds=args.worlds, repeats=args.repeats,
-        seed=args.seed, donor=donor, memory_options=dict(args.memory_option),
+        seed=args.seed, donor=donor, memory_options=options,
         probe_concurrency=args.probe_concurrency, slice=args.slice,
     )
+
+
+def _check_run_arguments(args: argparse.Namespace, memories: list[str]) -> None:
+    """Refuse combinations that could only waste a run, before anything is stored or started.
+
+    Raises:
+        UserError: ``--fresh`` with ``--probes-only`` for a condition that plays the timeline (the
+            fresh run would have no checkpoints to probe from), ``--donor`` with only such
+            conditions, or a ``--local-memory`` path that is not a usable folder.
+    """
+    from mempa_tui.runner.config import PROBE_ONLY_CONDITIONS
+
+    playing = [m for m in memories if m not in PROBE_ONLY_CONDITIONS]
+    if args.fresh and args.probes_only and playing:
+        raise UserError(f"--fresh with --probes-only would set the stored {', '.join(playing)} run aside and "
+                        "probe a new one that has played nothing; drop one of the two")
+    if args.donor is not None and len(memories) == 1 and playing:
+        raise UserError(f"--donor is for --memory none or oracle (they probe from a donor's checkpoints); "
+                        f"{playing[0]} plays the timeline itself")
+    local = Path(args.local_memory)
+    if local.exists() and not local.is_dir():
+        raise UserError(f"--local-memory {local}: a file, not a folder")
 
 
 def _first_validation_line(exc: ValueError) -> str:
@@ -196,12 +219,16 @@ async def cmd_run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     from mempa_tui.tools import default_registry
 
     out = out or sys.stdout
+    from mempa_tui.memory import options_per_condition
+
     profile = load_profile(args.model)
     memories = _conditions(args)
+    _check_run_arguments(args, memories)
+    options = options_per_condition(memories, dict(args.memory_option))
     if len(memories) > 1:
-        configs = [_config(args, profile, m, several=True) for m in memories]
+        configs = [_config(args, profile, m, options[m], several=True) for m in memories]
         return await _run_several(args, profile, configs, out)
-    config = _config(args, profile, memories[0])
+    config = _config(args, profile, memories[0], options[memories[0]])
     async with AsyncExitStack() as stack:
         # The store first: a saves folder that cannot be used is reported before a model starts.
         store = await stack.enter_async_context(RunStore(database_path(args.saves), read_only=False))
@@ -236,12 +263,14 @@ async def _run_several(args: argparse.Namespace, profile: ModelProfile, configs:
     """
     from mempa_tui.cli._errors import user_error_message
     from mempa_tui.cli._results import print_results
-    from mempa_tui.runner import RunOutcome, run_many
+    from mempa_tui.runner import RunOutcome, check_memory_options, run_many
     from mempa_tui.tools import default_registry
 
     async with AsyncExitStack() as stack:
         store = await stack.enter_async_context(RunStore(database_path(args.saves), read_only=False))
         await _check_batch_donor(store, args, configs, out)
+        for config in configs:  # every option value, before hours of the other conditions
+            check_memory_options(config, LLMClient(profile))
         if args.fresh:  # all at once, so an interrupted --fresh never leaves an old run in the batch
             for config in configs:
                 if await store.get_run(config.run_id) is not None:

@@ -15,7 +15,13 @@ from mempa_tui.memory._embed import (
     ProfileEmbedder,
     make_embedder,
 )
-from mempa_tui.memory._factory import MEMORY_BUILDERS, MemoryConfigError, make_memory
+from mempa_tui.memory._factory import (
+    MEMORY_BUILDERS,
+    MEMORY_OPTION_NAMES,
+    MemoryConfigError,
+    make_memory,
+    options_per_condition,
+)
 from mempa_tui.memory._file import (
     FileMemory,
     FileMemoryState,
@@ -56,6 +62,7 @@ from mempa_tui.memory.base import (
 
 __all__ = [
     "MEMORY_BUILDERS",
+    "MEMORY_OPTION_NAMES",
     "CellChange",
     "CellState",
     "CompletionClient",
@@ -95,4 +102,5 @@ __all__ = [
     "default_thresholds",
     "make_embedder",
     "make_memory",
+    "options_per_condition",
 ]

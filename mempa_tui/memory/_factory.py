@@ -5,19 +5,26 @@ New conditions register a builder in :data:`MEMORY_BUILDERS`; the factory itself
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from mempa_tui.memory._consolidation import CompletionClient
 from mempa_tui.memory._file import FileMemory, default_thresholds
-from mempa_tui.memory._mem0ai import build_mem0ai
+from mempa_tui.memory._mem0ai import MEM0AI_OPTIONS, build_mem0ai
 from mempa_tui.memory._prefstate import PrefStateMemory
 from mempa_tui.memory._reference import NoMemory, OracleMemory
-from mempa_tui.memory._retrieval_build import build_mem0, build_rag
+from mempa_tui.memory._retrieval_build import RETRIEVAL_OPTIONS, build_mem0, build_rag
 from mempa_tui.memory.base import MemorySystem
 
-__all__ = ["MEMORY_BUILDERS", "MemoryBuilder", "MemoryConfigError", "make_memory"]
+__all__ = [
+    "MEMORY_BUILDERS",
+    "MEMORY_OPTION_NAMES",
+    "MemoryBuilder",
+    "MemoryConfigError",
+    "make_memory",
+    "options_per_condition",
+]
 
 
 class MemoryConfigError(ValueError):
@@ -113,6 +120,64 @@ MEMORY_BUILDERS: dict[str, MemoryBuilder] = {
     "mem0ai": build_mem0ai,
 }
 """Condition name -> builder. Register further conditions here."""
+
+MEMORY_OPTION_NAMES: dict[str, tuple[str, ...]] = {
+    "none": (),
+    "oracle": (),
+    "file": tuple(sorted(_FILE_OPTIONS)),
+    "prefstate": tuple(sorted(_PREFSTATE_OPTIONS)),
+    "rag": tuple(sorted(RETRIEVAL_OPTIONS)),
+    "mem0": tuple(sorted(RETRIEVAL_OPTIONS)),
+    "mem0ai": tuple(sorted(MEM0AI_OPTIONS)),
+}
+"""Condition name -> the option names its builder accepts (values are checked by the builder)."""
+
+
+def options_per_condition(conditions: Sequence[str], options: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """Share ``--memory-option`` values out among several conditions of one command.
+
+    ``KEY`` goes to every listed condition that takes an option of that name (``top_k`` to both
+    ``rag`` and ``mem0``); ``CONDITION.KEY`` goes to that condition only. With one condition,
+    every plain key goes to it and its builder names what it does not know, as before.
+
+    Args:
+        conditions: the listed condition names, in order (each in :data:`MEMORY_BUILDERS`).
+        options: option name (plain or ``condition.name``) -> value.
+
+    Returns:
+        Condition -> its options (an empty mapping for a condition that gets none).
+
+    Raises:
+        MemoryConfigError: a ``CONDITION.KEY`` names a condition that is not listed or a key that
+            condition does not take, or a plain key no listed condition takes (names those that
+            would).
+    """
+    shares: dict[str, dict[str, Any]] = {c: {} for c in conditions}
+    for key, value in options.items():
+        target, dot, name = key.partition(".")
+        if dot:
+            if target not in shares:
+                raise MemoryConfigError(f"memory option {key!r} is for {target!r}, which is not among the "
+                                        f"listed conditions ({', '.join(conditions)})")
+            if len(conditions) > 1 and name not in MEMORY_OPTION_NAMES.get(target, ()):
+                valid = ", ".join(MEMORY_OPTION_NAMES.get(target, ()))
+                raise MemoryConfigError(f"memory condition {target!r} has no option {name!r}; "
+                                        + (f"valid: {valid}" if valid else "it takes no options"))
+            shares[target][name] = value
+            continue
+        if len(conditions) == 1:
+            shares[conditions[0]][key] = value
+            continue
+        takers = [c for c in conditions if key in MEMORY_OPTION_NAMES.get(c, ())]
+        if not takers:
+            elsewhere = [c for c, names in MEMORY_OPTION_NAMES.items() if key in names]
+            raise MemoryConfigError(
+                f"no listed condition ({', '.join(conditions)}) takes memory option {key!r}"
+                + (f"; {', '.join(elsewhere)} would" if elsewhere else "")
+            )
+        for condition in takers:
+            shares[condition][key] = value
+    return shares
 
 
 def make_memory(

@@ -93,6 +93,7 @@ from mempa_tui.memory.base import (
 )
 
 __all__ = [
+    "MEM0AI_OPTIONS",
     "MEM0AI_VERSION",
     "Mem0aiError",
     "Mem0aiFailure",
@@ -456,7 +457,8 @@ class Mem0aiMemory(MemorySystem):
         return MemoryInspection(system=self.name, stored=stored, last_evidence=self._last, stats=stats)
 
 
-_OPTIONS = ("user_id", "top_k", "evidence_tokens", "trim_at_tokens", "trim_to_tokens")
+MEM0AI_OPTIONS = ("user_id", "top_k", "evidence_tokens", "trim_at_tokens", "trim_to_tokens")
+"""The option names of ``--memory mem0ai``."""
 
 
 def build_mem0ai(
@@ -474,17 +476,17 @@ def build_mem0ai(
     from mempa_tui.memory._factory import MemoryConfigError
     from mempa_tui.memory._file import default_thresholds
 
-    unknown = set(options) - set(_OPTIONS)
+    unknown = set(options) - set(MEM0AI_OPTIONS)
     if unknown:
         raise MemoryConfigError(
-            f"memory condition 'mem0ai': unknown option(s) {', '.join(sorted(unknown))}; valid: {', '.join(_OPTIONS)}"
+            f"memory condition 'mem0ai': unknown option(s) {', '.join(sorted(unknown))}; valid: {', '.join(MEM0AI_OPTIONS)}"
         )
     if client is None:
         raise MemoryConfigError("memory condition 'mem0ai' needs a model client (role 'memory')")
     user_id = options.get("user_id")
     if user_id is not None and not isinstance(user_id, str):
         raise MemoryConfigError(f"memory condition 'mem0ai': user_id must be a string, got {user_id!r}")
-    for key in _OPTIONS[1:]:
+    for key in MEM0AI_OPTIONS[1:]:
         value = options.get(key)
         if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
             raise MemoryConfigError(f"memory condition 'mem0ai': {key} must be an integer, got {value!r}")

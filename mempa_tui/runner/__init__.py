@@ -44,6 +44,7 @@ from mempa_tui.runner.runner import (
     DonorError,
     Runner,
     RunOutcome,
+    check_memory_options,
     donor_problem,
     run_many,
 )
@@ -68,6 +69,7 @@ __all__ = [
     "Runner",
     "StepEvent",
     "StepResult",
+    "check_memory_options",
     "config_diff",
     "donor_problem",
     "lease_path",

@@ -44,7 +44,7 @@ if TYPE_CHECKING:
     from mempa_tui.llm import LLMClient
     from mempa_tui.tools import ToolRegistry
 
-__all__ = ["DonorError", "RunOutcome", "Runner", "donor_problem", "run_many"]
+__all__ = ["DonorError", "RunOutcome", "Runner", "check_memory_options", "donor_problem", "run_many"]
 
 
 class DonorError(ValueError):
@@ -69,6 +69,19 @@ class RunOutcome(BaseModel):
 def _first_error(group: BaseExceptionGroup[BaseException]) -> BaseException:
     first = group.exceptions[0]
     return _first_error(first) if isinstance(first, BaseExceptionGroup) else first
+
+
+def check_memory_options(config: RunConfig, client: LLMClient) -> None:
+    """Build ``config``'s memory condition once in a scratch folder, so a bad option is refused
+    before the run is stored (a stored run with a typo in its options could not be resumed with
+    the fix) and, for several conditions in one command, before any of them plays.
+
+    Raises:
+        MemoryConfigError: the condition or one of its options is invalid (names which and why).
+    """
+    with tempfile.TemporaryDirectory(prefix="mempa-memory-check-") as scratch:
+        make_memory(config.memory, client=client, folder=Path(scratch), context_window=None,
+                    **config.memory_options)
 
 
 def donor_problem(config: RunConfig, donor: RunRecord | None, store_path: Path | None = None) -> str | None:
@@ -176,6 +189,24 @@ class Runner:
         except ValidationError:
             return None
 
+    async def _follow_moved_donor(self, stored: RunConfig, notes: list[str]) -> str:
+        """The donor of this stored reference run, under its current id.
+
+        ``--fresh`` on the donor moves it aside as ``<id>~<n>`` and the store points this run's
+        ``donor_run`` there (:meth:`RunStore.archive_run`), but the stored configuration still
+        names the old id, which is now the new, different run. The configuration is rewritten to
+        the moved id, so the run keeps probing from the checkpoints its results came from.
+        """
+        assert stored.donor_run is not None
+        row = await self.store.get_run(self.run_id)
+        if row is None or row.donor_run is None or row.donor_run == stored.donor_run:
+            return stored.donor_run
+        moved = stored.model_copy(update={"donor_run": row.donor_run})
+        await self.store.update_run(self.run_id, config=(moved.model_dump_json(), moved.config_hash()))
+        notes.append(f"donor run {stored.donor_run} was moved aside as {row.donor_run} (by --fresh); "
+                     f"this run goes on probing from it")
+        return row.donor_run
+
     async def _resolve_donor(self, config: RunConfig, notes: list[str]) -> RunConfig:
         """Fill ``donor_run`` for No Memory and Oracle (paper Section 4 'Reference Condition Runs').
 
@@ -192,8 +223,9 @@ class Runner:
             return config
         stored = None if self.fresh else await self._stored_config()
         if stored is not None and stored.donor_run is not None:
-            notes.append(f"probing from the checkpoints of donor run {stored.donor_run} (chosen when this run started)")
-            return config.model_copy(update={"donor_run": stored.donor_run})
+            donor = await self._follow_moved_donor(stored, notes)
+            notes.append(f"probing from the checkpoints of donor run {donor} (chosen when this run started)")
+            return config.model_copy(update={"donor_run": donor})
         if stored is not None:  # it started from the fixture world; a donor now would change its config
             notes.append(
                 "warning: this run started without a donor run and goes on probing from the fixture world "
@@ -260,15 +292,7 @@ class Runner:
             return await self._run_leased()
 
     def _check_memory_options(self) -> None:
-        """Build the memory condition once in a scratch folder, so a bad option is refused before the
-        run is stored (a stored run with a typo in its options could not be resumed with the fix).
-
-        Raises:
-            MemoryConfigError: the condition or one of its options is invalid.
-        """
-        with tempfile.TemporaryDirectory(prefix="mempa-memory-check-") as scratch:
-            make_memory(self.config.memory, client=self.client, folder=Path(scratch), context_window=None,
-                        **self.config.memory_options)
+        check_memory_options(self.config, self.client)
 
     async def _run_leased(self) -> RunOutcome:
         notes: list[str] = []

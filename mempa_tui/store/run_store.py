@@ -75,8 +75,9 @@ class RunStore(StoreBase):
         total_steps: int | None = None,
         total_probes: int | None = None,
         clear_error: bool = False,
+        config: tuple[str, str] | None = None,
     ) -> None:
-        """Change a run's status, error or totals (``updated_at`` is set to now).
+        """Change a run's status, error, totals or stored configuration (``updated_at`` is set to now).
 
         Args:
             run_id: the run.
@@ -84,6 +85,8 @@ class RunStore(StoreBase):
             error: new error text, if setting one.
             total_steps / total_probes: new totals, if changing.
             clear_error: remove the stored error.
+            config: new ``(config_json, config_hash)``, if changing (a reference run whose donor
+                was moved aside by ``--fresh`` keeps its donor under the new id).
 
         Raises:
             StoreError: no such run.
@@ -102,6 +105,9 @@ class RunStore(StoreBase):
         if total_probes is not None:
             sets.append("total_probes = ?")
             params.append(total_probes)
+        if config is not None:
+            sets += ["config_json = ?", "config_hash = ?"]
+            params += list(config)
         if await self.get_run(run_id) is None:
             raise StoreError(f"no run {run_id!r} in {self.path}")
         await self._apply([(f"UPDATE runs SET {', '.join(sets)} WHERE id = ?", [*params, run_id], False)])
