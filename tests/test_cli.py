@@ -65,6 +65,7 @@ def _calls(saves: Path, run_id: str, step_id: str) -> int:
         (["run", "--user", "R", "--worlds", str(WORLDS), "--memory", "bogus", "--model", "embedded"],
          "unknown memory condition 'bogus'"),
         (["report", "X", "--saves", "/nonexistent-folder"], "no run database"),
+        (["results", "--resamples", "99999999999"], "--resamples: 99999999999 is more than 100,000"),
         (["frobnicate"], "invalid choice"),
         (["mcp", "--user", "A", "--at", "nonsense"], "error: mcp: argument --at: 'nonsense' is not an ISO date-time"),
         (["run", "--user", "R", "--seed", "-5", "--worlds", str(WORLDS), "--model", "embedded"], "--seed"),

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from mempa_tui.llm import LLMClient, ScriptedModelServer, load_profile
 from mempa_tui.llm.types import ChatMessage, Role, ToolSpec
 from mempa_tui.tui.demo import (
@@ -14,6 +16,7 @@ from mempa_tui.tui.demo import (
     demo_responder,
     write_demo_profile,
 )
+from mempa_tui.tui.demo import main as demo_main
 
 _IX = ToolSpec(name="IX_verbosity", description="pick", parameters={
     "type": "object", "properties": {"setting": {"type": "string", "enum": ["Terse", "Detailed"]}},
@@ -39,3 +42,14 @@ async def test_the_demo_profile_loads_and_every_role_answers(tmp_path: Path) -> 
                                                     "entry": {"type": "string"}}}
         scored = json.loads((await client.complete(Role.JUDGE, ask, json_schema=schema)).text)
         assert scored["score"] == 3 and scored["entry"].count(".") == 2
+
+
+def test_a_models_path_that_is_a_file_is_a_usage_error_not_a_traceback(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    blocker = tmp_path / "models"
+    blocker.write_text("x")
+    with pytest.raises(SystemExit) as info:
+        demo_main(["--models", str(blocker)])
+    assert info.value.code == 2
+    assert f"--models {blocker}: a file, not a folder" in capsys.readouterr().err

@@ -63,10 +63,17 @@ def _positive(text: str) -> int:
     return value
 
 
+MAX_RESAMPLES = 100_000
+"""Most bootstrap resamples ``--resamples`` takes (each holds one row per probe cluster in memory)."""
+
+
 def _resamples(text: str) -> int:
     value = _positive(text)
     if value < 100:
         raise argparse.ArgumentTypeError(f"{value} is too few for a 95% interval; use at least 100 (the paper: 5000)")
+    if value > MAX_RESAMPLES:
+        raise argparse.ArgumentTypeError(f"{value} is more than {MAX_RESAMPLES:,}, which already fixes a 95% "
+                                         "interval far below the printed precision (the paper: 5000)")
     return value
 
 

@@ -120,6 +120,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m mempa_tui.tui.demo", description=__doc__.splitlines()[0])
     parser.add_argument("--models", type=Path, default=Path("models"), help="where to write demo.yaml")
     args = parser.parse_args(argv)
+    if args.models.exists() and not args.models.is_dir():
+        parser.error(f"--models {args.models}: a file, not a folder")
+    try:
+        args.models.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:  # a file in the way, no permission: say so before serving anything
+        parser.error(f"--models {args.models}: cannot use it as the profiles folder ({exc.strerror or exc})")
     try:
         anyio.run(_serve, args.models)
     except KeyboardInterrupt:
