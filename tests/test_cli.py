@@ -153,8 +153,9 @@ def test_run_prints_progress_and_scores_then_runs_and_report(
     assert "repeats: 1 -> 2" in err and "--fresh" in err and len(err.strip().splitlines()) == 1
 
 
-def _run_until_step_2_then(sig: signal.Signals, args: list[str]) -> tuple[int, str]:
-    """Start ``mempa run`` in a subprocess, send ``sig`` once step 2 starts; (exit code, output)."""
+def _run_until_step_2_then(sig: signal.Signals, args: list[str], times: int = 1) -> tuple[int, str]:
+    """Start ``mempa run`` in a subprocess, send ``sig`` (``times`` times, at once) once step 2
+    starts; (exit code, output)."""
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     proc = subprocess.Popen(
         [sys.executable, "-m", "mempa_tui.cli.main", *args],
@@ -165,7 +166,8 @@ def _run_until_step_2_then(sig: signal.Signals, args: list[str]) -> tuple[int, s
     for line in proc.stdout:
         seen.append(line)
         if line.startswith("step 2/3 R-s2"):  # the second session has started
-            os.kill(proc.pid, sig)
+            for _ in range(times):
+                os.kill(proc.pid, sig)
     proc.wait()
     proc.stdout.close()
     return proc.returncode, "".join(seen)
@@ -181,6 +183,17 @@ def test_run_stopped_with_sigterm_records_stopped_and_exits_143(tmp_path: Path, 
     code, output = _run_until_step_2_then(signal.SIGTERM, _run_args(tmp_path, profile_file))
     assert code == 128 + signal.SIGTERM, output
     assert "stopped by SIGTERM; run the same command again to resume" in output
+    assert _status(tmp_path / "saves", "R-file-scripted-s0") == "stopped"
+    assert _steps(tmp_path / "saves", "R-file-scripted-s0") == ["R-s1"]
+
+
+@pytest.mark.timeout(400)
+def test_ctrl_c_twice_still_stops_cleanly_and_records_stopped(tmp_path: Path, profile_file: Path) -> None:
+    # The second Ctrl-C used to interrupt the clean-up: a traceback, and the run left "running".
+    code, output = _run_until_step_2_then(signal.SIGINT, _run_args(tmp_path, profile_file), times=3)
+    assert code == 128 + signal.SIGINT, output
+    assert "Traceback" not in output and "KeyboardInterrupt" not in output, output
+    assert "stopped by SIGINT; run the same command again to resume" in output
     assert _status(tmp_path / "saves", "R-file-scripted-s0") == "stopped"
     assert _steps(tmp_path / "saves", "R-file-scripted-s0") == ["R-s1"]
 

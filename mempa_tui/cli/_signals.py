@@ -1,15 +1,19 @@
-"""Stop a command cleanly on SIGTERM or SIGHUP, as Ctrl-C does.
+"""Stop a command cleanly on Ctrl-C (SIGINT), SIGTERM or SIGHUP.
 
 Without this, ``kill <pid>`` (or a closed terminal) would end the process at once: the run would
 stay marked ``running`` and the embedded llama.cpp server, a child process, would be orphaned.
-Here the signal cancels the command, so the runner records ``stopped`` (shielded), the embedded
-server is terminated and the database is closed; rerunning the same command resumes.
+Here the first signal cancels the command, so the runner records ``stopped`` (shielded), the
+embedded server is terminated and the database is closed; rerunning the same command resumes.
+Signals that arrive while that clean-up runs (a second Ctrl-C) are answered with a line on
+stderr instead of interrupting it half-way. A SIGINT that the process inherited as ignored (a
+background job of a non-interactive shell) stays ignored.
 """
 
 from __future__ import annotations
 
 import signal
 import sys
+import warnings
 from collections.abc import Awaitable, Callable
 
 import anyio
@@ -31,7 +35,7 @@ def _single(group: BaseExceptionGroup[BaseException]) -> BaseException:
 
 
 async def stop_on_signals(command: Callable[[], Awaitable[int]]) -> int:
-    """Run ``command``; on SIGTERM or SIGHUP cancel it and raise :class:`SignalStop`.
+    """Run ``command``; on Ctrl-C, SIGTERM or SIGHUP cancel it and raise :class:`SignalStop`.
 
     Args:
         command: the command's coroutine function; returns the exit code.
@@ -40,25 +44,39 @@ async def stop_on_signals(command: Callable[[], Awaitable[int]]) -> int:
         The command's exit code.
 
     Raises:
-        SignalStop: a signal stopped the command (after it cleaned up).
+        SignalStop: a signal stopped the command (after it cleaned up); code 128 + the signal.
         Exception: whatever the command raised (unwrapped from the task group).
     """
     if sys.platform == "win32":  # no signal receivers there; Ctrl-C still works
         return await command()
+    # litellm makes its request coroutine before awaiting it; a stop that cancels the call in
+    # between leaves it unawaited, and Python warns at collection. Nothing is lost by it.
+    warnings.filterwarnings("ignore", message=r"coroutine '.*async_completion' was never awaited",
+                            category=RuntimeWarning)
+    watched = [signal.SIGTERM, signal.SIGHUP]
+    if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
+        watched.append(signal.SIGINT)
     caught: list[int] = []
     result: list[int] = []
+    command_scope = anyio.CancelScope()
     try:
         async with anyio.create_task_group() as tg:
 
             async def watch() -> None:
-                with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGHUP) as signals:
+                # Outside the command's scope, so it keeps answering signals while the command
+                # cleans up; cancelled once the command has returned.
+                with anyio.open_signal_receiver(*watched) as signals:
                     async for signum in signals:
-                        caught.append(int(signum))
-                        tg.cancel_scope.cancel()
-                        return
+                        if not caught:
+                            caught.append(int(signum))
+                            command_scope.cancel()
+                        else:
+                            print("mempa: still stopping (saving where the run is); one moment",
+                                  file=sys.stderr, flush=True)
 
             tg.start_soon(watch)
-            result.append(await command())
+            with command_scope:
+                result.append(await command())
             tg.cancel_scope.cancel()
     except BaseExceptionGroup as group:
         raise _single(group) from None
