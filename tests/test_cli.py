@@ -131,7 +131,9 @@ def test_run_prints_progress_and_scores_then_runs_and_report(
 
     report.unlink()
     assert main(["report", "R-file-scripted-s0", "--saves", str(tmp_path / "saves")]) == 0
-    assert "PSA" in capsys.readouterr().out and report.is_file()
+    printed = capsys.readouterr().out
+    assert "PSA" in printed and report.is_file()
+    assert "Carry-over is N/A here" in printed  # no No Memory run yet: the table says why
     assert main(["report", "R-nope", "--saves", str(tmp_path / "saves")]) == 2
     assert "R-file-scripted-s0" in capsys.readouterr().err
     # --out: the report elsewhere (a read-only saves folder); a target that cannot be written is named
