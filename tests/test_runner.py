@@ -271,7 +271,9 @@ async def test_probes_only_waits_for_missing_checkpoints(env: Env) -> None:
             tg.cancel_scope.cancel()
         outcome = await env.runner(store, FakeEpisodes(), probes_only=True).run()
         assert outcome.status is RunStatus.STOPPED
-        assert sum("waits" in n for n in outcome.notes) == 2  # the two final probes
+        waits = [n for n in outcome.notes if " wait: " in n]
+        assert len(waits) == 1 and waits[0].startswith(  # the two final probes, in one line
+            "2 probe(s) wait: run R-file-scripted-s0 has no checkpoint after step 3 yet (play the timeline first): ")
         done = await store.done_probes(outcome.run_id)
         assert done == {("R-pre-ev1", 1), ("R-pre-ev1", 2)}
         finished = await env.runner(store, FakeEpisodes()).run()

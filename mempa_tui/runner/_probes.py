@@ -86,7 +86,8 @@ async def plan_probes(run: RunContext, donor: str | None) -> tuple[list[ProbeUni
         donor: for No Memory and Oracle, the run whose checkpoints to use (None: fixture world).
 
     Returns:
-        ``(units, problems)``; stored units are left out, each problem is one line.
+        ``(units, problems)``; stored units are left out, each problem is one line (the probes
+        that wait for the same missing checkpoint share one).
     """
     done = await run.store.done_probes(run.run_id)
     source_run = run.run_id if run.config.accumulates else donor
@@ -95,8 +96,11 @@ async def plan_probes(run: RunContext, donor: str | None) -> tuple[list[ProbeUni
         available = {c.step_index: c for c in await run.store.checkpoints(source_run)}
     units: list[ProbeUnit] = []
     problems: list[str] = []
+    waiting: dict[int, list[str]] = {}  # checkpoint index -> probes waiting for it
     for probe_id in sorted(run.bundle.probes):
         probe = run.bundle.probes[probe_id]
+        if all((probe_id, r) in done for r in range(1, run.config.repeats + 1)):
+            continue  # every repeat is stored: nothing to plan, nothing to wait for
         index = _checkpoint_index(run, probe)
         if isinstance(index, str):
             problems.append(f"probe {probe_id} skipped: {index}")
@@ -113,15 +117,18 @@ async def plan_probes(run: RunContext, donor: str | None) -> tuple[list[ProbeUni
                 continue
             source = ProbeSource(source_run, index, with_memory=run.config.accumulates)
         else:
-            problems.append(
-                f"probe {probe_id} waits: run {source_run} has no checkpoint after step "
-                f"{index + 1} yet (play the timeline first)"
-            )
+            waiting.setdefault(index, []).append(probe_id)
             continue
         units.extend(
             ProbeUnit(probe, r, source)
             for r in range(1, run.config.repeats + 1)
             if (probe_id, r) not in done
+        )
+    for index, probe_ids in sorted(waiting.items()):  # one line per missing checkpoint, not per probe
+        shown = ", ".join(probe_ids[:3]) + (f" and {len(probe_ids) - 3} more" if len(probe_ids) > 3 else "")
+        problems.append(
+            f"{len(probe_ids)} probe(s) wait: run {source_run} has no checkpoint after step {index + 1} yet "
+            f"(play the timeline first): {shown}"
         )
     return units, problems
 
