@@ -66,6 +66,8 @@ def _calls(saves: Path, run_id: str, step_id: str) -> int:
          "unknown memory condition 'bogus'"),
         (["report", "X", "--saves", "/nonexistent-folder"], "no run database"),
         (["results", "--resamples", "99999999999"], "--resamples: 99999999999 is more than 100,000"),
+        (["run", "--user", "A", "--worlds", "/nonexistent-worlds", "--model", "embedded"],
+         "no worlds folder at /nonexistent-worlds (run mempa from the repository root, or pass --worlds DIR)"),
         (["frobnicate"], "invalid choice"),
         (["mcp", "--user", "A", "--at", "nonsense"], "error: mcp: argument --at: 'nonsense' is not an ISO date-time"),
         (["run", "--user", "R", "--seed", "-5", "--worlds", str(WORLDS), "--model", "embedded"], "--seed"),

@@ -44,8 +44,8 @@ class ProgressPrinter:
             return  # episode events are for the TUI; the report paths are printed at the end
         if item.kind in ("step_finished", "probe_finished"):
             line = f"{item.message}  [tokens {item.progress.tokens.total:,}]"
-        elif item.kind == "warning":
-            line = f"note: {item.message}"
+        elif item.kind == "warning":  # a message that is itself a warning keeps its own prefix
+            line = item.message if item.message.startswith("warning: ") else f"note: {item.message}"
         else:
             line = item.message
         if self.with_run_id and not line.startswith(f"run {item.run_id}"):
@@ -136,6 +136,8 @@ def build_run_config(
             ``slice`` on a full timeline that names no slice.
         WorldFileError: the user's world files are invalid (``path:line: message``).
     """
+    if not Path(worlds).is_dir():
+        raise UserError(f"no worlds folder at {worlds} (run mempa from the repository root, or pass --worlds DIR)")
     users = list_users(worlds)
     if user not in users:
         where = Path(worlds) / "users"
