@@ -87,6 +87,21 @@ def test_differences_use_only_the_probes_both_conditions_hold() -> None:
     assert paired_differences(file, resamples=200) == ([], {"file": 6})
 
 
+def test_each_model_is_compared_with_its_own_no_memory_run_in_the_table_order() -> None:
+    # Model "m": File memory and No Memory both get every probe right (difference 0). Model "big"
+    # has only a No Memory run, which gets every probe wrong; it must not enter m's difference
+    # (pooled it would give +50 points), and "big" gets no difference row of its own.
+    file = [_outcome("file", p, 1, right=True) for p in range(6)]
+    prefstate = [_outcome("prefstate", p, 1, right=True) for p in range(6)]
+    none = [_outcome("none", p, 1, right=True) for p in range(6)]
+    big_none = [o.model_copy(update={"model": "big", "selection": "x"}) for o in none]
+    diffs, dropped = paired_differences(prefstate + none + big_none + file, resamples=200)
+    psa = [d for d in diffs if d.metric == "PSA"]
+    assert [(d.memory, d.model) for d in psa] == [("file", "m"), ("prefstate", "m")]  # main table order
+    assert all(d.point == pytest.approx(0.0) for d in psa)
+    assert dropped == {"file": 0, "prefstate": 0}
+
+
 def test_two_exports_in_the_same_second_get_two_folders(tmp_path: Path) -> None:
     outcomes = [_outcome("file", p, 1, right=True) for p in range(3)]
     first = export_results(outcomes, tmp_path, stamp=T0, resamples=100)

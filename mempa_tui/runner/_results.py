@@ -36,6 +36,7 @@ from mempa_tui.scoring import (
     ReportPaths,
     breakdown,
     condition_label,
+    condition_sort_key,
     differences_from,
     score_conditions,
     write_reports,
@@ -396,28 +397,31 @@ def comparable_groups(runs: Sequence[RunRecord], *, named: bool) -> list[RunGrou
 def paired_differences(
     outcomes: Sequence[ProbeOutcome], *, reference: str = "none", resamples: int = 5000
 ) -> tuple[list[Difference], dict[str, int]]:
-    """Each condition's difference from ``reference`` over the probe repeats both hold (Table 13).
+    """Each condition's difference from ``reference`` over the probe repeats both hold (Table 13),
+    one row per condition and model: a condition is compared with the same model's No Memory run.
 
     :func:`~mempa_tui.scoring.differences_from` pairs units by probe and repeat; when one side is
     missing probes (a run still going), its mean would come from other probes than the other
-    side's. Here each condition and the reference are first cut to the (user, probe, repeat)
-    units they share.
+    side's. Here each condition and the reference are first cut to the (model, user, probe,
+    repeat) units they share, so neither another model's runs nor another run's extra probes
+    enter a difference.
 
     Returns:
-        The differences, and per condition how many of its outcomes had no partner (left out).
+        The differences (in the main table's condition order), and per condition how many of its
+        outcomes had no partner (left out).
     """
-    def unit(o: ProbeOutcome) -> tuple[str, str | None, int]:
-        return (o.user, o.probe_id, o.repeat)
+    def unit(o: ProbeOutcome) -> tuple[str, str, str | None, int]:
+        return (o.model, o.user, o.probe_id, o.repeat)
 
     ref = [o for o in outcomes if o.memory == reference]
     ref_units = {unit(o) for o in ref}
     out: list[Difference] = []
     dropped: dict[str, int] = {}
-    for memory in dict.fromkeys(o.memory for o in outcomes if o.memory != reference):
+    for memory in sorted({o.memory for o in outcomes if o.memory != reference}, key=condition_sort_key):
         mine = [o for o in outcomes if o.memory == memory]
         common = ref_units & {unit(o) for o in mine}
         dropped[memory] = sum(unit(o) not in common for o in mine)
         paired = [o for o in mine if unit(o) in common] + [o for o in ref if unit(o) in common]
         if common:
-            out.extend(differences_from(paired, reference=reference, resamples=resamples))
+            out.extend(differences_from(paired, reference=reference, resamples=resamples, pool_models=False))
     return out, dropped

@@ -43,6 +43,7 @@ __all__ = [
     "Difference",
     "breakdown",
     "carry_over",
+    "condition_sort_key",
     "differences_from",
     "metric_tables",
     "score_conditions",
@@ -215,7 +216,9 @@ def carry_over(
     return summary
 
 
-def _memory_order(memory: str) -> tuple[int, str]:
+def condition_sort_key(memory: str) -> tuple[int, str]:
+    """Where a memory condition's rows go: memory systems first (in :data:`CONDITION_LABELS`
+    order, unknown ones after them), then No Memory, then Oracle."""
     known = [m for m in CONDITION_LABELS if m not in ("none", "oracle")] + ["none", "oracle"]
     return (known.index(memory) if memory in known else len(known) - 2, memory)
 
@@ -227,7 +230,7 @@ def _groups(
     for o in outcomes:
         g = (o.memory, ALL_MODELS if pool_models else o.model, key(o) if key else None)
         groups.setdefault(g, []).append(o)
-    return sorted(groups.items(), key=lambda kv: (_memory_order(kv[0][0]), kv[0][1], kv[0][2] or ""))
+    return sorted(groups.items(), key=lambda kv: (condition_sort_key(kv[0][0]), kv[0][1], kv[0][2] or ""))
 
 
 def score_conditions(
