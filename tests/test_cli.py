@@ -396,6 +396,9 @@ def test_a_local_memory_path_that_is_a_file_is_refused_and_a_stored_run_keeps_it
     args[args.index("--local-memory") + 1] = str(blocker)
     assert main(args) == 2
     assert f"--local-memory {blocker}: a file, not a folder" in capsys.readouterr().err
+    args[args.index("--local-memory") + 1] = str(blocker / "below")
+    assert main(args) == 2
+    assert f"--local-memory {blocker / 'below'}: cannot create the folder (Not a directory)" in capsys.readouterr().err
     with sqlite3.connect(tmp_path / "saves" / "mempa.sqlite") as db:
         assert db.execute("SELECT status FROM runs").fetchall() == [("completed",)]
 
@@ -413,3 +416,20 @@ def test_options_go_to_the_conditions_that_take_them() -> None:
     }
     # one condition: everything goes to it, and its builder names what it does not know
     assert options_per_condition(["file"], {"bogus": 1}) == {"file": {"bogus": 1}}
+
+
+def test_several_conditions_refuse_a_stored_run_with_other_options_before_anything_plays(
+    tmp_path: Path, profile_file: Path, server: ScriptedModelServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(_run_args(tmp_path, profile_file)) == 0  # File memory with its default options
+    capsys.readouterr()
+    played = len(server.requests)
+    args = _run_args(tmp_path, profile_file, "--memory-option", "consolidate_at_tokens=30000")
+    args[args.index("--memory") + 1] = "none,file"
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert "run R-file-scripted-s0 was started with a different configuration" in err
+    assert "memory_options.consolidate_at_tokens" in err
+    assert len(server.requests) == played  # the No Memory run did not probe from the old run
+    with sqlite3.connect(tmp_path / "saves" / "mempa.sqlite") as db:
+        assert [r[0] for r in db.execute("SELECT id FROM runs")] == ["R-file-scripted-s0"]

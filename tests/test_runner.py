@@ -413,3 +413,24 @@ async def test_a_donor_moved_aside_by_fresh_stays_the_donor_of_its_reference_run
         assert record is not None and RunConfig.model_validate_json(record.config_json).donor_run == moved
         again_rerun = await env.runner(store, FakeEpisodes(), cfg={"memory": "none"}).run()
         assert not any("moved aside" in n for n in again_rerun.notes)  # rewritten once, then plain
+
+
+async def test_run_many_does_not_start_a_reference_run_whose_donor_failed(env: Env) -> None:
+    # The File memory run cannot start (another process holds it); a new No Memory run must not
+    # fall back to the fixture world and be stored as a baseline no run of the batch shares.
+    from filelock import FileLock
+
+    from mempa_tui.runner import RunBusyError, lease_path
+
+    async with RunStore(env.root / "mempa.sqlite") as store:
+        configs = [runner_config(memory="none"), runner_config()]
+        held = FileLock(lease_path(store.path, configs[1].run_id), timeout=0, thread_local=False)
+        with held:
+            results = await run_many(
+                configs, store, env.client, default_registry(), memory_root=env.root / "lm",
+                episodes=FakeEpisodes().functions(), scorer=fake_scorer, resamples=100,
+            )
+        assert isinstance(results[1], RunBusyError)
+        assert isinstance(results[0], DonorError)
+        assert str(results[0]).startswith("not started: R-file-scripted-s0 did not complete")
+        assert await store.get_run("R-none-scripted-s0") is None

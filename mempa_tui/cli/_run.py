@@ -200,6 +200,10 @@ def _check_run_arguments(args: argparse.Namespace, memories: list[str]) -> None:
     local = Path(args.local_memory)
     if local.exists() and not local.is_dir():
         raise UserError(f"--local-memory {local}: a file, not a folder")
+    try:  # a file further up, or no permission: said now, not as a failed step of a stored run
+        local.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UserError(f"--local-memory {local}: cannot create the folder ({exc.strerror or exc})") from None
 
 
 def _first_validation_line(exc: ValueError) -> str:
@@ -265,14 +269,29 @@ async def _run_several(args: argparse.Namespace, profile: ModelProfile, configs:
     """
     from mempa_tui.cli._errors import user_error_message
     from mempa_tui.cli._results import print_results
-    from mempa_tui.runner import RunOutcome, check_memory_options, run_many
+    from mempa_tui.runner import (
+        ConfigMismatchError,
+        RunOutcome,
+        check_memory_options,
+        resume_problems,
+        run_is_being_played,
+        run_many,
+    )
     from mempa_tui.tools import default_registry
 
     async with AsyncExitStack() as stack:
         store = await stack.enter_async_context(RunStore(database_path(args.saves), read_only=False))
         await _check_batch_donor(store, args, configs, out)
-        for config in configs:  # every option value, before hours of the other conditions
+        # Everything that would stop one run at its start, before hours of the others: a run that
+        # failed here could also leave No Memory without the donor this command was to play.
+        for config in configs:
             check_memory_options(config, LLMClient(profile))
+            if run_is_being_played(store.path, config.run_id):
+                raise UserError(f"run {config.run_id} is being played by another mempa process; "
+                                "wait for it to finish or stop it, then rerun this command")
+            stored = None if args.fresh else await store.get_run(config.run_id)
+            if stored is not None and (problems := resume_problems(config, stored, profile)):
+                raise ConfigMismatchError(config.run_id, problems)
         if args.fresh:  # all at once, so an interrupted --fresh never leaves an old run in the batch
             for config in configs:
                 if await store.get_run(config.run_id) is not None:

@@ -46,6 +46,8 @@ from mempa_tui.runner.runner import (
     RunOutcome,
     check_memory_options,
     donor_problem,
+    filled_config,
+    resume_problems,
     run_many,
 )
 
@@ -72,10 +74,12 @@ __all__ = [
     "check_memory_options",
     "config_diff",
     "donor_problem",
+    "filled_config",
     "lease_path",
     "outcome_of",
     "profile_fingerprint",
     "replay_change_event",
+    "resume_problems",
     "run_accumulation",
     "run_is_being_played",
     "run_many",

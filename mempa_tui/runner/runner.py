@@ -41,10 +41,20 @@ from mempa_tui.scripts.loader import load_user
 from mempa_tui.store import RunRecord, RunStatus, RunStore
 
 if TYPE_CHECKING:
-    from mempa_tui.llm import LLMClient
+    from mempa_tui.llm import LLMClient, ModelProfile
+    from mempa_tui.scripts.loader import UserBundle
     from mempa_tui.tools import ToolRegistry
 
-__all__ = ["DonorError", "RunOutcome", "Runner", "check_memory_options", "donor_problem", "run_many"]
+__all__ = [
+    "DonorError",
+    "RunOutcome",
+    "Runner",
+    "check_memory_options",
+    "donor_problem",
+    "filled_config",
+    "resume_problems",
+    "run_many",
+]
 
 
 class DonorError(ValueError):
@@ -82,6 +92,38 @@ def check_memory_options(config: RunConfig, client: LLMClient) -> None:
     with tempfile.TemporaryDirectory(prefix="mempa-memory-check-") as scratch:
         make_memory(config.memory, client=client, folder=Path(scratch), context_window=None,
                     **config.memory_options)
+
+
+def filled_config(config: RunConfig, profile: ModelProfile) -> tuple[UserBundle, RunConfig]:
+    """Load the run's world files (sliced for a slice run) and fill the fields a run stores but a
+    command line does not give: the worlds digest and the profile's fingerprint.
+
+    Raises:
+        WorldFileError: the user's world files are invalid.
+    """
+    bundle = load_user(config.worlds_dir, config.user)
+    if config.slice:
+        bundle = bundle.sliced()
+    if not config.worlds_digest:
+        config = config.model_copy(update={"worlds_digest": worlds_digest(bundle.root)})
+    if not config.profile_models:
+        config = config.model_copy(update={"profile_models": profile_fingerprint(profile)})
+    return bundle, config
+
+
+def resume_problems(config: RunConfig, stored: RunRecord, profile: ModelProfile) -> list[str]:
+    """Why ``stored`` could not be resumed with ``config`` (``field: stored -> current`` lines;
+    empty when it can), checked before a batch plays anything. A reference run's donor is left
+    out: it is chosen when the run starts.
+
+    Raises:
+        WorldFileError: the user's world files are invalid.
+    """
+    _bundle, full = filled_config(config, profile)
+    problems = config_diff(stored.config_json, full)
+    if not config.accumulates:
+        problems = [p for p in problems if not p.startswith("donor_run")]
+    return problems
 
 
 def donor_problem(config: RunConfig, donor: RunRecord | None, store_path: Path | None = None) -> str | None:
@@ -297,14 +339,7 @@ class Runner:
     async def _run_leased(self) -> RunOutcome:
         notes: list[str] = []
         self._check_memory_options()
-        bundle = load_user(self.config.worlds_dir, self.config.user)
-        if self.config.slice:
-            bundle = bundle.sliced()
-        config = self.config
-        if not config.worlds_digest:
-            config = config.model_copy(update={"worlds_digest": worlds_digest(bundle.root)})
-        if not config.profile_models:
-            config = config.model_copy(update={"profile_models": profile_fingerprint(self.client.profile)})
+        bundle, config = filled_config(self.config, self.client.profile)
         config = await self._resolve_donor(config, notes)
         await self._open(config, notes)
         self.config = config
@@ -400,6 +435,15 @@ async def run_many(
     async def one(i: int) -> None:
         observer = observer_for(configs[i]) if observer_for else None
         donor = _batch_donor(configs[i], configs, results)
+        lenders = _batch_lenders(configs[i], configs)
+        if donor is None and lenders and await store.get_run(configs[i].run_id) is None:
+            # Its donor was to be played here and did not complete: probing from an older run or
+            # the fixture world would store a baseline that no run of this command shares.
+            results[i] = DonorError(
+                f"not started: {', '.join(lenders)} did not complete, so no run of this command can lend "
+                f"{configs[i].run_id} its checkpoints; rerun the command once it has (or name one with --donor)"
+            )
+            return
         runner = Runner(configs[i], store, client, registry, observer, preferred_donor=donor,
                         **runner_options)  # type: ignore[arg-type]
         try:
@@ -413,6 +457,15 @@ async def run_many(
                 if cfg.accumulates is wave:
                     tg.start_soon(one, i)
     return [r if r is not None else RuntimeError("run did not start") for r in results]
+
+
+def _batch_lenders(config: RunConfig, batch: Sequence[RunConfig]) -> list[str]:
+    """The batch's accumulation runs that could lend ``config`` (a reference run without a named
+    donor) their checkpoints: same user, profile, seed and timeline."""
+    if config.accumulates or config.donor_run is not None:
+        return []
+    return [other.run_id for other in batch if other.accumulates and (other.user, other.profile, other.seed,
+            other.slice) == (config.user, config.profile, config.seed, config.slice)]
 
 
 def _batch_donor(
