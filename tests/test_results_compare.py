@@ -15,6 +15,7 @@ from mempa_tui.runner._results import (
     export_results,
     paired_differences,
 )
+from mempa_tui.runner.report import backbone_label
 from mempa_tui.scoring import ProbeOutcome, ProbeStatus, differences_from
 from mempa_tui.scripts.schema import ProbeKind
 from mempa_tui.store import RunRecord, RunStatus
@@ -23,10 +24,12 @@ from mempa_tui.taxonomy import Context
 T0 = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 
 
-def _run(memory: str, *, seed: int = 0, sliced: bool = False, minutes: int = 0, archived: str = "") -> RunRecord:
-    config = RunConfig(user="A", profile="demo", memory=memory, seed=seed, slice=sliced)
+def _run(memory: str, *, seed: int = 0, sliced: bool = False, minutes: int = 0, archived: str = "",
+         profile: str = "demo") -> RunRecord:
+    config = RunConfig(user="A", profile=profile, memory=memory, seed=seed, slice=sliced,
+                       profile_models={"pa": "ollama/qwen2.5:7b temperature=0.0"})
     return RunRecord(
-        id=config.run_id + archived, user="A", profile="demo", memory=memory, seed=seed, repeats=1,
+        id=config.run_id + archived, user="A", profile=profile, memory=memory, seed=seed, repeats=1,
         config_json=config.model_dump_json(), config_hash=config.config_hash(),
         updated_at=T0 + timedelta(minutes=minutes),
     )
@@ -53,6 +56,15 @@ def test_runs_holding_the_same_cells_keep_the_newest_or_are_refused_when_named()
     done = older.model_copy(update={"status": RunStatus.COMPLETED})
     stopped = _run("file", minutes=30, archived="~2").model_copy(update={"status": RunStatus.STOPPED})
     assert comparable_groups([stopped, done], named=False)[0].run_ids == ["A-file-demo-s0"]
+
+
+def test_two_profiles_with_the_same_pa_model_keep_their_own_rows() -> None:
+    # Same PA model, other simulator or judge: not the same backbone row, not a collision.
+    runs = [_run("file"), _run("file", profile="demo2"), _run("none"), _run("none", profile="demo2")]
+    (group,) = comparable_groups(runs, named=True)
+    assert group.run_ids == ["A-file-demo-s0", "A-file-demo2-s0", "A-none-demo-s0", "A-none-demo2-s0"]
+    assert group.left_out == []
+    assert backbone_label(runs[1]) == "ollama/qwen2.5:7b (demo2)"
 
 
 CELLS = [  # (context, attribute, target, another setting): six distinct cells

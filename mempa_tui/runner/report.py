@@ -38,13 +38,18 @@ class RunReport(BaseModel):
 
 
 def backbone_label(run: RunRecord) -> str:
-    """The PA backbone's label: the PA model of the run's profile, else the profile name."""
+    """The model label of a run's rows: ``<PA model> (<profile>)``, else the profile name.
+
+    The paper's Model column is the PA backbone; the profile is added because two profiles can
+    share the PA model and differ in the simulator, judge or memory model, and their runs must
+    not share a row or a No Memory reference.
+    """
     try:
         models = json.loads(run.config_json).get("profile_models") or {}
     except (json.JSONDecodeError, AttributeError):
         models = {}
     pa = models.get("pa") if isinstance(models, dict) else None
-    return str(pa).split(" ", 1)[0] if pa else run.profile
+    return f"{str(pa).split(' ', 1)[0]} ({run.profile})" if pa else run.profile
 
 
 _STATUS = {"completed": ProbeStatus.COMPLETED, "floored": ProbeStatus.FLOORED}
