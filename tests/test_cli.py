@@ -65,6 +65,7 @@ def _calls(saves: Path, run_id: str, step_id: str) -> int:
         (["run", "--user", "R", "--worlds", str(WORLDS), "--memory", "bogus", "--model", "embedded"],
          "unknown memory condition 'bogus'"),
         (["report", "X", "--saves", "/nonexistent-folder"], "no run database"),
+        (["runs", "--saves", "/etc/hostname"], "/etc/hostname: the saves folder is a file, not a folder"),
         (["results", "--resamples", "99999999999"], "--resamples: 99999999999 is more than 100,000"),
         (["run", "--user", "A", "--worlds", "/nonexistent-worlds", "--model", "embedded"],
          "no worlds folder at /nonexistent-worlds (run mempa from the repository root, or pass --worlds DIR)"),
@@ -135,7 +136,7 @@ def test_run_prints_progress_and_scores_then_runs_and_report(
     assert main(["report", "R-file-scripted-s0", "--saves", str(tmp_path / "saves")]) == 0
     printed = capsys.readouterr().out
     assert "PSA" in printed and report.is_file()
-    assert "Carry-over is N/A here" in printed  # no No Memory run yet: the table says why
+    assert "Carry-over is N/A in a one-run report" in printed  # no No Memory run yet: the table says why
     assert main(["report", "R-nope", "--saves", str(tmp_path / "saves")]) == 2
     assert "R-file-scripted-s0" in capsys.readouterr().err
     # --out: the report elsewhere (a read-only saves folder); a target that cannot be written is named
@@ -365,6 +366,7 @@ def test_several_conditions_run_side_by_side_then_results_compares_stored_runs(
         (["--memory", "file", "--memory-option", "rag.top_k=3"], "is for 'rag', which is not among"),
         (["--fresh", "--probes-only"], "--fresh with --probes-only would set the stored file run aside"),
         (["--donor", "R-file-scripted-s0"], "--donor is for --memory none or oracle"),
+        (["--probes-only"], "--probes-only: run R-file-scripted-s0 has not played its timeline yet"),
     ],
 )
 def test_run_arguments_that_would_waste_a_run_are_refused_before_anything_plays(

@@ -22,7 +22,13 @@ DATABASE_NAME = "mempa.sqlite"
 
 
 def database_path(saves: str | Path) -> Path:
-    """The run database inside a saves folder."""
+    """The run database inside a saves folder.
+
+    Raises:
+        UserError: ``saves`` is a file, not a folder.
+    """
+    if Path(saves).is_file():
+        raise UserError(f"{saves}: the saves folder is a file, not a folder")
     return Path(saves) / DATABASE_NAME
 
 
@@ -238,6 +244,7 @@ async def cmd_run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     async with AsyncExitStack() as stack:
         # The store first: a saves folder that cannot be used is reported before a model starts.
         store = await stack.enter_async_context(RunStore(database_path(args.saves), read_only=False))
+        await _check_probes_only(store, args, [config])
         profile = await prepare_runtime(profile, stack, out)
         runner = Runner(
             config, store, LLMClient(profile), default_registry(), ProgressPrinter(out),
@@ -281,6 +288,7 @@ async def _run_several(args: argparse.Namespace, profile: ModelProfile, configs:
 
     async with AsyncExitStack() as stack:
         store = await stack.enter_async_context(RunStore(database_path(args.saves), read_only=False))
+        await _check_probes_only(store, args, configs)
         await _check_batch_donor(store, args, configs, out)
         # Everything that would stop one run at its start, before hours of the others: a run that
         # failed here could also leave No Memory without the donor this command was to play.
@@ -325,6 +333,21 @@ async def _run_several(args: argparse.Namespace, profile: ModelProfile, configs:
             print(file=out)
             await print_results(store, shown, out)
     return code
+
+
+async def _check_probes_only(store: RunStore, args: argparse.Namespace, configs: list[RunConfig]) -> None:
+    """``--probes-only`` probes from a memory run's stored checkpoints: refuse it for a memory run
+    that was never started (it would be stored with nothing to probe from).
+
+    Raises:
+        UserError: names the run and what to run instead.
+    """
+    if not args.probes_only:
+        return
+    for config in configs:
+        if config.accumulates and await store.get_run(config.run_id) is None:
+            raise UserError(f"--probes-only: run {config.run_id} has not played its timeline yet, so it has no "
+                            "checkpoints to probe from; run the command without --probes-only")
 
 
 async def _check_batch_donor(store: RunStore, args: argparse.Namespace, configs: list[RunConfig], out: TextIO) -> None:

@@ -101,8 +101,8 @@ async def write_run_report(
     rows = score_conditions(outcomes, resamples=resamples)
     table = format_table(rows)
     if run.memory != "none" and all(r.carry_over is None for r in rows):
-        table += ("\nCarry-over is N/A here: it compares with the model's No Memory answers "
-                  "(Appendix F.3); `mempa results` gives it once a No Memory run of this user and model exists.")
+        table += ("\nCarry-over is N/A in a one-run report: it compares with the model's No Memory answers "
+                  "(Appendix F.3); `mempa results` computes it with this user and model's No Memory run.")
     return RunReport(run_id=run_id, paths=paths, table=table, outcomes=len(outcomes),
                      memory_stats=await last_memory_stats(store, run_id))
 

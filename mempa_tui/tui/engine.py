@@ -22,7 +22,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from mempa_tui.agent.human import HumanAgentSeat
 from mempa_tui.cli._errors import user_error_message
-from mempa_tui.cli._run import build_run_config, database_path, prepare_runtime
+from mempa_tui.cli._run import DATABASE_NAME, build_run_config, prepare_runtime
 from mempa_tui.llm import LLMClient, ModelProfile, ProfileError, load_profile
 from mempa_tui.llm.types import ChatMessage, Completion, Role, ToolSpec
 from mempa_tui.memory import MEMORY_BUILDERS, MemoryInspection, make_memory
@@ -229,8 +229,8 @@ class RunService:
 
     @property
     def database(self) -> Path:
-        """The run database's path."""
-        return database_path(self.settings.saves_dir)
+        """The run database's path (a saves path that is a file is reported when the store opens)."""
+        return Path(self.settings.saves_dir) / DATABASE_NAME
 
     async def store(self) -> RunStore:
         """The open run store (opened, and created if missing, on first use).
