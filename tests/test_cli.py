@@ -13,6 +13,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import anyio
 import pytest
 import yaml
 from filelock import FileLock
@@ -364,6 +365,7 @@ def test_several_conditions_run_side_by_side_then_results_compares_stored_runs(
         (["--memory", "file,rag", "--memory-option", "rag.top_k=many"], "'rag': top_k must be an integer, got 'many'"),
         (["--memory", "file,none", "--memory-option", "none.x=1"], "'none' has no option 'x'; it takes no options"),
         (["--memory", "file", "--memory-option", "rag.top_k=3"], "is for 'rag', which is not among"),
+        (["--memory", "file,rag", "--memory-option", ".x=1"], "memory option '.x': write CONDITION.KEY"),
         (["--fresh", "--probes-only"], "--fresh with --probes-only would set the stored file run aside"),
         (["--donor", "R-file-scripted-s0"], "--donor is for --memory none or oracle"),
         (["--probes-only"], "--probes-only: run R-file-scripted-s0 has not played its timeline yet"),
@@ -435,3 +437,20 @@ def test_several_conditions_refuse_a_stored_run_with_other_options_before_anythi
     assert len(server.requests) == played  # the No Memory run did not probe from the old run
     with sqlite3.connect(tmp_path / "saves" / "mempa.sqlite") as db:
         assert [r[0] for r in db.execute("SELECT id FROM runs")] == ["R-file-scripted-s0"]
+
+
+def test_probes_only_is_refused_for_a_memory_run_stopped_before_its_first_step(
+    tmp_path: Path, profile_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from mempa_tui.store import RunRecord, RunStore
+
+    async def store_an_empty_run() -> None:  # as a run stopped before its first step ended
+        async with RunStore(tmp_path / "saves" / "mempa.sqlite") as store:
+            await store.create_run(RunRecord(
+                id="R-file-scripted-s0", user="R", profile="scripted", memory="file", seed=0, repeats=1,
+                config_json="{}", config_hash="0" * 64, total_steps=3,
+            ))
+
+    anyio.run(store_an_empty_run)
+    assert main(_run_args(tmp_path, profile_file, "--probes-only")) == 2
+    assert "--probes-only: run R-file-scripted-s0 has not played its timeline yet" in capsys.readouterr().err

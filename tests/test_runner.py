@@ -434,3 +434,21 @@ async def test_run_many_does_not_start_a_reference_run_whose_donor_failed(env: E
         assert isinstance(results[0], DonorError)
         assert str(results[0]).startswith("not started: R-file-scripted-s0 did not complete")
         assert await store.get_run("R-none-scripted-s0") is None
+
+
+async def test_reference_runs_of_one_command_share_the_stored_donor(env: Env) -> None:
+    # No Memory probed from the File run; a newer preference-state run completed since. An Oracle
+    # run started beside it (no memory run listed) takes No Memory's donor, not the newest run.
+    async with RunStore(env.root / "mempa.sqlite") as store:
+        file = await env.runner(store, FakeEpisodes()).run()
+        none = await env.runner(store, FakeEpisodes(), cfg={"memory": "none"}).run()
+        newer = await env.runner(store, FakeEpisodes(), cfg={"memory": "prefstate", "memory_options": {}}).run()
+        assert newer.status is RunStatus.COMPLETED
+        results = await run_many(
+            [runner_config(memory="none"), runner_config(memory="oracle")], store, env.client, default_registry(),
+            memory_root=env.root / "lm", episodes=FakeEpisodes().functions(), scorer=fake_scorer, resamples=100,
+        )
+        assert all(isinstance(r, RunOutcome) and r.status is RunStatus.COMPLETED for r in results)
+        oracle = await store.get_run("R-oracle-scripted-s0")
+        assert oracle is not None and oracle.donor_run == file.run_id
+        assert (await store.get_run(none.run_id)).donor_run == file.run_id  # type: ignore[union-attr]

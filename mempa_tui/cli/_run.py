@@ -337,7 +337,7 @@ async def _run_several(args: argparse.Namespace, profile: ModelProfile, configs:
 
 async def _check_probes_only(store: RunStore, args: argparse.Namespace, configs: list[RunConfig]) -> None:
     """``--probes-only`` probes from a memory run's stored checkpoints: refuse it for a memory run
-    that was never started (it would be stored with nothing to probe from).
+    that has not played a step (never started, or stopped before its first step ended).
 
     Raises:
         UserError: names the run and what to run instead.
@@ -345,7 +345,8 @@ async def _check_probes_only(store: RunStore, args: argparse.Namespace, configs:
     if not args.probes_only:
         return
     for config in configs:
-        if config.accumulates and await store.get_run(config.run_id) is None:
+        if config.accumulates and (await store.get_run(config.run_id) is None
+                                   or not await store.steps(config.run_id)):
             raise UserError(f"--probes-only: run {config.run_id} has not played its timeline yet, so it has no "
                             "checkpoints to probe from; run the command without --probes-only")
 

@@ -155,6 +155,8 @@ def options_per_condition(conditions: Sequence[str], options: Mapping[str, Any])
     shares: dict[str, dict[str, Any]] = {c: {} for c in conditions}
     for key, value in options.items():
         target, dot, name = key.partition(".")
+        if dot and not (target and name):
+            raise MemoryConfigError(f"memory option {key!r}: write CONDITION.KEY (e.g. rag.top_k) or KEY")
         if dot:
             if target not in shares:
                 raise MemoryConfigError(f"memory option {key!r} is for {target!r}, which is not among the "

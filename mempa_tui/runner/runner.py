@@ -436,6 +436,8 @@ async def run_many(
         observer = observer_for(configs[i]) if observer_for else None
         donor = _batch_donor(configs[i], configs, results)
         lenders = _batch_lenders(configs[i], configs)
+        if donor is None and not lenders:
+            donor = await _sibling_donor(configs[i], configs, store)
         if donor is None and lenders and await store.get_run(configs[i].run_id) is None:
             # Its donor was to be played here and did not complete: probing from an older run or
             # the fixture world would store a baseline that no run of this command shares.
@@ -466,6 +468,22 @@ def _batch_lenders(config: RunConfig, batch: Sequence[RunConfig]) -> list[str]:
         return []
     return [other.run_id for other in batch if other.accumulates and (other.user, other.profile, other.seed,
             other.slice) == (config.user, config.profile, config.seed, config.slice)]
+
+
+async def _sibling_donor(config: RunConfig, batch: Sequence[RunConfig], store: RunStore) -> str | None:
+    """With no memory run in the batch: the donor a stored reference run of the batch (same user,
+    profile, seed and timeline) already probes from, so No Memory and Oracle of one command
+    share their checkpoints instead of each taking the newest memory run."""
+    if config.accumulates or config.donor_run is not None:
+        return None
+    for other in batch:
+        same = (other.user, other.profile, other.seed, other.slice) == (
+            config.user, config.profile, config.seed, config.slice)
+        if other.run_id != config.run_id and not other.accumulates and same:
+            stored = await store.get_run(other.run_id)
+            if stored is not None and stored.donor_run is not None:
+                return stored.donor_run
+    return None
 
 
 def _batch_donor(
