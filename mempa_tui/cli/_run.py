@@ -228,11 +228,10 @@ async def cmd_run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     Raises:
         UserError: bad user, profile, world files, config mismatch, server not running.
     """
+    from mempa_tui.memory import options_per_condition
     from mempa_tui.tools import default_registry
 
     out = out or sys.stdout
-    from mempa_tui.memory import options_per_condition
-
     profile = load_profile(args.model)
     memories = _conditions(args)
     _check_run_arguments(args, memories)
@@ -292,8 +291,9 @@ async def _run_several(args: argparse.Namespace, profile: ModelProfile, configs:
         await _check_batch_donor(store, args, configs, out)
         # Everything that would stop one run at its start, before hours of the others: a run that
         # failed here could also leave No Memory without the donor this command was to play.
+        checking_client = LLMClient(profile)  # builds the memory systems only; no model call
         for config in configs:
-            check_memory_options(config, LLMClient(profile))
+            check_memory_options(config, checking_client)
             if run_is_being_played(store.path, config.run_id):
                 raise UserError(f"run {config.run_id} is being played by another mempa process; "
                                 "wait for it to finish or stop it, then rerun this command")

@@ -466,8 +466,12 @@ def _batch_lenders(config: RunConfig, batch: Sequence[RunConfig]) -> list[str]:
     donor) their checkpoints: same user, profile, seed and timeline."""
     if config.accumulates or config.donor_run is not None:
         return []
-    return [other.run_id for other in batch if other.accumulates and (other.user, other.profile, other.seed,
-            other.slice) == (config.user, config.profile, config.seed, config.slice)]
+    return [other.run_id for other in batch if other.accumulates and _same_timeline(other, config)]
+
+
+def _same_timeline(a: RunConfig, b: RunConfig) -> bool:
+    """Whether ``a`` and ``b`` play the same timeline: same user, profile, seed and slice/whole."""
+    return (a.user, a.profile, a.seed, a.slice) == (b.user, b.profile, b.seed, b.slice)
 
 
 async def _sibling_donor(config: RunConfig, batch: Sequence[RunConfig], store: RunStore) -> str | None:
@@ -477,9 +481,7 @@ async def _sibling_donor(config: RunConfig, batch: Sequence[RunConfig], store: R
     if config.accumulates or config.donor_run is not None:
         return None
     for other in batch:
-        same = (other.user, other.profile, other.seed, other.slice) == (
-            config.user, config.profile, config.seed, config.slice)
-        if other.run_id != config.run_id and not other.accumulates and same:
+        if other.run_id != config.run_id and not other.accumulates and _same_timeline(other, config):
             stored = await store.get_run(other.run_id)
             if stored is not None and stored.donor_run is not None:
                 return stored.donor_run
@@ -493,8 +495,6 @@ def _batch_donor(
     if config.accumulates or config.donor_run is not None:
         return None
     for other, result in zip(batch, results, strict=True):
-        same = (other.user, other.profile, other.seed, other.slice) == (
-            config.user, config.profile, config.seed, config.slice)
-        if other.accumulates and same and isinstance(result, RunOutcome) and result.status is RunStatus.COMPLETED:
+        if other.accumulates and _same_timeline(other, config) and isinstance(result, RunOutcome) and result.status is RunStatus.COMPLETED:
             return result.run_id
     return None

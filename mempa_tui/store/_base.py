@@ -2,8 +2,9 @@
 
 WAL mode with a busy timeout lets the TUI and a ``mempa run`` in another terminal read while a run
 writes. A database in a folder that cannot be written (a read-only mount, a colleague's copied
-saves) opens read-only: listing and scoring work, a write raises :class:`StoreError`. Writes are prepared statements run in one transaction shielded from cancellation; a killed
-process leaves the transaction unapplied (SQLite rolls it back when the database is next opened).
+saves) opens read-only: listing and scoring work, a write raises :class:`StoreError`. Writes are
+prepared statements run in one transaction shielded from cancellation; a killed process leaves
+the transaction unapplied (SQLite rolls it back when the database is next opened).
 ``synchronous=NORMAL`` keeps commits fast and, in WAL mode, survives a killed process (only a power
 loss can drop the last commits).
 """
