@@ -87,19 +87,40 @@ _MANNER = CheckerQuestion(
     key="manner_feedback",
     question=(
         "Does the message comment on the MANNER of the assistant's reply (its tone, length, format, "
-        "how much it explained or asked) rather than on the task itself?"
+        "how much it explained or asked), or ask the assistant for a way of replying (how long to "
+        "be, how many options to give, whether to explain its reasoning, whether to check back "
+        "before acting, whether to report what it is doing, how sure it should say it is, how to "
+        "take several topics), rather than speaking about the task itself? A request about a text "
+        "the person will send to someone else is task content, not a violation."
     ),
-    problem="the message comments on the manner of the reply; stay with the task itself",
+    problem="the message comments on or asks for a manner of reply; stay with the task itself",
+)
+_MANNER_AT_DECISION = CheckerQuestion(
+    key="manner_feedback",
+    question=(
+        "Does the message ask the assistant for a way of replying to THIS request (how long to be, "
+        "how many options to give, whether to explain its reasoning, whether to check back before "
+        "acting, whether to report what it is doing, how sure it should say it is, how to take "
+        "several topics)? Reacting to something the assistant already did is not a violation, and "
+        "neither is a request about a text the person will send to someone else."
+    ),
+    problem="the message asks for a manner of reply; ask only about the task and leave the answer's shape to the assistant",
 )
 
 
-def checker_questions(*, probe: bool, has_unreleased: bool) -> list[CheckerQuestion]:
-    """The rule questions for a session (probe mode adds two, D.4 'Prompt rules')."""
+def checker_questions(*, probe: bool, has_unreleased: bool, at_decision: bool = False) -> list[CheckerQuestion]:
+    """The rule questions for a message (D.4 'Prompt rules'; Table 8 condition 3).
+
+    Probe mode adds the earlier-session and manner questions; ``at_decision`` (the message that
+    opens a decision point in an accumulation session) adds the manner-request question.
+    """
     questions = [_NAMES, _OFF]
     if has_unreleased:
         questions.insert(1, _EARLY)
     if probe:
         questions += [_EARLIER, _MANNER]
+    elif at_decision:
+        questions.append(_MANNER_AT_DECISION)
     return questions
 
 
@@ -108,11 +129,13 @@ class CheckerOutcome(BaseModel):
 
     Attributes:
         problems: notes for the violated questions (empty: the message passes).
+        manner: the manner question was violated (counted by the simulator).
         warning: set when the checker's output stayed malformed and the check was skipped.
         raw: the checker's last reply text, for the record.
     """
 
     problems: list[str] = Field(default_factory=list)
+    manner: bool = False
     warning: str | None = None
     raw: str = ""
 
@@ -182,6 +205,7 @@ async def check_message(
     beat: Beat,
     unreleased: Sequence[Fact],
     probe: bool,
+    at_decision: bool = False,
 ) -> CheckerOutcome:
     """Ask the checker model about one candidate message.
 
@@ -193,6 +217,8 @@ async def check_message(
         unreleased: facts of the script not yet released (the checker may see them; the
             simulator may not).
         probe: probe mode (adds the earlier-session and manner questions).
+        at_decision: the message opens a decision point of an accumulation session (adds the
+            manner-request question).
 
     Returns:
         A :class:`CheckerOutcome`; malformed output twice gives no problems and a warning.
@@ -200,7 +226,7 @@ async def check_message(
     Raises:
         LLMError: the call itself failed (transport or provider), after the client's retries.
     """
-    questions = checker_questions(probe=probe, has_unreleased=bool(unreleased))
+    questions = checker_questions(probe=probe, has_unreleased=bool(unreleased), at_decision=at_decision)
     keys = [q.key for q in questions]
     lines = ["QUESTIONS (answer each key):"]
     lines += [f"- {q.key}: {q.question}" for q in questions]
@@ -217,7 +243,11 @@ async def check_message(
     )
     raw = got.replies[-1] if got.replies else ""
     if got.value is not None:
-        return CheckerOutcome(problems=[q.problem for q in questions if got.value[q.key]], raw=raw)
+        return CheckerOutcome(
+            problems=[q.problem for q in questions if got.value[q.key]],
+            manner=bool(got.value.get("manner_feedback")),
+            raw=raw,
+        )
     warning = f"message checker output unreadable twice ({got.error}); check skipped, message passed"
     log.warning(warning)
     return CheckerOutcome(warning=warning, raw=raw)

@@ -15,10 +15,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from mempa_tui.simulator._blocks import PRIVATE_TAGS
+from mempa_tui.simulator._manner import find_manner_requests, manner_problem
 from mempa_tui.taxonomy import ATTRIBUTES, attribute
 
 __all__ = ["EARLIER_SESSION_PHRASES", "LeakRules", "rule_check"]
@@ -132,17 +134,28 @@ def _found(pattern: str, text: str, flags: int = re.IGNORECASE) -> bool:
     return re.search(pattern, text, flags) is not None
 
 
-def rule_check(message: str, rules: LeakRules, private_texts: Iterable[str] = ()) -> list[str]:
-    """Check a candidate message against the rules of Appendix D.4.
+def rule_check(
+    message: str,
+    rules: LeakRules,
+    private_texts: Iterable[str] = (),
+    *,
+    manner: Sequence[str] | Literal["all"] = (),
+) -> list[str]:
+    """Check a candidate message against the rules of Appendix D.4, and for manner requests.
 
     Args:
         message: the candidate visible message.
         rules: the session's :class:`LeakRules`.
         private_texts: contents of this reply's private blocks (a message that repeats one of
             them, 24 characters or longer, leaks its private notes).
+        manner: attribute keys whose manner requests are flagged (e.g. the tested attribute on
+            the message that opens a decision point), or ``"all"``. In probe mode every kind is
+            flagged whatever is passed (D.2: no feedback on manner in probes; Table 8 condition
+            3). See :mod:`mempa_tui.simulator._manner`.
 
     Returns:
-        Problem notes, empty when the message passes. Each note names what was found.
+        Problem notes, empty when the message passes. Each note names what was found; manner
+        notes start with :data:`~mempa_tui.simulator._manner.MANNER_PROBLEM`.
     """
     text = _norm(message)
     allowed = _norm(rules.task_material)
@@ -178,6 +191,11 @@ def rule_check(message: str, rules: LeakRules, private_texts: Iterable[str] = ()
                 break
 
     problems += _setting_with_phrase(text, rules.attributes)
+
+    if rules.probe or manner == "all":
+        problems += [manner_problem(m) for m in find_manner_requests(message)]
+    elif manner:
+        problems += [manner_problem(m) for m in find_manner_requests(message, manner)]
 
     if rules.probe:
         for phrase in EARLIER_SESSION_PHRASES:

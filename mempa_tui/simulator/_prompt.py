@@ -133,6 +133,13 @@ _PROBE_RULES = """\
 - Never say "I prefer", "I'd rather", "from now on" or "next time", and never mention a benchmark,
   a test, a script, steps or beats, a simulator, or anything about how this conversation is set up."""
 
+_PROBE_SKILL_NOTE = (
+    "These lines shape only your own messages. Never ask the assistant for a way of answering: "
+    "not how long to be, how many options to give, whether to explain itself, whether to check "
+    "with you first, whether to tell you what it is doing, or how sure to sound. Leave the shape "
+    "of every answer to the assistant."
+)
+
 _FACT_RULE = (
     "Use only the details given here. Some details of this task are not in front of you yet: if the "
     "assistant asks for something you do not have here, say you will get to it in a moment. Never "
@@ -157,7 +164,11 @@ def _skills_block(inp: TurnPromptInput) -> str:
         else:
             body = active.skill.render_full()
         parts.append(f"[{i}]\n{body}")
-    title = "How you go about your requests in this step" if inp.mode == "probe" else "What you care about in this step"
+    if inp.mode == "probe":
+        title = "How you write in this step"
+        parts.append(_PROBE_SKILL_NOTE)
+    else:
+        title = "What you care about in this step"
     return f"# {title}\n" + "\n\n".join(parts)
 
 

@@ -16,11 +16,18 @@ Beats that open with a world event are not spoken by the user: the simulator rep
 :meth:`UserSimulator.advance_beat`.
 
 Withheld facts (Appendix C.3): a fact is absent from the prompt until the beat that releases it.
+
+Manner requests (Table 8 condition 3, D.2): in probes every message, and in accumulation sessions
+the message that opens a decision point, is checked for a request about the manner of the reply
+(:mod:`mempa_tui.simulator._manner`); one is sent back for a rewrite like any leak. The per-step
+counts of these checks are :attr:`UserSimulator.check_counts`, which the episode loop copies into
+``StepResult.simulator_checks`` (and so into the run store).
 """
 
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from datetime import date
 from typing import Literal
@@ -34,6 +41,7 @@ from mempa_tui.simulator._blocks import TURN_SCHEMA, ParsedTurn, parse_turn, par
 from mempa_tui.simulator._checker import ModelClient, check_message
 from mempa_tui.simulator._dialogue import DialogueEntry, entry_from_delivered
 from mempa_tui.simulator._leaks import LeakRules, rule_check
+from mempa_tui.simulator._manner import MANNER_PROBLEM
 from mempa_tui.simulator._memory import SessionEntryResult, SimulatorMemory, write_session_entry
 from mempa_tui.simulator._prompt import (
     ActiveSkill,
@@ -46,7 +54,21 @@ from mempa_tui.simulator._seat import RejectedAttempt, Script, SimulatorStateErr
 from mempa_tui.simulator._skills import SkillBook, default_skills
 from mempa_tui.taxonomy import Context, attribute
 
-__all__ = ["UserSimulator"]
+__all__ = ["CHECK_COUNT_KEYS", "UserSimulator"]
+
+#: The keys of :attr:`UserSimulator.check_counts`, always present (0 when nothing happened):
+#: ``rejected_attempts`` every attempt sent back (format, rule or checker problems);
+#: ``manner_requests`` attempts the rule check flagged for asking a manner of reply;
+#: ``manner_requests_checker`` attempts the LLM checker flagged on its manner question;
+#: ``invalid_turns`` turns that failed every attempt; ``checker_warnings`` checks skipped
+#: because the checker's output stayed unreadable.
+CHECK_COUNT_KEYS: tuple[str, ...] = (
+    "rejected_attempts",
+    "manner_requests",
+    "manner_requests_checker",
+    "invalid_turns",
+    "checker_warnings",
+)
 
 log = logging.getLogger(__name__)
 
@@ -113,6 +135,7 @@ class UserSimulator:
         self._finished = False
         self._after_event = False
         self._rules = LeakRules()
+        self._checks: Counter[str] = Counter()
 
     # -- setup -----------------------------------------------------------------------------------
     def start(self, script: Script, targets: Mapping[str, str], context: Context | None = None) -> None:
@@ -142,6 +165,7 @@ class UserSimulator:
         self._targets = dict(targets)
         self._released, self._reported, self._dialogue, self._pending = [], set(), [], {}
         self._finished = self._after_event = False
+        self._checks = Counter()
         material = [render_persona(self.persona), script.task]
         material += [f"{b.goal} {b.conveys}" for b in script.beats]
         material += [f.text for f in script.facts]
@@ -186,6 +210,19 @@ class UserSimulator:
     def dialogue(self) -> list[DialogueEntry]:
         """The dialogue so far as the user saw it (a copy)."""
         return list(self._dialogue)
+
+    @property
+    def check_counts(self) -> dict[str, int]:
+        """Counts of the message checks since ``start`` (keys: :data:`CHECK_COUNT_KEYS`)."""
+        return {key: self._checks[key] for key in CHECK_COUNT_KEYS}
+
+    def _at_decision(self) -> str | None:
+        """The tested attribute when the next message opens a decision point (accumulation
+        only: in probes every message is checked), else None."""
+        beat = self.script.beats[self._index]
+        if self.mode == "accumulation" and beat.decision_point is not None and self._turns == 0:
+            return beat.decision_point.attribute
+        return None
 
     def active_skills(self) -> list[ActiveSkill]:
         """Skills of the current beat: full on a declaring beat, reception only on the next beat,
@@ -368,6 +405,7 @@ class UserSimulator:
         if outcome.parsed is None or not outcome.parsed.message:
             self._finished = True
             reason = "; ".join(outcome.rejected[-1].problems) if outcome.rejected else "no attempt"
+            self._checks["invalid_turns"] += 1
             turn = self._closing_turn(outcome, invalid=True)
             turn.invalid_reason = f"{len(outcome.rejected)} attempts failed the checks; last: {reason}"
             return turn
@@ -394,14 +432,19 @@ class UserSimulator:
             if allow_move and parsed.assessment in ("advance", "done"):
                 outcome.parsed, outcome.move = parsed, True
                 return outcome
+            decision = self._at_decision()
             problems = self._check_format(parsed) or rule_check(
-                parsed.message or "", self._rules, parsed.private_texts
+                parsed.message or "", self._rules, parsed.private_texts,
+                manner=(decision,) if decision else (),
             )
+            if any(p.startswith(MANNER_PROBLEM) for p in problems):
+                self._checks["manner_requests"] += 1
             if not problems and self._llm_checker:
-                problems = await self._llm_check(parsed.message or "", outcome)
+                problems = await self._llm_check(parsed.message or "", outcome, at_decision=decision is not None)
             if not problems:
                 outcome.parsed = parsed
                 return outcome
+            self._checks["rejected_attempts"] += 1
             outcome.rejected.append(RejectedAttempt(reply=completion.text, problems=problems))
             rewrites.append((completion.text, "; ".join(problems)))
         return outcome
@@ -413,7 +456,7 @@ class UserSimulator:
         found = "; ".join(parsed.problems) or "no message"
         return [f"{found}: put what you say inside <message>...</message>, and never leave it empty"]
 
-    async def _llm_check(self, message: str, outcome: _Outcome) -> list[str]:
+    async def _llm_check(self, message: str, outcome: _Outcome, *, at_decision: bool = False) -> list[str]:
         previous = next((e.text for e in reversed(self._dialogue) if e.speaker == "assistant"), None)
         unreleased: list[Fact] = [f for f in self.script.facts if f.id not in self._released]
         result = await check_message(
@@ -423,9 +466,13 @@ class UserSimulator:
             beat=self.script.beats[self._index],
             unreleased=unreleased,
             probe=self.mode == "probe",
+            at_decision=at_decision,
         )
         if result.warning:
             outcome.warnings.append(result.warning)
+            self._checks["checker_warnings"] += 1
+        if result.manner:
+            self._checks["manner_requests_checker"] += 1
         return result.problems
 
     # -- memory ----------------------------------------------------------------------------------

@@ -79,8 +79,11 @@ class PreferenceSkill(BaseModel):
     Attributes:
         attribute: attribute key, e.g. ``verbosity``.
         setting: setting name as Table 4 spells it, e.g. ``Terse``.
-        wants: private, second-person statement of what the user wants from the PA.
-        production: how the setting shapes the user's own turns.
+        wants: private, second-person statement of what the user wants from the PA (loaded
+            with the reception side in accumulation sessions, never in probes).
+        production: how the user writes under the setting (register, length, what they
+            volunteer); never a request about the reply (a lint test runs the manner-request
+            detector over it).
         reception: how the user takes a reply.
         examples: example reactions (flavour only).
     """
@@ -111,8 +114,14 @@ class PreferenceSkill(BaseModel):
         return [self.wants, *self.spoken_lines(), *r.fits, *r.against]
 
     def render_production(self) -> str:
-        """The production side as prompt text (no attribute or setting name)."""
-        lines = [self.wants, "In your own turns:"]
+        """The production side alone as prompt text: how the user writes their own turns.
+
+        No ``wants`` sentence and nothing of the reception side: this is what a probe loads
+        (paper D.2, "only the production side applies"), so the simulator is never told what a
+        good reply looks like and cannot cue it (Table 8 condition 3). No attribute or setting
+        name either.
+        """
+        lines = ["In your own messages:"]
         lines += [f"- {line}" for line in self.production]
         return "\n".join(lines)
 
