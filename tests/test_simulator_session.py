@@ -20,6 +20,7 @@ from mempa_tui.ix.types import DeliveredTurn, HeldItem
 from mempa_tui.llm import LLMClient, ScriptedModelServer, ScriptedRequest
 from mempa_tui.scripts.schema import AccumulationSession, Persona, Probe
 from mempa_tui.simulator import PRSError, SimulatorMemory, UserSimulator, default_skills, rate_probe
+from mempa_tui.simulator._manner import MANNER_PROBLEM
 from mempa_tui.tools import default_registry
 from mempa_tui.world import WorkingCopy, WorldState
 
@@ -401,6 +402,83 @@ async def test_probe_prompt_forbids_earlier_sessions_and_gives_no_memory_or_rece
     assert "Never comment on the manner of a reply" in system
     assert "# Your memory" not in system
     assert PRODUCTION_MARK in system and RECEPTION_MARK not in system and REACTION_MARK not in system
+    # D.2: only the production side applies in a probe; the wants sentence says what a good reply
+    # looks like, so it must not be there (Table 8 condition 3)
+    assert TERSE.wants not in system
+    assert "Never ask the assistant for a way of answering" in system
+
+
+async def test_probe_manner_request_is_sent_back_and_counted(server: ScriptedModelServer, model: Model) -> None:
+    model.queues["scripted-simulator"] = [
+        turn("just the bottom line: first ferry tomorrow?"),
+        turn("first ferry tomorrow?"),
+    ]
+    model.queues["scripted-checker"] = [PASS]
+    sim = simulator(server, mode="probe", llm_checker=True)
+    sim.start(probe(), {"verbosity": "Terse"})
+    result = await sim.next_turn(None)
+    assert result.message == "first ferry tomorrow?"
+    assert len(result.rejected) == 1
+    assert result.rejected[0].problems[0].startswith(MANNER_PROBLEM)
+    assert "bottom line" in result.rejected[0].problems[0]
+    # the note travels back to the simulator with the rewrite request
+    assert MANNER_PROBLEM in prompt_text(sim_requests(server)[-1])
+    assert sim.check_counts == {
+        "rejected_attempts": 1, "manner_requests": 1, "manner_requests_checker": 0,
+        "invalid_turns": 0, "checker_warnings": 0,
+    }
+    sim.start(probe(), {"verbosity": "Terse"})  # counts are per step
+    assert set(sim.check_counts.values()) == {0}
+
+
+async def test_checker_manner_verdict_in_a_probe_is_counted(server: ScriptedModelServer, model: Model) -> None:
+    flagged = json.loads(PASS)
+    flagged["verdicts"]["manner_feedback"] = {"violated": True, "reason": "asks how to answer"}
+    model.queues["scripted-simulator"] = [turn("first ferry? numbers only"), turn("first ferry tomorrow?")]
+    model.queues["scripted-checker"] = [json.dumps(flagged), PASS]
+    sim = simulator(server, mode="probe", llm_checker=True)
+    sim.start(probe(), {"verbosity": "Terse"})
+    result = await sim.next_turn(None)
+    assert result.message == "first ferry tomorrow?"
+    assert sim.check_counts["manner_requests_checker"] == 1 and sim.check_counts["manner_requests"] == 0
+    assert sim.check_counts["rejected_attempts"] == 1
+
+
+async def test_decision_point_opening_message_may_not_ask_for_the_tested_manner(
+    server: ScriptedModelServer, model: Model
+) -> None:
+    model.queues["scripted-simulator"] = [
+        turn("find it? keep it short"),  # not a decision point: passes
+        turn("did you find it?"),
+        turn("just the bottom line: what time works?"),  # opens the decision point: sent back
+        turn("what time works?"),
+        turn("too much. just the bottom line: what time?"),  # a reaction on the same beat: passes
+    ]
+    sim = simulator(server, llm_checker=False)
+    sim.start(session(), {"verbosity": "Terse"})
+    first = await sim.next_turn(None)
+    assert first.message == "find it? keep it short" and first.rejected == []
+    await sim.next_turn(reply("Looking."))
+    third = await sim.next_turn(reply("Still looking."))  # moves on to decide_time
+    assert third.beat_id == "decide_time" and third.message == "what time works?"
+    assert third.rejected[0].problems[0].startswith(MANNER_PROBLEM)
+    fourth = await sim.next_turn(reply("Several times could work; here is the background..."))
+    assert fourth.message.startswith("too much") and fourth.rejected == []
+    assert sim.check_counts["manner_requests"] == 1 and sim.check_counts["rejected_attempts"] == 1
+
+
+async def test_decision_point_opening_adds_the_manner_question_to_the_checker(
+    server: ScriptedModelServer, model: Model
+) -> None:
+    model.queues["scripted-simulator"] = [turn("find it?"), turn("did you find it?"), turn("what time works?")]
+    sim = simulator(server, llm_checker=True)
+    sim.start(session(), {"verbosity": "Terse"})
+    await sim.next_turn(None)
+    await sim.next_turn(reply("Looking."))
+    await sim.next_turn(reply("Still looking."))
+    checks = [prompt_text(r) for r in server.requests if r.model == "scripted-checker"]
+    assert len(checks) == 3
+    assert ["manner_feedback" in c for c in checks] == [False, False, True]
 
 
 # ------------------------------------------------------------------------- memory

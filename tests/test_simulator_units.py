@@ -28,6 +28,8 @@ from mempa_tui.simulator import (
     render_dialogue,
     rule_check,
 )
+from mempa_tui.simulator._checker import checker_questions
+from mempa_tui.simulator._manner import MANNER_PROBLEM, find_manner_requests, spoken_form
 from mempa_tui.taxonomy import ATTRIBUTES
 
 
@@ -327,3 +329,154 @@ def test_simulator_inputs_have_no_field_for_a_selection() -> None:
     assert list(params) == ["self", "delivered"]
     start = inspect.signature(UserSimulator.start).parameters
     assert list(start) == ["self", "script", "targets", "context"]
+
+
+# ---------------------------------------------------------------------------------- manner requests
+# Table 8 condition 3, Appendix C.3 and D.2: nothing the simulator is told to write, and nothing
+# it sends in a probe or at a decision point, may ask the assistant for a manner of reply.
+
+#: A production line may not tell the user to ask or expect anything of the assistant: requests
+#: come from the beat's script, the production side only shapes how the user writes.
+_ASKS_OR_EXPECTS = re.compile(
+    r"^\s*ask\b|\bask (?:it|the assistant|for|what|how|whether|to)\b|\bexpect(?:s|ed|ing)?\b", re.IGNORECASE
+)
+
+
+def production_line_problems(line: str) -> list[str]:
+    """Why a production line would cue its setting (empty: it shapes only how the user writes)."""
+    problems: list[str] = []
+    if _ASKS_OR_EXPECTS.search(line):
+        problems.append("tells the user to ask for or expect something of the assistant")
+    for found in find_manner_requests(line) + find_manner_requests(spoken_form(line)):
+        problems.append(f"manner request ({found.kind}): {found.phrase!r}")
+    return problems
+
+
+def test_no_production_line_asks_the_assistant_for_anything_about_its_reply() -> None:
+    bad = [
+        f"{skill.attribute}.{skill.setting}: {line!r}: {problems}"
+        for skill in default_skills().skills
+        for line in skill.production
+        if (problems := production_line_problems(line))
+    ]
+    assert bad == [], "\n".join(bad)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [  # production lines of the earlier skills file, each of which cued its setting
+        "Ask for the bottom line; ask narrow, direct questions.",
+        "Ask what the possibilities are and how they compare.",
+        "Ask how to go about things and what to do first.",
+        "When you ask for a decision or a recommendation, ask what it will be based on.",
+        "Ask how firm the information is and how sure it is before you act on it.",
+        "Ask to hear how it goes about multi-step jobs and what it checked along the way.",
+        "Phrase requests as find, check or propose, and ask it to come back to you.",
+        "Raise several things in one message when you have several on your mind, then take them in turn.",
+        "Hand over multi-step jobs and expect to hear when it starts and when it is finished.",
+    ],
+)
+def test_the_lint_flags_lines_that_cue_the_setting(line: str) -> None:
+    assert production_line_problems(line), line
+
+
+@pytest.mark.parametrize(
+    ("line", "flagged"),
+    [  # the detector itself (not only the ask/expect rule) reads the cue in these
+        ("Ask for the bottom line; ask narrow, direct questions.", "verbosity"),
+        ("Ask what the possibilities are and how they compare.", "solution_breadth"),
+        ("Ask how to go about things and what to do first.", "guidance_level"),
+        ("When you ask for a decision, ask what it will be based on.", "reasoning_visibility"),
+        ("Ask how firm the information is.", "uncertainty_expression"),
+        ("Ask to hear how it goes about multi-step jobs.", "process_visibility"),
+        ("Phrase requests as find or check, and ask it to come back to you.", "autonomy_level"),
+    ],
+)
+def test_detector_reads_skill_lines_through_the_spoken_form(line: str, flagged: str) -> None:
+    assert flagged in {m.attribute for m in find_manner_requests(spoken_form(line))}
+
+
+def test_spoken_form_swaps_the_pronouns() -> None:
+    assert spoken_form("Ask it to come back to you.") == "ask you to come back to me."
+    assert spoken_form("What the assistant's answer is based on") == "what your answer is based on"
+
+
+@pytest.mark.parametrize(
+    ("message", "attribute_key"),
+    [
+        ("just give me the bottom line, when does it land?", "verbosity"),
+        ("Keep it short please - which platform?", "verbosity"),
+        ("what are my options here and how do they compare?", "solution_breadth"),
+        ("Can you lay out a few options for the venue?", "solution_breadth"),
+        ("what will that be based on?", "reasoning_visibility"),
+        ("Explain your reasoning before you pick one.", "reasoning_visibility"),
+        ("How sure are you about the 9:40?", "uncertainty_expression"),
+        ("Walk me through it, I've never done one.", "guidance_level"),
+        ("keep me posted while you do it", "process_visibility"),
+        ("Tell me what you're doing as you go.", "process_visibility"),
+        ("Check with me before anything goes out.", "autonomy_level"),
+        ("Draft it and come back to me.", "autonomy_level"),
+        ("Ask me whatever you need for the booking.", "information_elicitation"),
+        ("let\u2019s take them one at a time", "topic_management"),
+        ("Let me know if the delivery date changes.", "proactive_outreach"),
+        ("If you can't book it, tell me and I'll do it.", "capability_boundary"),
+        ("Talk to me normally, would you.", "tone_formality"),
+        ("Only do what I asked, nothing more.", "task_expansion"),
+        ("No sympathy needed, just the facts.", "emotional_engagement"),
+    ],
+)
+def test_manner_detector_flags_requests_about_the_reply(message: str, attribute_key: str) -> None:
+    found = find_manner_requests(message)
+    assert attribute_key in {m.attribute for m in found}, found
+    assert [m.attribute for m in find_manner_requests(message, [attribute_key])] == [attribute_key]
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "When does Wenna's crab land now?",
+        "Can you write a short note to Tom saying I'm late?",  # a text for someone else
+        "Let me know if Thursday works for Gideon.",  # not about something changing later
+        "Book the table for 7 please, the usual four of us.",
+        "I'm a bit frazzled today. Which shifts move to Eastbank?",
+        "Yes, send it.",
+        "Who should hear about the review first?",
+        "The whole team needs the rota by Friday.",
+    ],
+)
+def test_manner_detector_passes_task_messages(message: str) -> None:
+    assert find_manner_requests(message) == []
+
+
+def test_manner_detector_names_an_unknown_attribute() -> None:
+    with pytest.raises(KeyError, match="no manner-request patterns for 'verbose'"):
+        find_manner_requests("hi", ["verbose"])
+
+
+def test_rule_check_flags_manner_requests_in_probes_and_where_asked_only() -> None:
+    message = "Just the bottom line: which shifts move?"
+    assert rule_check(message, _RULES) == []  # accumulation, not at a decision point
+    assert rule_check(message, _RULES, manner=("solution_breadth",)) == []  # another attribute
+    at_decision = rule_check(message, _RULES, manner=("verbosity",))
+    assert len(at_decision) == 1 and at_decision[0].startswith(MANNER_PROBLEM)
+    assert "'bottom line'" in at_decision[0]
+    probe_rules = _RULES.model_copy(update={"probe": True})
+    assert [p for p in rule_check(message, probe_rules) if p.startswith(MANNER_PROBLEM)]
+    assert rule_check("Which shifts move?", probe_rules) == []
+
+
+def test_probe_render_is_the_production_side_alone() -> None:
+    for skill in default_skills().skills:
+        text = skill.render_production()
+        assert skill.wants not in text, (skill.attribute, skill.setting)
+        assert all(line in text for line in skill.production)
+        assert not any(line in text for line in skill.reception.fits + skill.reception.on_against)
+
+
+def test_checker_adds_the_manner_question_in_probes_and_at_decision_points() -> None:
+    def keys(**kw: bool) -> list[str]:
+        return [q.key for q in checker_questions(has_unreleased=False, **kw)]
+
+    assert "manner_feedback" not in keys(probe=False)
+    assert "manner_feedback" in keys(probe=False, at_decision=True)
+    assert "manner_feedback" in keys(probe=True)

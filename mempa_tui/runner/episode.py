@@ -122,6 +122,10 @@ class StepResult(BaseModel):
         memory_stats: the memory's counters (``inspect().stats``) once the step is settled, e.g.
             turns written, duplicate writes, Mem0-style extraction and decision failures; filled
             by the runner for timeline steps, so every failure is in the run record.
+        simulator_checks: the user simulator's message-check counts for the step
+            (``UserSimulator.check_counts``: rejected attempts, manner requests flagged by the
+            rule and by the LLM checker, invalid turns, checker warnings; Table 8 condition 3,
+            D.4); empty when a person held the user seat.
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -140,6 +144,7 @@ class StepResult(BaseModel):
     call_log: list[CallLogEntry] = Field(default_factory=list)
     change_log: list[Change] = Field(default_factory=list)
     memory_stats: dict[str, float] = Field(default_factory=dict)
+    simulator_checks: dict[str, int] = Field(default_factory=dict)
 
 
 class _Recorder:
@@ -245,6 +250,7 @@ def _result(
         traces=driver.traces if driver else [],
         call_log=list(wc.call_log),
         change_log=list(wc.change_log),
+        simulator_checks=dict(getattr(driver.user, "check_counts", {})) if driver else {},
         **extra,  # type: ignore[arg-type]
     )
 

@@ -14,6 +14,7 @@ from mempa_tui.simulator._blocks import Assessment, ParsedTurn, parse_turn
 from mempa_tui.simulator._checker import CheckerOutcome, ModelClient, check_message
 from mempa_tui.simulator._dialogue import DialogueEntry, entry_from_delivered, render_dialogue
 from mempa_tui.simulator._leaks import EARLIER_SESSION_PHRASES, LeakRules, rule_check
+from mempa_tui.simulator._manner import MANNER_PROBLEM, MannerRequest, find_manner_requests
 from mempa_tui.simulator._memory import (
     MemoryEntry,
     SessionEntryResult,
@@ -24,7 +25,7 @@ from mempa_tui.simulator._memory import (
 from mempa_tui.simulator._prompt import ActiveSkill, TurnPromptInput, build_turn_messages, render_persona
 from mempa_tui.simulator._prs import PRSError, rate_probe, read_rating
 from mempa_tui.simulator._seat import RejectedAttempt, SimulatorStateError, UserSeat, UserTurn
-from mempa_tui.simulator._simulator import UserSimulator
+from mempa_tui.simulator._simulator import CHECK_COUNT_KEYS, UserSimulator
 from mempa_tui.simulator._skills import (
     PreferenceSkill,
     Reception,
@@ -37,12 +38,15 @@ from mempa_tui.simulator._skills import (
 )
 
 __all__ = [
+    "CHECK_COUNT_KEYS",
     "EARLIER_SESSION_PHRASES",
+    "MANNER_PROBLEM",
     "ActiveSkill",
     "Assessment",
     "CheckerOutcome",
     "DialogueEntry",
     "LeakRules",
+    "MannerRequest",
     "MemoryEntry",
     "ModelClient",
     "PRSError",
@@ -66,6 +70,7 @@ __all__ = [
     "default_skills",
     "entry_from_delivered",
     "entry_problems",
+    "find_manner_requests",
     "load_skills",
     "parse_turn",
     "rate_probe",

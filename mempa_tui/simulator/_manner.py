@@ -111,7 +111,7 @@ MANNER_PATTERNS: dict[str, tuple[str, tuple[str, ...]]] = {
             r"\btell " + _ME + r" (?:what|each thing|every step|everything) (?:you're|you are|you) (?:doing|do|did|check|checked|look at|looked at)\b",
             r"\b(?:talk|walk) " + _ME + r" through what you\b",
             r"\bwhat you (?:checked|looked at|did) along the way\b",
-            r"\bhow (?:you|you'll|you will|it) go(?:es)? about (?:it|this|that|the job)\b",
+            r"\bhow (?:you|you'll|you will|it) go(?:es)? about\b",
             r"\blet " + _ME + r" know when (?:you(?:'re| are)? )?(?:done|finished|start|starting|it's done|it is done)\b",
             r"\b(?:no need to|don't|do not) (?:tell|narrate|explain|report) (?:" + _ME + r" )?(?:what|how) you\b",
             r"\b(?:just|only) (?:the )?result\b",
