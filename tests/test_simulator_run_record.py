@@ -2,7 +2,8 @@
 stored in the step's result JSON): Table 8 condition 3, Appendix D.4.
 
 A probe whose first simulator attempt asks for a manner of reply is played through the real
-episode loop against the scripted model on loopback.
+episode loop against the scripted model on loopback; a person in the user's seat gets the same
+check as a warning.
 """
 
 from __future__ import annotations
@@ -12,11 +13,14 @@ from collections.abc import AsyncIterator
 
 import pytest
 from test_agent_support import START, PAQueue, RecordingMemory, call, tiny_world
+from test_episode import autonomy_session, persona, targets
+from test_seats_human import Person
 
 from mempa_tui.llm import LLMClient, ScriptedModelServer, ScriptedReply, ScriptedRequest
-from mempa_tui.runner.episode import EpisodeContext, StepResult, run_probe
+from mempa_tui.runner.episode import EpisodeContext, StepResult, run_accumulation, run_probe
 from mempa_tui.scripts.schema import Beat, DecisionPoint, Persona, Probe, Relationship
-from mempa_tui.simulator import CHECK_COUNT_KEYS, UserSimulator
+from mempa_tui.simulator import CHECK_COUNT_KEYS, MANNER_PROBLEM, SimulatorMemory, UserSimulator
+from mempa_tui.simulator.human import HumanUserSeat, UserAction
 from mempa_tui.taxonomy import ATTRIBUTES, Context, attribute
 from mempa_tui.tools import default_registry
 
@@ -91,3 +95,28 @@ async def test_manner_request_counts_reach_the_step_result_and_its_json(played: 
     assert stored["simulator_checks"]["manner_requests"] == 1
     delivered = [e.text for e in played.transcript if e.type == "user_message"]
     assert delivered == ["which room?"]
+
+
+async def test_a_person_asking_for_the_tested_manner_at_the_decision_point_gets_a_warning() -> None:
+    queue = PAQueue(other=lambda _r: "unreadable").push(
+        ScriptedReply(tool_calls=[call("IX_autonomy_level", {"setting": "Reactive"})]), "I'll wait for you.", "Ok."
+    )
+    person = Person([
+        UserAction(kind="say", text="Text Colm the review moved, but check with me before it goes out."),
+        UserAction(kind="say", text="Check with me before it goes out, I said."),  # a reaction: no warning
+        UserAction(kind="end"),
+    ])
+    seat = HumanUserSeat(None, persona(), on_change=person)
+    person.seat = seat
+    async with ScriptedModelServer(queue) as server:
+        client = LLMClient(server.profile(context_window=131072))
+        ctx = EpisodeContext(
+            persona=persona(), targets=targets(), world=tiny_world(), registry=default_registry(),
+            memory=RecordingMemory(), client=client, simulator_memory=SimulatorMemory(), user_seat=seat,
+        )
+        result = await run_accumulation(autonomy_session(), ctx)
+    assert result.status == "completed", result.reason
+    first, second = seat.fidelity[0], seat.fidelity[1]
+    assert any(w.startswith(MANNER_PROBLEM) for w in first.human_warnings), first.human_warnings
+    assert not any(w.startswith(MANNER_PROBLEM) for w in second.human_warnings)
+    assert result.simulator_checks == {}  # a person's seat keeps no simulator counts

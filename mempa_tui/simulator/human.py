@@ -393,7 +393,7 @@ class HumanUserSeat:
         beat = self.script.beats[self._index]
         message = action.text.strip()
         consent = dict(self._consent)
-        self._warnings = rule_check(message, self._rules, [])
+        self._warnings = rule_check(message, self._rules, [], manner=self._manner_scope())
         self.fidelity.append(FidelityPair(
             turn=self._user_turns, beat_id=beat.id, human_message=message, human_consent=consent,
             human_warnings=list(self._warnings),
@@ -434,6 +434,15 @@ class HumanUserSeat:
         action = box_action[0]
         return action, (box_shadow[0] if box_shadow and action.kind == "say" else None)
 
+    def _manner_scope(self) -> tuple[str, ...]:
+        """The attribute whose manner requests are flagged now: the tested one on the message
+        that opens a decision point of an accumulation session (probes flag every kind through
+        their rules); see :mod:`mempa_tui.simulator._manner`."""
+        dp = self.script.beats[self._index].decision_point
+        if self.mode == "accumulation" and dp is not None and self._turns == 0:
+            return (dp.attribute,)
+        return ()
+
     def _prompt_input(self) -> TurnPromptInput:
         script = self.script
         beats = script.beats
@@ -467,7 +476,7 @@ class HumanUserSeat:
             return ShadowTurn(error=f"the simulator's call failed: {exc}")
         problems = list(parsed.problems)
         if parsed.message:
-            problems += rule_check(parsed.message, self._rules, parsed.private_texts)
+            problems += rule_check(parsed.message, self._rules, parsed.private_texts, manner=self._manner_scope())
         return ShadowTurn(
             message=parsed.message, assessment=parsed.assessment, consent=dict(parsed.consent),
             factual_check=parsed.factual_check, problems=problems,
