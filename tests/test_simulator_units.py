@@ -423,6 +423,10 @@ def test_spoken_form_swaps_the_pronouns() -> None:
         ("Talk to me normally, would you.", "tone_formality"),
         ("Only do what I asked, nothing more.", "task_expansion"),
         ("No sympathy needed, just the facts.", "emotional_engagement"),
+        ("You don't need my okay to draft it.", "autonomy_level"),
+        ("Is that definite, or a guess?", "uncertainty_expression"),
+        ("Sorry, what do I actually do first?", "guidance_level"),
+        ("Ask it all now, then book.", "information_elicitation"),
     ],
 )
 def test_manner_detector_flags_requests_about_the_reply(message: str, attribute_key: str) -> None:
@@ -442,6 +446,10 @@ def test_manner_detector_flags_requests_about_the_reply(message: str, attribute_
         "Yes, send it.",
         "Who should hear about the review first?",
         "The whole team needs the rota by Friday.",
+        "I can't book it without the details from Gideon.",
+        "Could you run the figures past Gideon?",
+        "What should I do about the Eastbank shifts?",  # a task question names no manner
+        "What do you suggest for Saturday?",
     ],
 )
 def test_manner_detector_passes_task_messages(message: str) -> None:

@@ -14,7 +14,9 @@ for the tested attribute) and a lint test runs it over the production side of ev
 
 The patterns aim at requests about the assistant's own reply ("tell me", "keep it short",
 "check with me"); an instruction about a text the user sends to someone else ("a short note to
-Tom") is task content and is not matched on purpose.
+Tom") is task content and is not matched on purpose, and neither are plain task questions that
+name no manner ("what should I do?", "what do you suggest?"). A regular-expression detector
+misses paraphrases; the LLM message checker's manner question covers those where it is on.
 """
 
 from __future__ import annotations
@@ -36,161 +38,149 @@ __all__ = [
 #: Every problem note from this check starts with this text (the simulator counts them by it).
 MANNER_PROBLEM = "the message asks the assistant for a way of replying"
 
-_ME = r"(?:me|us)"
-_ANS = r"(?:answer|version|rundown)"
+#: Shorthands inside the patterns below: ``<me>`` the user as object, ``<ans>`` a word for the
+#: reply, ``<if_blocked>`` the opening of a sentence about a blocked step.
+_TOKENS = {
+    "<me>": r"(?:me|us)",
+    "<ans>": r"(?:answer|version|rundown)",
+    "<if_blocked>": r"if (?:you can't|you cannot|that doesn't work|it doesn't work|that fails|it fails)\b.{0,40}",
+}
 
-#: attribute key -> (what kind of manner the pattern asks for, regular expressions on the
-#: lower-cased message with straight apostrophes).
+
+def _expand(pattern: str) -> str:
+    for token, regex in _TOKENS.items():
+        pattern = pattern.replace(token, regex)
+    return pattern
+
+
+#: attribute key -> (what kind of manner the patterns ask for, regular expressions on the
+#: lower-cased message with straight apostrophes and single spaces).
 MANNER_PATTERNS: dict[str, tuple[str, tuple[str, ...]]] = {
-    "verbosity": (
-        "how long the reply is",
-        (
-            r"\bbottom line\b",
-            r"\b(?:get|cut|come) (?:straight )?to the (?:point|chase)\b",
-            r"\b(?:keep|make) (?:it|this|that|things|your " + _ANS + r"s?) (?:short|brief|quick|concise|tight|snappy)\b",
-            r"\b(?:give " + _ME + r"|just|only|want|need) (?:a |the )?(?:short|brief|quick|one[- ]line|concise|long|full|detailed) " + _ANS + r"\b",
-            r"\b(?:tell|give|answer|explain|sum|put|say)\b[\w' ]{0,20}?\bin (?:a|one) (?:word|line|sentence)\b",
-            r"\b(?:tell|give|answer|explain|sum|put|say)\b[\w' ]{0,20}?\bin (?:a few|as few|two or three) words\b|\bin a nutshell\b",
-            r"\b(?:just|only) (?:give " + _ME + r" |tell " + _ME + r" )?the (?:answer|headline|gist|essentials|short of it)\b",
-            r"\b(?:skip|spare " + _ME + r"|leave out|without) the (?:background|preamble|details|extras|fluff|waffle)\b",
-            r"\b(?:tell|give|explain to) " + _ME + r" (?:the )?(?:background|surrounding picture|full picture|whole picture|context)\b",
-            r"\b(?:in (?:full |more |great )?detail|at length|in depth)\b",
-            r"\bwhat (?:sits|lies) behind (?:it|that|the answer)\b",
-        ),
-    ),
-    "solution_breadth": (
-        "how many options to give",
-        (
-            r"\bwhat (?:are|were) (?:my|the|our|your) (?:options|alternatives|choices|possibilities)\b",
-            r"\bwhat (?:my|the|our) (?:options|alternatives|choices|possibilities) (?:are|were)\b",
-            r"\b(?:give|show|list|lay out|offer|suggest|tell) (?:" + _ME + r" )?(?:a few |some |several |two |three |the |your |all the |different )"
-            r"(?:options|alternatives|choices|possibilities)\b",
-            r"\bhow (?:do |would |does )?(?:they|these|those|the options|the two|the alternatives|the possibilities) (?:compare|stack up)\b",
-            r"\b(?:pros and cons|trade-?offs?)\b",
-            r"\b(?:just |only )?(?:one|a single) (?:option|recommendation|suggestion|choice)\b",
-            r"\b(?:just|only) (?:pick|choose|recommend) one\b",
-        ),
-    ),
-    "reasoning_visibility": (
-        "whether to show the reasoning",
-        (
-            r"\b(?:explain|show|tell " + _ME + r"|walk " + _ME + r" through|give " + _ME + r") (?:your|the) (?:reasoning|thinking|logic|working|evidence|rationale)\b",
-            r"\bwhat (?:is|was|will|would) (?:it|that|this|your (?:answer|pick|choice|recommendation)) (?:be )?based on\b",
-            r"\bwhat (?:you're|you are|you'll be|it's|it is) basing (?:it|that|this) on\b",
-            r"\bwhat (?:[\w']+ ){1,4}be based on\b",
-            r"\bhow (?:did|do|will|would) you (?:decide|choose|pick|work (?:it|that) out|get there|arrive at)\b",
-            r"\bwhy (?:you|you'd|you would) (?:chose|choose|picked|pick|recommend|suggest)\b",
-            r"\b(?:no|skip the|spare " + _ME + r" the|without the) (?:explanation|reasoning|working|justification)s?\b",
-            r"\b(?:just |only )?(?:the )?(?:outcome|verdict),? not (?:the )?(?:working|reasoning)\b",
-        ),
-    ),
-    "uncertainty_expression": (
-        "how sure the reply should say it is",
-        (
-            r"\bhow (?:sure|certain|confident|firm|solid|reliable) (?:are you|you are|is (?:it|that|this)|it is|that is|the (?:information|info|data|figure|answer))\b",
-            r"\b(?:confidence|certainty) (?:levels?|ratings?|scores?)\b",
-            r"\b(?:no|without|skip the|spare " + _ME + r" the) (?:hedging|caveats|qualifiers)\b",
-            r"\b(?:don't|do not) hedge\b",
-        ),
-    ),
-    "guidance_level": (
-        "whether to walk the user through",
-        (
-            r"\bwalk " + _ME + r" through\b",
-            r"\bstep[- ]by[- ]step\b",
-            r"\bwhat (?:do i|should i|to) do first\b",
-            r"\bwhere (?:do i|should i|to) (?:start|begin)\b",
-            r"\bhow (?:do i|should i|to) go about\b",
-            r"\b(?:no need to|don't|do not) (?:explain|define) (?:the )?(?:terms|basics|jargon|steps)\b",
-        ),
-    ),
-    "process_visibility": (
-        "whether to narrate its work",
-        (
-            r"\b(?:keep|let) " + _ME + r" (?:posted|updated|in the loop|informed)\b|\bkept (?:posted|updated|in the loop)\b",
-            r"\btell " + _ME + r" (?:what|each thing|every step|everything) (?:you're|you are|you) (?:doing|do|did|check|checked|look at|looked at)\b",
-            r"\b(?:talk|walk) " + _ME + r" through what you\b",
-            r"\bwhat you (?:checked|looked at|did) along the way\b",
-            r"\bhow (?:you|you'll|you will|it) go(?:es)? about\b",
-            r"\blet " + _ME + r" know when (?:you(?:'re| are)? )?(?:done|finished|start|starting|it's done|it is done)\b",
-            r"\b(?:no need to|don't|do not) (?:tell|narrate|explain|report) (?:" + _ME + r" )?(?:what|how) you\b",
-            r"\b(?:just|only) (?:the )?result\b",
-        ),
-    ),
-    "autonomy_level": (
-        "whether to check back before acting",
-        (
-            r"\b(?:check|confirm) with " + _ME + r"\b",
-            r"\bask " + _ME + r" (?:first|before)\b",
-            r"\b(?:come|get|report) back to " + _ME + r"\b",
-            r"\b(?:run|clear) (?:it|this|that|them|everything|anything) (?:by|past|with) " + _ME + r"\b",
-            r"\bwait for (?:my|our) (?:ok|okay|go-ahead|approval|say-so|sign-off)\b",
-            r"\b(?:don't|do not) (?:send|book|change|do|submit) anything (?:until|before|without)\b",
-            r"\b(?:without|no need to|don't need to|do not need to) (?:asking|ask|checking|check)(?: with)? " + _ME + r"\b",
-            r"\b(?:just |simply )?(?:sort|deal with|handle) it (?:all )?(?:yourself|for " + _ME + r" without)\b",
-        ),
-    ),
-    "information_elicitation": (
-        "how to ask for missing details",
-        (
-            r"\bask " + _ME + r" (?:anything|whatever|what) you need\b",
-            r"\b(?:ask|list) (?:" + _ME + r" )?(?:all )?(?:your|the) questions (?:at once|together|in one go|up front)\b",
-            r"\b(?:one|a single) question at a time\b",
-            r"\b(?:fill in|use) (?:the )?(?:defaults|whatever makes sense|your best guess|sensible defaults)\b",
-            r"\b(?:don't|do not|no need to) ask " + _ME + r"\b",
-        ),
-    ),
-    "topic_management": (
-        "how to take several topics",
-        (
-            r"\b(?:one|each) (?:thing|topic|item|question) at a time\b",
-            r"\b(?:handle|do|sort|take|deal with|tackle|answer) (?:them|these|those|it all|everything|all of (?:it|them)|all (?:three|two|four)) "
-            r"(?:one at a time|in turn|one by one|at once|in one go|together)\b",
-            r"\bunder (?:separate |clear )?(?:headings|labels)\b",
-        ),
-    ),
-    "task_expansion": (
-        "how far beyond the request to go",
-        (
-            r"\b(?:only|just) (?:do|handle|touch) (?:what|the things?|the items?) i (?:asked|named|mentioned|listed)\b",
-            r"\b(?:and|also|plus) anything else (?:that )?(?:needs|you think|you notice|related)\b",
-            r"\b(?:don't|do not) (?:do|touch|change|add) anything else\b",
-        ),
-    ),
-    "proactive_outreach": (
-        "whether to get in touch unprompted",
-        (
-            r"\b(?:let " + _ME + r" know|tell " + _ME + r"|ping " + _ME + r"|alert " + _ME + r"|notify " + _ME + r"|warn " + _ME + r"|give " + _ME
-            + r" a (?:heads[- ]up|shout)) (?:if|when|as soon as)\b[\w' ]{0,30}?\b(?:changes?|moves?|comes? in|arrives?|falls? due|"
-            r"happens?|shifts?|updates?|lands?)\b",
-            r"\b(?:alert|notify|ping|warn) " + _ME + r"\b|\bto be (?:alerted|notified|pinged|warned)\b",
-            r"\bkeep an eye on (?:it|this|that|them) for " + _ME + r"\b",
-            r"\b(?:don't|do not|no need to) (?:alert|notify|ping|message|contact) " + _ME + r"\b",
-        ),
-    ),
-    "capability_boundary": (
-        "what to do when something is blocked",
-        (
-            r"\bif (?:you can't|you cannot|that doesn't work|it doesn't work|that fails|it fails)\b.{0,40}\b(?:try|find) (?:another|some other|a different) way\b",
-            r"\bif (?:you can't|you cannot|that doesn't work|it doesn't work|that fails|it fails)\b.{0,40}\b(?:tell " + _ME + r"|let " + _ME
-            + r" know|i'll do it|i will do it|hand it back)\b",
-        ),
-    ),
-    "emotional_engagement": (
-        "whether to respond to feelings",
-        (
-            r"\b(?:no|skip the|spare " + _ME + r" the|without the) (?:sympathy|pep talk|feelings)\b",
-            r"\b(?:just|only) (?:the )?facts\b",
-        ),
-    ),
-    "tone_formality": (
-        "what tone to reply in",
-        (
-            r"\b(?:talk|write|speak) to " + _ME + r" (?:normally|properly|formally|casually|plainly|like a (?:friend|person))\b",
-            r"\b(?:no need to be|don't be|do not be) so (?:formal|stiff|chatty|casual)\b",
-            r"\bwhat (?:do |would )?you (?:suggest|propose)\b|\bwhat you(?:'d| would)? (?:suggest|propose)\b",
-        ),
-    ),
+    "verbosity": ("how long the reply is", (
+        r"\bbottom line\b",
+        r"\b(?:get|cut|come) (?:straight )?to the (?:point|chase)\b",
+        r"\b(?:keep|make) (?:it|this|that|things|your <ans>s?) (?:short|brief|quick|concise|tight|snappy)\b",
+        r"\b(?:give <me>|just|only|want|need) (?:a |the )?"
+        r"(?:short|brief|quick|one[- ]line|concise|long|full|detailed) <ans>\b",
+        r"\b(?:tell|give|answer|explain|sum|put|say)\b[\w' ]{0,20}?\bin (?:a|one) (?:word|line|sentence)\b",
+        r"\b(?:tell|give|answer|explain|sum|put|say)\b[\w' ]{0,20}?\bin (?:a few|as few|two or three) words\b",
+        r"\bin a nutshell\b",
+        r"\b(?:just|only) (?:give <me> |tell <me> )?the (?:answer|headline|gist|essentials|short of it)\b",
+        r"\b(?:skip|spare <me>|leave out) the (?:background|preamble|details|extras|fluff|waffle)\b",
+        r"\b(?:tell|give|explain to) <me> (?:the )?(?:background|surrounding picture|full picture|whole picture)\b",
+        r"\b(?:tell|explain|give|go through|describe|cover|talk)\b[\w' ]{0,20}?"
+        r"\b(?:in (?:full |more |great )?detail|at length|in depth)\b",
+        r"\bwhat (?:sits|lies) behind (?:it|that|the answer)\b",
+    )),
+    "solution_breadth": ("how many options to give", (
+        r"\bwhat (?:are|were) (?:my|the|our|your) (?:options|alternatives|choices|possibilities)\b",
+        r"\bwhat (?:my|the|our) (?:options|alternatives|choices|possibilities) (?:are|were)\b",
+        r"\b(?:give|show|list|lay out|offer|suggest|tell) (?:<me> )?"
+        r"(?:a few |some |several |two |three |the |your |all the |different )"
+        r"(?:options|alternatives|choices|possibilities)\b",
+        r"\bhow (?:do |would |does )?(?:they|these|those|the options|the two|the alternatives|the possibilities) "
+        r"(?:compare|stack up)\b",
+        r"\b(?:what are|what're|give <me>|tell <me>|list|lay out|with) (?:the |their |any )?"
+        r"(?:pros and cons|trade-?offs?)\b",
+        r"\b(?:just|only|give <me>) (?:one|a single) (?:option|recommendation|suggestion|choice)\b",
+        r"\b(?:just|only) (?:pick|choose|recommend) one\b",
+    )),
+    "reasoning_visibility": ("whether to show the reasoning", (
+        r"\b(?:explain|show|tell <me>|walk <me> through|give <me>) (?:your|the) "
+        r"(?:reasoning|thinking|logic|working|evidence|rationale)\b",
+        r"\bwhat (?:is|was|will|would) (?:it|that|this|your (?:answer|pick|choice|recommendation)) "
+        r"(?:be )?based on\b",
+        r"\bwhat (?:[\w']+ ){1,4}be based on\b",
+        r"\bwhat (?:you're|you are|you'll be|it's|it is) basing (?:it|that|this) on\b",
+        r"\bhow (?:did|do|will|would) you (?:decide|choose|pick|work (?:it|that) out|get there|arrive at)\b",
+        r"\bwhy (?:you|you'd|you would) (?:chose|choose|picked|pick|recommend|suggest)\b",
+        r"\b(?:no|skip the|spare <me> the|without the) (?:explanation|reasoning|working|justification)s?\b",
+        r"\b(?:outcome|verdict),? not (?:the )?(?:working|reasoning)\b",
+    )),
+    "uncertainty_expression": ("how sure the reply should say it is", (
+        r"\bhow (?:sure|certain|confident|firm|solid|reliable) "
+        r"(?:are you|you are|is (?:it|that|this)|it is|that is|the (?:information|info|data|figure|answer))\b",
+        r"\b(?:confidence|certainty) (?:levels?|ratings?|scores?)\b",
+        r"\b(?:no|skip the|spare <me> the) (?:hedging|caveats|qualifiers)\b",
+        r"\b(?:don't|do not) hedge\b",
+        r"\b(?:definite|certain|sure),? or (?:a guess|guesswork|a hunch)\b",
+    )),
+    "guidance_level": ("whether to walk the user through", (
+        r"\bwalk <me> through\b",
+        r"\bstep[- ]by[- ]step\b",
+        r"\bwhat (?:do i|should i|to)(?: actually)? do first\b",
+        r"\bwhere (?:do i|should i|to) (?:start|begin)\b",
+        r"\bhow (?:do i|should i|to) go about\b",
+        r"\b(?:no need to|don't|do not) (?:explain|define) (?:the )?(?:terms|basics|jargon|steps)\b",
+    )),
+    "process_visibility": ("whether to narrate its work", (
+        r"\b(?:keep|let) <me> (?:posted|updated|in the loop|informed)\b",
+        r"\bkept (?:posted|updated|in the loop)\b",
+        r"\btell <me> (?:what|each thing|every step|everything) (?:you're|you are|you) "
+        r"(?:doing|do|did|check|checked|look at|looked at)\b",
+        r"\b(?:talk|walk) <me> through what you\b",
+        r"\bwhat you (?:checked|looked at|did) along the way\b",
+        r"\bhow (?:you|you'll|you will|it) go(?:es)? about\b",
+        r"\blet <me> know when (?:you(?:'re| are)? )?(?:done|finished|start|starting|it's done|it is done)\b",
+        r"\b(?:no need to|don't|do not) (?:tell|narrate|explain|report) (?:<me> )?(?:what|how) you\b",
+        r"\b(?:just|only) (?:the )?result\b",
+        r"\b(?:tell|narrate|explain|report) (?:<me> )?(?:every|each) (?:step|thing you do)\b",
+    )),
+    "autonomy_level": ("whether to check back before acting", (
+        r"\b(?:check|confirm) with <me>\b",
+        r"\bask <me> (?:first|before)\b",
+        r"\b(?:come|get|report) back to <me>\b",
+        r"\b(?:run|clear) (?:it|this|that|them|everything|anything) (?:by|past|with) <me>\b",
+        r"\b(?:run|clear) [\w' ]{1,25}? (?:by|past) <me>\b",
+        r"\b(?:don't|do not|no) need (?:my|our) (?:ok|okay|go-ahead|approval|say-so|sign-off)\b",
+        r"\bwait for (?:my|our) (?:ok|okay|go-ahead|approval|say-so|sign-off)\b",
+        r"\b(?:don't|do not) (?:send|book|change|do|submit) anything (?:until|before|without)\b",
+        r"\b(?:without|no need to|don't need to|do not need to) (?:asking|ask|checking|check)(?: with)? <me>\b",
+        r"\b(?:sort|deal with|handle) it (?:all )?(?:yourself|for <me> without)\b",
+    )),
+    "information_elicitation": ("how to ask for missing details", (
+        r"\bask <me> (?:anything|whatever|what) you need\b",
+        r"\b(?:ask|list) (?:<me> )?(?:all )?(?:your|the) questions (?:at once|together|in one go|up front)\b",
+        r"\b(?:one|a single) question at a time\b",
+        r"\b(?:fill in|use) (?:the )?(?:defaults|whatever makes sense|your best guess|sensible defaults)\b",
+        r"\b(?:don't|do not|no need to) ask <me>\b",
+        r"\bask (?:it|them|everything) all (?:now|at once|up front|in one go)\b",
+        r"\bask <me> the rest\b",
+    )),
+    "topic_management": ("how to take several topics", (
+        r"\b(?:one|each) (?:thing|topic|item|question) at a time\b",
+        r"\b(?:handle|do|sort|take|deal with|tackle|answer) "
+        r"(?:them|these|those|it all|everything|all of (?:it|them)|all (?:three|two|four)) "
+        r"(?:one at a time|in turn|one by one|at once|in one go|together)\b",
+        r"\bunder (?:separate |clear )?(?:headings|labels)\b",
+    )),
+    "task_expansion": ("how far beyond the request to go", (
+        r"\b(?:only|just) (?:do|handle|touch) (?:what|the things?|the items?) i (?:asked|named|mentioned|listed)\b",
+        r"\b(?:and|also|plus) anything else (?:that )?(?:needs|you think|you notice|related)\b",
+        r"\b(?:don't|do not) (?:do|touch|change|add) anything else\b",
+    )),
+    "proactive_outreach": ("whether to get in touch unprompted", (
+        r"\b(?:let <me> know|tell <me>|ping <me>|alert <me>|notify <me>|warn <me>|give <me> a (?:heads[- ]up|shout)) "
+        r"(?:if|when|as soon as)\b[\w' ]{0,30}?"
+        r"\b(?:changes?|moves?|comes? in|arrives?|falls? due|happens?|shifts?|updates?|lands?)\b",
+        r"\b(?:alert|notify|ping|warn) <me>\b",
+        r"\bto be (?:alerted|notified|pinged|warned)\b",
+        r"\bkeep an eye on (?:it|this|that|them) for <me>\b",
+        r"\b(?:don't|do not|no need to) (?:alert|notify|ping|message|contact) <me>\b",
+    )),
+    "capability_boundary": ("what to do when something is blocked", (
+        r"\b<if_blocked>\b(?:try|find) (?:another|some other|a different) way\b",
+        r"\b<if_blocked>\b(?:tell <me>|let <me> know|i'll do it|i will do it|hand it back)\b",
+    )),
+    "emotional_engagement": ("whether to respond to feelings", (
+        r"\b(?:no|skip the|spare <me> the|without the) (?:sympathy|pep talk)\b",
+        r"\b(?:just|only) (?:the )?facts\b",
+    )),
+    "tone_formality": ("what tone to reply in", (
+        r"\b(?:talk|write|speak) to <me> (?:normally|properly|formally|casually|plainly|like a (?:friend|person))\b",
+        r"\b(?:no need to be|don't be|do not be) so (?:formal|stiff|chatty|casual)\b",
+        r"\bjust talk to <me>\b",
+    )),
 }
 
 #: Formatting asks that give away no single attribute but are still a way of replying.
@@ -201,7 +191,7 @@ _FORMAT: tuple[str, ...] = (
 )
 
 _COMPILED: dict[str, tuple[str, tuple[re.Pattern[str], ...]]] = {
-    key: (kind, tuple(re.compile(p) for p in patterns)) for key, (kind, patterns) in MANNER_PATTERNS.items()
+    key: (kind, tuple(re.compile(_expand(p)) for p in patterns)) for key, (kind, patterns) in MANNER_PATTERNS.items()
 }
 _FORMAT_COMPILED = tuple(re.compile(p) for p in _FORMAT)
 
