@@ -165,7 +165,7 @@ class PreferenceSkill(BaseModel):
         parts = [
             f"Acting sheet: {attr.name} = {self.setting}{where}",
             self.wants,
-            "Your own requests: " + " ".join(self.production),
+            "How you write your own messages: " + " ".join(self.production),
             "A reply fits when: " + " ".join(r.fits),
             "It goes against you when: " + " ".join(r.against),
             "Then you: " + " ".join(r.on_against),
