@@ -450,6 +450,8 @@ def test_manner_detector_flags_requests_about_the_reply(message: str, attribute_
         "Could you run the figures past Gideon?",
         "What should I do about the Eastbank shifts?",  # a task question names no manner
         "What do you suggest for Saturday?",
+        "I'll skip the working party on Saturday.",
+        "I paid with my own card, so it needs to come back to me.",  # money, not a check-back
     ],
 )
 def test_manner_detector_passes_task_messages(message: str) -> None:

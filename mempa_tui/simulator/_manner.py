@@ -94,7 +94,8 @@ MANNER_PATTERNS: dict[str, tuple[str, tuple[str, ...]]] = {
         r"\bwhat (?:you're|you are|you'll be|it's|it is) basing (?:it|that|this) on\b",
         r"\bhow (?:did|do|will|would) you (?:decide|choose|pick|work (?:it|that) out|get there|arrive at)\b",
         r"\bwhy (?:you|you'd|you would) (?:chose|choose|picked|pick|recommend|suggest)\b",
-        r"\b(?:no|skip the|spare <me> the|without the) (?:explanation|reasoning|working|justification)s?\b",
+        r"\b(?:no|skip the|spare <me> the|without the) (?:explanation|reasoning|working|justification)s?\b"
+        r"(?! (?:party|parties|group|day|week|hours?|lunch))",
         r"\b(?:outcome|verdict),? not (?:the )?(?:working|reasoning)\b",
     )),
     "uncertainty_expression": ("how sure the reply should say it is", (
@@ -129,7 +130,8 @@ MANNER_PATTERNS: dict[str, tuple[str, tuple[str, ...]]] = {
     "autonomy_level": ("whether to check back before acting", (
         r"\b(?:check|confirm) with <me>\b",
         r"\bask <me> (?:first|before)\b",
-        r"\b(?:come|get|report) back to <me>\b",
+        r"(?<!needs )(?<!has )(?<!have )\b(?:and|then|to|please|just) (?:come|get|report) back to <me>\b",
+        r"\b(?:come|get|report) back to <me> (?:first|before|with|when|once|for)\b",
         r"\b(?:run|clear) (?:it|this|that|them|everything|anything) (?:by|past|with) <me>\b",
         r"\b(?:run|clear) [\w' ]{1,25}? (?:by|past) <me>\b",
         r"\b(?:don't|do not|no) need (?:my|our) (?:ok|okay|go-ahead|approval|say-so|sign-off)\b",
