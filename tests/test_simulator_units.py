@@ -29,7 +29,7 @@ from mempa_tui.simulator import (
     rule_check,
 )
 from mempa_tui.simulator._checker import checker_questions
-from mempa_tui.simulator._manner import MANNER_PROBLEM, find_manner_requests, spoken_form
+from mempa_tui.simulator._manner import MANNER_PATTERNS, MANNER_PROBLEM, find_manner_requests, spoken_form
 from mempa_tui.taxonomy import ATTRIBUTES
 
 
@@ -490,3 +490,8 @@ def test_checker_adds_the_manner_question_in_probes_and_at_decision_points() -> 
     assert "manner_feedback" not in keys(probe=False)
     assert "manner_feedback" in keys(probe=False, at_decision=True)
     assert "manner_feedback" in keys(probe=True)
+
+
+def test_every_attribute_has_manner_patterns() -> None:
+    # a decision point on any attribute looks its patterns up; a missing key would raise mid-run
+    assert set(MANNER_PATTERNS) == {a.key for a in ATTRIBUTES}
