@@ -20,6 +20,8 @@ from __future__ import annotations
 import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mempa_tui.scripts.schema import Probe
@@ -36,6 +38,7 @@ __all__ = [
     "RealizationScores",
     "default_scorer",
     "judge_dialogue",
+    "matrix_differing",
     "rater_dialogue",
     "score_final_probe",
     "world_summary",
@@ -202,3 +205,36 @@ async def score_final_probe(
     if result.status == "floored":
         return RealizationScores(brs=None, brs_reason=_FLOORED_BRS, prs=scores.prs, prs_reason=scores.prs_reason)
     return scores
+
+
+@lru_cache(maxsize=64)
+def _differing(path: Path, mtime_ns: int) -> frozenset[str]:
+    from mempa_tui.scripts._yamldoc import YamlDoc, validate_doc
+    from mempa_tui.scripts.schema import PreferenceMatrix
+    from mempa_tui.taxonomy import ATTRIBUTES, Context
+
+    matrix, errors = validate_doc(YamlDoc.read(path), PreferenceMatrix, "preferences")
+    if matrix is None:
+        raise errors[0]
+    return frozenset(
+        a.key for a in ATTRIBUTES if matrix.setting(Context.WORK, a.key) != matrix.setting(Context.PERSONAL, a.key)
+    )
+
+
+def matrix_differing(worlds_dir: str | Path, user: str) -> frozenset[str]:
+    """Attribute keys whose settings differ between work and personal in one user's preference
+    matrix (``worlds/users/<user>/preferences.yaml``, Appendix B.4): that user's pairs in CS's set
+    D (Section 3.5), also the pairs carry-over counts (F.3). The paper's four users have 18.
+
+    Read once per file version (cached by path and modification time).
+
+    Raises:
+        mempa_tui.scripts.WorldFileError: the file is missing or not a valid matrix
+            (``path:line: message``).
+    """
+    from mempa_tui.scripts._yamldoc import WorldFileError
+
+    path = (Path(worlds_dir) / "users" / user / "preferences.yaml").resolve()
+    if not path.is_file():
+        raise WorldFileError(path, 1, f"missing preferences file of user {user!r} (CS's set D is read from it)")
+    return _differing(path, path.stat().st_mtime_ns)
