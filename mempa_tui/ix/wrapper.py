@@ -386,10 +386,10 @@ class IXWrapper:
         Ids that name no pending item are reported in ``unknown``.
 
         Information Elicitation (E.3: a held item is let go by the user's later consent or by
-        the information it waited for): when ``answered`` (the user wrote a message the PA will answer) and no question
-        is still waiting to be put to the user, every write held because its turn asked is
-        released as if approved (unless this consent denies it), and listed in
-        ``by_answer``.
+        the information it waited for): when ``answered`` (the user wrote a message the PA will
+        answer) and no question is still waiting to be put to the user, every write held
+        because its turn asked is released as if approved (unless this consent denies it), and
+        listed in ``by_answer``.
 
         Args:
             consent: held item id -> approve (True) or deny (False).
