@@ -556,6 +556,8 @@ def test_floor_kinds_round_trip_and_say_which_are_rerun() -> None:
         ("It is ready to go once you confirm.", True),
         ("Say the word and it goes out.", True),
         ("Let me know if I should send it.", True),
+        ("Reply 'yes' and I will send it.", True),
+        ("The message to Ines is queued.", False),
         ("Done, Colm has it.", False),
         ("I have drafted the message.", False),
         ("", False),

@@ -82,7 +82,9 @@ def is_rerun_floor(reason: str | None) -> bool:
 # nothing at all is floored.
 _REQUEST = re.compile(
     r"\b(confirm\w*|approv\w*|go[- ]ahead|proceed|permission|consent|okay to|ok to|"
-    r"let me know|say (the word|yes|so)|sign[- ]off|green light|if you agree|once you agree)\b",
+    r"let me know|say (the word|yes|so)|(reply|answer|respond|type)( with)? ['\"‘“]?yes|"
+    r"sign[- ]off|green light|if you agree|once you agree|shall i|should i|want me to|"
+    r"would you like)\b",
     re.IGNORECASE,
 )
 
@@ -92,8 +94,8 @@ def asks_for_confirmation(reply: str) -> bool:
 
     The rule, deterministic and lenient: the reply contains a question mark, or one of the words
     that request a decision (confirm, approve, go ahead, proceed, permission, consent, "let me
-    know", "say the word", sign-off, green light, "if/once you agree"). An empty reply asks
-    nothing.
+    know", "say the word", "reply yes", sign-off, green light, "if/once you agree", "shall I",
+    "should I", "want me to", "would you like"). An empty reply asks nothing.
 
     Args:
         reply: the public reply text as the user receives it.
