@@ -19,6 +19,7 @@ from mempa_tui.agent import (
 )
 from mempa_tui.ix import CallStatus, IXWrapper
 from mempa_tui.llm import LLMClient, ScriptedModelServer, ScriptedReply
+from mempa_tui.llm.errors import ContextWindowError
 from mempa_tui.memory.base import Evidence
 from mempa_tui.scripts.schema import WriteLock
 from mempa_tui.taxonomy import Context
@@ -327,14 +328,16 @@ async def test_history_carries_into_the_next_turn(rig: Rig) -> None:
     assert contents[2:] == ["one", "First answer.", "two"]
 
 
-async def test_a_prompt_that_outgrows_the_window_floors_the_turn_instead_of_raising(rig: Rig) -> None:
+async def test_a_prompt_that_outgrows_the_window_is_no_floor_but_a_failed_call(rig: Rig) -> None:
+    """Appendix F.2: only breaks of the interaction-tool contract are floors; a prompt that does
+    not fit the window raises, the step fails and a probe is kept out of the scores."""
     # room for the 83 tool schemas (about 19,000 tokens) and a few search results, not 40
     small = PersonalAgent(LLMClient(rig.server.profile(context_window=26000, max_tokens=256)))
     small.begin_session(AgentSessionStart(step_id="A-w-01", context=Context.WORK, starts_at=START))
     # every search result is appended to the turn, which may not be trimmed; it soon cannot fit
     rig.queue.push(*[ScriptedReply(tool_calls=[call("mcp_state_contact_search", {"query": ""})])] * 40)
-    result = await small.respond(_turn(), rig.actions())
-    assert result.status == "floored" and "context window" in (result.reason or "")
+    with pytest.raises(ContextWindowError):
+        await small.respond(_turn(), rig.actions())
     assert 0 < len(rig.queue.pa_requests) < 40  # it stopped at the overflow, not at the call cap
     failed = [c for c in small._client.calls if not c.ok]  # type: ignore[attr-defined]
     assert [c.error_kind for c in failed] == ["ContextWindowError"]

@@ -201,7 +201,7 @@ def _push_autonomy_pa(rig: Rig, setting: str) -> None:
                 ),
             ]
         ),
-        "I can text Colm once I have the new time.",
+        "I can text Colm once I have the new time. Shall I send it then?",
         "Done, Colm has it.",
         "Glad to help.",
     )
@@ -227,7 +227,9 @@ async def test_accumulation_session_commits_world_memory_and_entry(rig: Rig) -> 
     assert result.selection == "Self-directed"
     # held first, the user's consent released exactly that item, after the fact opened the lock
     first = result.exchanges[0].delivered
-    assert [i.id for i in first.held] == ["held_0001"] and "held_0001" in first.reply
+    assert [i.id for i in first.held] == ["held_0001"]
+    # the PA asks in its own words; the wrapper appends no approval request (Appendix E.5)
+    assert first.reply == "I can text Colm once I have the new time. Shall I send it then?"
     assert [c.held_id for c in result.exchanges[1].delivered.executed] == ["held_0001"]
     assert [(c.tool, c.op) for c in result.change_log] == [("message_send", "insert")]
     assert result.world is not None and result.world != tiny_world()

@@ -245,17 +245,22 @@ def test_process_visibility_settings(backend: FakeBackend) -> None:
     assert trace.withheld["process_visibility.call_notes.unused"] == ["NOTE3."]
 
 
-def test_full_narration_skips_held_calls_and_fills_missing_notes(
+def test_full_narration_writes_no_note_the_pa_did_not_write(
     backend: FakeBackend,
 ) -> None:
+    """Section 3.4 / E.1: a call the PA did not narrate gets no note of the wrapper's making, and
+    a held action gets no approval request appended; both are only recorded in the trace."""
     w = IXWrapper(backend, WorkingCopy(WorldState({}), datetime(2026, 3, 2)))
     w.select("autonomy_level", {"setting": "Self-directed"})
     w.select("process_visibility", {"setting": "Full narration", "closing": "Done."})
     w.propose("c1", "email_search", {})
     w.propose("c2", "email_message_send", {"to": "x"})  # held: no note
-    delivered, _ = w.render("Here.")
-    assert delivered.reply.startswith("I ran email_search.\n\nHere.\n\nDone.")
-    assert "held_0001" in delivered.reply
+    delivered, trace = w.render("Here.")
+    assert delivered.reply == "Here.\n\nDone."
+    assert "I ran" not in delivered.reply and "held_0001" not in delivered.reply
+    assert [i.id for i in delivered.held] == ["held_0001"]  # still listed as held
+    assert any("no note from the PA for call 1" in n for n in trace.rendering_notes)
+    assert trace.unasked_holds == ["held_0001"]  # "Here. Done." asks the user nothing
 
 
 # ---- delivery control ---------------------------------------------------------------------------
@@ -275,11 +280,8 @@ def test_topics_organize_and_one_at_a_time(backend: FakeBackend) -> None:
     w = IXWrapper(backend, WorkingCopy(WorldState({}), datetime(2026, 3, 2)))
     w.select("topic_management", {"setting": "One-at-a-time", "topics": topics})
     delivered, _trace = w.render("Starting with flights.")
-    assert "Flights:\nF body" in delivered.reply
-    assert "H body" not in delivered.reply and "C body" not in delivered.reply
-    assert (
-        "'Hotel', 'Car'" in delivered.reply and "move on to 'Hotel'" in delivered.reply
-    )
+    # the PA's text and the first topic, nothing else: no "move on?" question of the wrapper's
+    assert delivered.reply == "Starting with flights.\n\nFlights:\nF body"
     assert [(i.id, i.kind, i.label) for i in delivered.held] == [
         ("held_0001", "topic", "Hotel"),
         ("held_0002", "topic", "Car"),
@@ -288,8 +290,8 @@ def test_topics_organize_and_one_at_a_time(backend: FakeBackend) -> None:
     out = w.release({"held_0001": True})
     assert [i.id for i in out.approved] == ["held_0001"] and out.executed == []
     delivered, _ = w.render("Now the hotel.")
-    assert delivered.reply.startswith("Hotel:\nH body")
-    assert "move on to 'Car'" in delivered.reply and "C body" not in delivered.reply
+    assert delivered.reply == "Hotel:\nH body\n\nNow the hotel."
+    assert [i.label for i in delivered.held] == ["Car"]
 
 
 def test_questions_structured_iterative_infer(backend: FakeBackend) -> None:
@@ -395,13 +397,11 @@ def test_autonomy_holds_by_write_tag(
     assert statuses["email_search"] is CallStatus.EXECUTED
     ran = {name for name, _ in backend.calls}
     assert ran == set(backend.defs) - held_tools
-    delivered, _ = w.render("Done what I could.")
-    if held_tools:
-        assert delivered.reply.splitlines()[-1].startswith("Waiting for your approval")
-        for item in delivered.held:
-            assert item.id in delivered.reply and item.tool in delivered.reply
-    else:
-        assert delivered.reply == "Done what I could."
+    delivered, trace = w.render("Done what I could.")
+    assert delivered.reply == "Done what I could."  # no approval request of the wrapper's
+    assert {i.tool for i in delivered.held} == held_tools
+    # held while the reply asks nothing: the F.2 floor "held an action without asking"
+    assert len(trace.unasked_holds) == len(held_tools)
 
 
 @pytest.mark.parametrize(
@@ -440,7 +440,7 @@ def test_release_runs_exactly_the_approved_items(backend: FakeBackend) -> None:
     delivered, _ = w.render("Added the event.")
     assert [c.held_id for c in delivered.executed] == ["held_0002"]
     assert [i.id for i in delivered.held] == ["held_0001"]
-    assert "held_0001" in delivered.reply and "held_0003" not in delivered.reply
+    assert "held_0001" not in delivered.reply and "held_0003" not in delivered.reply
 
 
 def test_required_payloads() -> None:
@@ -462,3 +462,108 @@ def test_missing_payload_is_due_only_in_the_selecting_turn(wrapper: IXWrapper) -
     wrapper.render("ok")
     wrapper.begin_turn(event=True)
     assert wrapper.missing_payload("proactive_outreach") == ("message",)
+
+
+# ---- no authored words; holds that ask; answers that release ---------------------------------
+
+
+def test_the_wrapper_adds_no_sentence_under_any_combination(backend: FakeBackend) -> None:
+    """Every line of the public reply is the PA's reply text or one of its payload values."""
+    w = IXWrapper(backend, WorkingCopy(WorldState({}), datetime(2026, 3, 2)))
+    w.select("autonomy_level", {"setting": "Reactive"})
+    w.select("process_visibility", {"setting": "Full narration"})
+    w.select(
+        "topic_management",
+        {"setting": "One-at-a-time", "topics": [{"label": "L1", "content": "C1"}, {"label": "L2", "content": "C2"}]},
+    )
+    w.select("uncertainty_expression", {"setting": "Express", "confidence_notes": [{"claim": "K", "level": "low"}]})
+    w.propose("c1", "email_search", {})
+    w.propose("c2", "calendar_event_create", {"title": "x"})
+    delivered, _ = w.render("PA TEXT")
+    assert delivered.reply.split("\n\n") == ["PA TEXT", "L1:\nC1", "- K (confidence: low)"]
+    for phrase in ("I ran", "approval", "Shall I", "Still to come", "How sure", "move on"):
+        assert phrase not in delivered.reply
+
+
+def test_a_hold_is_asked_about_only_in_the_pas_words(backend: FakeBackend) -> None:
+    w = IXWrapper(backend, WorkingCopy(WorldState({}), datetime(2026, 3, 2)))
+    w.select("autonomy_level", {"setting": "Self-directed"})
+    held = w.propose("c1", "email_message_send", {"to": "x"})
+    assert "adds nothing to your reply" in held.result  # the PA is told asking is its job
+    delivered, trace = w.render("The note to Ines is ready. Shall I send it?")
+    assert delivered.reply == "The note to Ines is ready. Shall I send it?"
+    assert trace.unasked_holds == []
+    # an older hold still pending does not floor a later turn that holds nothing new
+    delivered, trace = w.render("Anything else for today.")
+    assert [i.id for i in delivered.held] == ["held_0001"] and trace.unasked_holds == []
+
+
+def test_outreach_low_silence_is_not_an_unasked_hold(backend: FakeBackend) -> None:
+    w = IXWrapper(backend, WorkingCopy(WorldState({}), datetime(2026, 3, 2)))
+    w.select("autonomy_level", {"setting": "Reactive"})
+    w.begin_turn(event=True)
+    w.select("proactive_outreach", {"setting": "Low"})
+    w.propose("c1", "calendar_event_create", {"title": "x"})
+    delivered, trace = w.render("Noted.")
+    assert delivered.reply == "" and trace.unasked_holds == []
+
+
+def test_an_elicitation_hold_is_released_by_the_users_answer(backend: FakeBackend) -> None:
+    """E.3: a write held in a turn that asks runs once the user answers, with no approval asked."""
+    w = IXWrapper(backend, WorkingCopy(WorldState({}), datetime(2026, 3, 2)))
+    w.select("information_elicitation", {"setting": "Structured", "questions": ["Which day?", "What time?"]})
+    held = w.propose("c1", "calendar_event_create", {"title": "x"})
+    assert held.status is CallStatus.HELD and "runs when the user answers" in held.result
+    delivered, trace = w.render("Two things first.")
+    assert delivered.reply == "Two things first.\n\n1. Which day?\n2. What time?"
+    assert trace.unasked_holds == []  # an elicitation hold needs no approval request
+    assert backend.calls == []
+    out = w.release({}, answered=True)
+    assert out.by_answer == ["held_0001"] and [c.held_id for c in out.executed] == ["held_0001"]
+    assert backend.calls == [("calendar_event_create", {"title": "x"})]
+    delivered, _ = w.render("Booked.")
+    assert [c.held_id for c in delivered.executed] == ["held_0001"] and delivered.held == []
+
+
+def test_an_elicitation_hold_waits_for_every_question_and_obeys_a_denial(backend: FakeBackend) -> None:
+    w = IXWrapper(backend, WorkingCopy(WorldState({}), datetime(2026, 3, 2)))
+    w.select("information_elicitation", {"setting": "Iterative", "questions": ["Day?", "Time?"]})
+    w.propose("c1", "calendar_event_create", {"title": "x"})
+    w.render("First:")
+    assert w.release({}, answered=True).by_answer == []  # "Time?" is still to be asked
+    w.render("And:")  # the second question goes out now
+    assert w.release({}, answered=False).by_answer == []  # no answer, no release
+    out = w.release({"held_0001": False}, answered=True)  # the user answers but refuses it
+    assert backend.calls == [] and [i.id for i in out.denied] == ["held_0001"]
+    assert out.by_answer == []
+
+
+def test_floor_kinds_round_trip_and_say_which_are_rerun() -> None:
+    from mempa_tui.ix.floors import FloorKind, floor_kind, floor_reason, is_rerun_floor
+
+    for kind in FloorKind:
+        reason = floor_reason(kind, "detail")
+        assert floor_kind(reason) is kind and is_rerun_floor(reason) is kind.rerun
+    assert {k for k in FloorKind if k.rerun} == {FloorKind.MISSING_IX_CALL, FloorKind.HELD_WITHOUT_ASKING}
+    assert floor_kind("the person in the PA seat gave the turn up") is None
+    assert is_rerun_floor("something else")
+
+
+@pytest.mark.parametrize(
+    "reply,asks",
+    [
+        ("Shall I send it?", True),
+        ("It is ready to go once you confirm.", True),
+        ("Say the word and it goes out.", True),
+        ("Let me know if I should send it.", True),
+        ("Reply 'yes' and I will send it.", True),
+        ("The message to Ines is queued.", False),
+        ("Done, Colm has it.", False),
+        ("I have drafted the message.", False),
+        ("", False),
+    ],
+)
+def test_asks_for_confirmation(reply: str, asks: bool) -> None:
+    from mempa_tui.ix.floors import asks_for_confirmation
+
+    assert asks_for_confirmation(reply) is asks

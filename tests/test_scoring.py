@@ -10,6 +10,7 @@ from pydantic import ValidationError
 
 from mempa_tui.scoring import (
     DuplicateOutcomeError,
+    MatrixConflictError,
     ProbeOutcome,
     backbone_defaults,
     breakdown,
@@ -17,6 +18,19 @@ from mempa_tui.scoring import (
     score_conditions,
     score_group,
 )
+from mempa_tui.scoring._units import cs_pairs
+
+# Whether each hand-made user's preference matrix sets the attribute differently at work and in
+# personal life (CS's set D comes from here, Section 3.5); pairs not listed carry no matrix.
+_MATRIX_DIFFERS: dict[tuple[str, str], bool] = {
+    ("A", "verbosity"): True,
+    ("A", "tone_formality"): True,
+    ("A", "autonomy_level"): False,
+    ("A", "guidance_level"): True,
+    ("B", "verbosity"): True,
+    ("B", "guidance_level"): True,
+    ("B", "tone_formality"): True,
+}
 
 
 def o(
@@ -33,6 +47,7 @@ def o(
     prs: int | None = None,
     memory: str = "file",
     model: str = "m",
+    differs: bool | None = None,
 ) -> ProbeOutcome:
     return ProbeOutcome(
         user=user,
@@ -47,6 +62,7 @@ def o(
         prs=prs,
         memory=memory,
         model=model,
+        differs_in_matrix=differs if differs is not None else _MATRIX_DIFFERS.get((user, attr)),
     )
 
 
@@ -233,3 +249,37 @@ def test_breakdowns_by_dimension_and_group() -> None:
     assert groups["action"].psa.mean == pytest.approx(100 * (0 + 0.5 + 0) / 3)
     with pytest.raises(ValueError, match="choose one of"):
         breakdown(all_repeats(), "colour")  # type: ignore[arg-type]
+
+
+def test_cs_set_d_comes_from_the_preference_matrix_not_the_final_targets() -> None:
+    """Section 3.5 / F.3: D = pairs whose MATRIX settings differ; a change event can make the final
+    targets agree where the matrix differs, or differ where it agrees."""
+    data = [
+        # matrix differs, an event made both final targets High: in D, both right -> passes
+        o("C", "work", "task_expansion", "High", "High", differs=True),
+        o("C", "personal", "task_expansion", "High", "High", differs=True),
+        # matrix agrees, an event made the final targets differ: not in D (it fails, so it would
+        # pull CS down if it were counted)
+        o("C", "work", "solution_breadth", "Low", "High", differs=False),
+        o("C", "personal", "solution_breadth", "High", "Low", differs=False),
+        # no matrix known: never in D
+        o("C", "work", "verbosity", "Terse", "Terse"),
+        o("C", "personal", "verbosity", "Detailed", "Terse"),
+    ]
+    assert cs_pairs(data) == {("C", "task_expansion")}
+    (row,) = score_conditions(data, intervals=False)
+    assert (row.cs.eligible, row.cs.passing, row.cs.mean) == (1, 1, 100.0)
+    # carry-over counts over the same D: High in both, the target, not the default (Low)
+    nm = [o("C", "work", "task_expansion", "High", "Low", memory="none", differs=True)]
+    file_row = next(r for r in score_conditions(nm + data, intervals=False) if r.memory == "file")
+    assert file_row.carry_over is not None
+    assert (file_row.carry_over.eligible, file_row.carry_over.passing) == (1, 1)
+
+
+def test_outcomes_that_disagree_on_the_matrix_are_refused() -> None:
+    mixed = [
+        o("C", "work", "task_expansion", "High", "High", differs=True),
+        o("C", "personal", "task_expansion", "High", "High", differs=False),
+    ]
+    with pytest.raises(MatrixConflictError, match="user C, task_expansion"):
+        score_conditions(mixed, intervals=False)

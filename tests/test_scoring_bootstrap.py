@@ -38,6 +38,8 @@ def outcomes(seed: int, memory: str = "file", users: str = "ABCD") -> list[Probe
                             brs=int(rng.integers(1, 6)),
                             prs=int(rng.integers(1, 6)),
                             memory=memory,
+                            # the hand-made matrix: every attribute but two differs by context
+                            differs_in_matrix=a.key not in ("verbosity", "proactive_outreach"),
                         )
                     )
             out.append(

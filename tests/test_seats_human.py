@@ -198,7 +198,7 @@ async def test_person_plays_the_pa_through_the_wrapper(rig: Rig) -> None:
          tool("IX_autonomy_level", setting="Self-directed"),
          tool("mcp_state_message_send", contact="Colm Averill", text="The review moved."),
          tool("mcp_state_no_such_tool"),
-         reply("I can text Colm once I have the new time.")],
+         reply("I can text Colm once I have the new time. Shall I send it then?")],
         [reply("Done, Colm has it.")],
         [reply("Glad to help.")],
     ])

@@ -55,9 +55,11 @@ def _expected(bundle: UserBundle, choices: dict[str, str]) -> dict[str, float]:
     finals = {(p.context, p.attribute): p for p in bundle.probes.values() if p.probe_kind is ProbeKind.FINAL}
     correct = {cell: choices[p.id] == _target(bundle, p) for cell, p in finals.items()}
     psa = 100 * sum(correct.values()) / len(correct)
+    # CS's set D: the pairs the preference matrix sets differently by context (Section 3.5), not
+    # the final targets (the change event may make those differ or agree)
     differing = [
         a.key for a in ATTRIBUTES
-        if _target(bundle, finals[(Context.WORK, a.key)]) != _target(bundle, finals[(Context.PERSONAL, a.key)])
+        if bundle.matrix.setting(Context.WORK, a.key) != bundle.matrix.setting(Context.PERSONAL, a.key)
     ]
     cs = 100 * sum(correct[(Context.WORK, k)] and correct[(Context.PERSONAL, k)] for k in differing) / len(differing)
     pre = [p for p in bundle.probes.values() if p.probe_kind is ProbeKind.PRE_EVENT]

@@ -14,6 +14,7 @@ from typing import Any
 
 from mempa_tui.ix import IXWrapper, SelectResult, ix_tool_spec
 from mempa_tui.ix._backend import ToolBackend
+from mempa_tui.ix.floors import FloorKind, floor_reason
 from mempa_tui.ix.spec import match_setting
 from mempa_tui.ix.types import CallStatus, ExecutedCall
 from mempa_tui.llm.types import ToolCall, ToolSpec
@@ -165,8 +166,8 @@ class TurnActions:
         """Gate and run one world call through the wrapper (a human seat may call this directly)."""
         leak = ix_text_in_arguments(arguments, self.wrapper.selections)
         if leak is not None:
-            self.floor_reason = (
-                f"interaction-tool text in the arguments of {name}: {leak}"
+            self.floor_reason = floor_reason(
+                FloorKind.IX_TEXT_IN_TASK_ARGUMENTS, f"{name}: {leak}"
             )
             return self._rejected(
                 call_id, name, arguments, f"Error: {self.floor_reason}."

@@ -20,7 +20,7 @@ from mempa_tui.agent.prompt import (
     user_turn_message,
 )
 from mempa_tui.agent.seat import AgentSessionStart, AgentTurnInput, AgentTurnResult
-from mempa_tui.llm.errors import ContextWindowError
+from mempa_tui.ix.floors import FloorKind, floor_reason
 from mempa_tui.llm.types import ChatMessage, Completion, Role, ToolCall, ToolSpec
 from mempa_tui.taxonomy import attribute
 
@@ -100,13 +100,15 @@ class PersonalAgent:
         Returns:
             :class:`AgentTurnResult`; ``floored`` when the required IX call failed after the
             reminder and the forced call, or when IX text was written into a task tool's
-            arguments, or when the prompt outgrew the model's context window (a capability
-            failure of this PA, not an outage, so the run goes on); ``capped`` when 40 model calls
-            passed without a final reply.
+            arguments (the interaction-tool contract, Appendix F.2; reasons from
+            :func:`mempa_tui.ix.floors.floor_reason`); ``capped`` when 40 model calls passed
+            without a final reply.
 
         Raises:
             RuntimeError: :meth:`begin_session` was not called.
-            mempa_tui.llm.LLMError: the model call failed after the client's retries.
+            mempa_tui.llm.LLMError: the model call failed after the client's retries; a prompt that
+                does not fit the model's window raises ``ContextWindowError`` (not a floor: the
+                step fails and a probe is kept out of the scores with that reason, F.2).
         """
         if self._start is None:
             raise RuntimeError("PersonalAgent.respond called before begin_session")
@@ -130,16 +132,12 @@ class PersonalAgent:
         try:
             while result.model_calls < self._max_calls:
                 forced_now = tool_choice is not None
-                try:
-                    completion = await self._client.complete(
-                        Role.PA,
-                        [*system, *prior, *self._history, *new],
-                        tools=tools,
-                        tool_choice=tool_choice,
-                    )
-                except ContextWindowError as error:
-                    # deterministic, not an outage: this PA cannot go on within its window
-                    return self._floor(result, actions, f"the PA's prompt outgrew its context window: {error}")
+                completion = await self._client.complete(
+                    Role.PA,
+                    [*system, *prior, *self._history, *new],
+                    tools=tools,
+                    tool_choice=tool_choice,
+                )
                 result.model_calls += 1
                 tool_choice = None
                 if completion.thinking:
@@ -202,10 +200,18 @@ class PersonalAgent:
         key = turn.required_ix or ""
         tool_name = attribute(key).ix_tool
         if key == "proactive_outreach" and turn.user_message is None:
-            return f"no send-or-suppress decision on a world event ({tool_name} after reminder and forced call)"
+            return floor_reason(
+                FloorKind.NO_OUTREACH_DECISION,
+                f"no decision on a world event ({tool_name} after reminder and forced call)",
+            )
         if missing:
-            return f"required payload {', '.join(missing)} of {tool_name} missing after reminder and forced call"
-        return f"required call {tool_name} missing after reminder and forced call"
+            return floor_reason(
+                FloorKind.MISSING_IX_CALL,
+                f"required payload {', '.join(missing)} of {tool_name} missing after reminder and forced call",
+            )
+        return floor_reason(
+            FloorKind.MISSING_IX_CALL, f"required call {tool_name} missing after reminder and forced call"
+        )
 
     @staticmethod
     def _floor(

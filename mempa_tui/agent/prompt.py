@@ -4,6 +4,11 @@ Paper Section 3.4 ('PA and Memory Interface': evidence placed in the PA's prompt
 ('Reference Conditions': under Oracle the target setting and its definition), Appendix C.3 (4)
 (reminder before the forced call). The same prompt serves sessions and probes (SPEC 4.5).
 
+Since the IX wrapper writes no words of its own (Section 3.4, Appendix E.1, E.5), the
+instructions tell the PA that asking the person to approve a held change is done in its own
+reply, and that IX_ fields take their material only when such a tool
+is on offer (no ban on ordinary clarifying questions). They name no setting and favour none.
+
 Layout for KV-cache reuse (SPEC section 7): the fixed instructions are the first system message,
 which chat templates (Qwen's, Ollama's) follow with the tool schemas; the story date and the
 memory section come in a second system message after them, so the long instructions-plus-tools
@@ -45,6 +50,9 @@ fine. A tool that rejects a call says which value was wrong and why; fix it and 
 the person when only they can supply it.
 - A change you request may be held until the person approves it, or refused; the tool result \
 tells you. A held change has not happened yet, so never describe it as done.
+- Nobody else speaks to the person for you: the harness adds no words to your reply. A held \
+change runs only if the person approves it, and asking them for that approval is up to you, in \
+your reply.
 - When you have nothing more to do in this turn, answer the person in plain text without a tool \
 call. That text ends your turn.
 
@@ -55,9 +63,12 @@ question comes up, which may be in the middle of a conversation.
 - When an IX_ tool is offered and you have not called it yet in this conversation, call it before \
 you act on that question, and pick the setting that suits this person best. Your first choice \
 holds for the rest of the conversation. Later calls may repeat it to add material for the turn.
-- Put rationale, confidence notes, progress notes, topics, questions and outreach messages in the \
-fields of the IX_ tool, not in your reply text; the harness delivers them according to the \
-setting. Never write setting names or IX_ tool names into other tools' arguments or your reply.
+- When an IX_ tool you have been offered has a field for some material (rationale, confidence \
+notes, progress notes, topics, questions, an outreach message), put that material in the field \
+rather than in your reply text; the harness delivers it according to the setting. Material that \
+no offered IX_ tool has a field for belongs in your reply as usual: when no IX_ tool is offered, \
+ask whatever you need to ask in your reply. Never write setting names or IX_ tool names into \
+other tools' arguments or your reply.
 - Messages that begin with "[World event" report something that happened in the world; the \
 person did not write them and may not know about it yet. Messages that begin with "[Harness note" \
 come from the system running you, not from the person."""

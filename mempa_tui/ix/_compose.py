@@ -1,8 +1,11 @@
 """Assembling one public reply from the PA's text and payloads (Appendix E.3, mechanisms 1-3).
 
 Order of the delivered reply: topics released by consent, process opening or per-call notes,
-rationale, the PA's reply text, topics, confidence notes, questions, process closing, and last the
-consent line for held actions. Whatever a setting does not deliver goes to ``withheld``.
+rationale, the PA's reply text, topics, confidence notes, questions, process closing. Every piece
+is the PA's own wording (its reply text or an IX payload field): the wrapper writes no sentence of
+its own (Section 3.4, E.1, E.5) - no note for a call the PA did not narrate, no request for
+approval of a held action, no question before the next deferred topic. Asking is the PA's job.
+Whatever a setting does not deliver goes to ``withheld``.
 """
 
 from __future__ import annotations
@@ -27,9 +30,12 @@ class Composed(BaseModel):
             delivered part). Only these reach memory.
         withheld: ``"<attribute>.<field>"`` -> content the user did not get (scoring only).
         notes: rendering notes for the scoring trace.
+        suppressed: True when the setting delivers nothing this turn (Proactive Outreach Low on
+            an event turn): the user is not contacted at all.
     """
 
     reply: str
+    suppressed: bool = False
     rendered: dict[str, dict[str, Any]] = Field(default_factory=dict)
     withheld: dict[str, Any] = Field(default_factory=dict)
     notes: list[str] = Field(default_factory=list)
@@ -93,10 +99,9 @@ def _process(
         for i, call in enumerate(executed):
             if i < len(given) and given[i].strip():
                 notes.append(given[i].strip())
-            else:
-                notes.append(f"I ran {call.tool}.")
+            else:  # the PA did not narrate this call: nothing is written in its place
                 b.notes.append(
-                    f"process_visibility: generated the note for call {i + 1} ({call.tool})"
+                    f"process_visibility: no note from the PA for call {i + 1} ({call.tool})"
                 )
         if len(given) > len(executed):
             b.withheld[f"{attr}.call_notes.unused"] = given[len(executed) :]
@@ -141,8 +146,11 @@ def _topics(
                     )
                 )
         waiting = [i for i in items if i.kind == "topic" and i.status == "pending"]
-        if waiting:
-            parts.append(rd.deferred_line([i.label for i in waiting], waiting[0].id))
+        if waiting:  # named to the user only by the PA's own words; listed as held items
+            b.notes.append(
+                "topic_management: waiting "
+                + ", ".join(f"{i.id} '{i.label}'" for i in waiting)
+            )
     return parts
 
 
@@ -211,7 +219,7 @@ def compose_turn(
         b.notes.append("proactive_outreach: Low, the event turn delivers nothing")
         b.hide_all_unshown()
         return Composed(
-            reply="", rendered=b.rendered, withheld=b.withheld, notes=b.notes
+            reply="", rendered=b.rendered, withheld=b.withheld, notes=b.notes, suppressed=True
         )
 
     body = reply_text
@@ -253,9 +261,6 @@ def compose_turn(
     if closing:
         after.append(closing)
 
-    held = [i for i in items if i.kind == "action" and i.status == "pending"]
-    if held:
-        after.append(rd.consent_line([(i.id, i.text) for i in held]))
     b.hide_all_unshown()
     reply = rd.join_parts([*before, body, *after])
     return Composed(

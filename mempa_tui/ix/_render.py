@@ -1,6 +1,9 @@
-"""Text pieces the IX wrapper assembles into the public reply (Appendix E.3).
+"""Layout of the PA's payload pieces in the public reply (Appendix E.3).
 
-Pure functions of payload values; the wrapper decides which pieces a setting delivers.
+Pure functions of payload values; the wrapper decides which pieces a setting delivers. They only
+lay out what the PA wrote (labels, numbering, the level the PA gave a claim): the wrapper adds no
+sentence of its own to the public reply (Section 3.4, E.1). :func:`describe_call` names a held
+call in the held item's record and the scoring trace, never in the reply.
 """
 
 from __future__ import annotations
@@ -9,8 +12,6 @@ from typing import Any
 
 __all__ = [
     "confidence_block",
-    "consent_line",
-    "deferred_line",
     "describe_call",
     "join_parts",
     "numbered_questions",
@@ -38,31 +39,9 @@ def describe_call(tool: str, arguments: dict[str, Any]) -> str:
     return f"{tool} ({', '.join(parts)})" if parts else tool
 
 
-def consent_line(items: list[tuple[str, str]]) -> str:
-    """The closing request for consent: each held id with what it would do.
-
-    Args:
-        items: (held id, description) pairs in id order.
-    """
-    listed = "; ".join(f"{hid}: {desc}" for hid, desc in items)
-    return (
-        f"Waiting for your approval before I do the following: {listed}. "
-        "Tell me yes or no for each."
-    )
-
-
 def topic_section(label: str, content: str) -> str:
     """One topic under its label."""
     return f"{label}:\n{content.strip()}"
-
-
-def deferred_line(labels: list[str], next_id: str) -> str:
-    """Name the deferred topics and ask before moving on to the next one."""
-    named = ", ".join(f"'{label}'" for label in labels)
-    return (
-        f"Still to come: {named}. Shall I move on to '{labels[0]}' next? "
-        f"(reply about {next_id})"
-    )
 
 
 def numbered_questions(questions: list[str]) -> str:
@@ -71,9 +50,9 @@ def numbered_questions(questions: list[str]) -> str:
 
 
 def confidence_block(notes: list[dict[str, Any]]) -> str:
-    """Each claim with its confidence level (Uncertainty Expression: Express)."""
-    lines = [f"- {n['claim'].strip()} (confidence: {n['level']})" for n in notes]
-    return "How sure I am:\n" + "\n".join(lines)
+    """Each claim with the confidence level the PA gave it, one per line (Uncertainty Expression:
+    Express); no heading of the wrapper's own."""
+    return "\n".join(f"- {n['claim'].strip()} (confidence: {n['level']})" for n in notes)
 
 
 def join_parts(parts: list[str]) -> str:

@@ -148,6 +148,13 @@ class ScoringTrace(BaseModel):
     raw_reply: str = Field(
         default="", description="The PA's reply text before rendering."
     )
+    unasked_holds: list[str] = Field(
+        default_factory=list,
+        description=(
+            "Ids of Autonomy Level actions held this turn whose public reply asks the user "
+            "nothing (Appendix F.2: 'held an action without asking'; the step is floored)."
+        ),
+    )
 
 
 class GateDecision(str, Enum):
@@ -198,9 +205,12 @@ class ReleaseOutcome(BaseModel):
         approved: every item approved by this consent (actions and topics).
         denied: items the user refused; they will never run.
         unknown: ids in the consent that name no pending item (ignored).
+        by_answer: ids of Information Elicitation holds released by the user's answer rather
+            than by an explicit consent (they are in ``approved`` and, for actions, ``executed``).
     """
 
     executed: list[ExecutedCall] = Field(default_factory=list)
     approved: list[HeldItem] = Field(default_factory=list)
     denied: list[HeldItem] = Field(default_factory=list)
     unknown: list[str] = Field(default_factory=list)
+    by_answer: list[str] = Field(default_factory=list)

@@ -10,16 +10,22 @@ target setting; it only applies what the PA selected, by four mechanisms (Append
   Process Visibility (Silent: no notes; Bookend: opening + reply + closing; Full narration: one
   note per executed task call in call order + reply + closing).
 * delivery control - Topic Management (Organize: every topic under its label; One-at-a-time: the
-  first topic, the others named as deferred and held as ``topic`` items, a question before moving
-  on), Information Elicitation (Structured: every question in one numbered block; Iterative: the
+  first topic, the others held as ``topic`` items until the user agrees to move on), Information
+  Elicitation (Structured: every question in one numbered block; Iterative: the
   first question, the rest held as ``question`` items released one per turn; Infer: questions
   withheld), Proactive Outreach (on an event turn, High delivers the outreach message, Low
   delivers nothing).
 * execution control - Autonomy Level by write tag (Reactive holds drafts, record changes and
   outward actions; Self-directed holds key record changes and every outward action; Autonomous
   holds nothing; reads always run), Information Elicitation (Structured / Iterative: writes in a
-  turn that asks are held until the user answers), Capability Boundary (Find and hand off: writes
-  after the selection are blocked, reads still run).
+  turn that asks are held, and the user's answer releases them as consent would), Capability
+  Boundary (Find and hand off: writes after the selection are blocked, reads still run).
+
+The wrapper writes no words of its own into the public reply (Section 3.4, E.1, E.5): it holds,
+releases, filters and defers the PA's material. Asking the user to approve a held action is the
+PA's job; a turn that holds an Autonomy Level action and whose reply asks nothing is reported in
+:attr:`ScoringTrace.unasked_holds` (the F.2 floor "held an action without asking", see
+:mod:`mempa_tui.ix.floors`).
 
 Before a selection every output passes through. A turn runs from the end of one :meth:`render`
 to the next: :meth:`release` (consent, before the PA runs), :meth:`begin_turn`, :meth:`select` and
@@ -33,6 +39,7 @@ from typing import Any
 from mempa_tui.ix import _render as rd
 from mempa_tui.ix._backend import ToolBackend
 from mempa_tui.ix._compose import compose_turn
+from mempa_tui.ix.floors import asks_for_confirmation
 from mempa_tui.ix.spec import IXArgumentsError, parse_ix_arguments, required_payload
 from mempa_tui.ix.types import (
     CallStatus,
@@ -71,6 +78,7 @@ class _TurnState:
         self.executed: list[ExecutedCall] = []
         self.blocked: list[ExecutedCall] = []
         self.released_topics: list[HeldItem] = []
+        self.held_ids: list[str] = []  # action items held in this turn
         self.notes: list[str] = []
 
 
@@ -174,12 +182,20 @@ class IXWrapper:
             self._turn.payload_source[(attr.key, name)] = index
         got = ", ".join(parsed.payload) or "none"
         verb = "Selected" if newly else "Kept"
+        message = f"{verb} '{current}' for {attr.name}. Payload received: {got}."
+        topics = parsed.payload.get("topics") or []
+        if attr.key == "topic_management" and current == "One-at-a-time" and len(topics) > 1:
+            rest = ", ".join(f"'{t['label']}'" for t in topics[1:])
+            message += (
+                f" Only '{topics[0]['label']}' reaches the user this turn; {rest} wait until the "
+                "user agrees to move on. The harness adds no words to your reply."
+            )
         return SelectResult(
             ok=True,
             attribute=attr.key,
             setting=current,
             newly_selected=newly,
-            message=f"{verb} '{current}' for {attr.name}. Payload received: {got}.",
+            message=message,
         )
 
     def missing_payload(self, attribute_key: str) -> tuple[str, ...]:
@@ -320,18 +336,26 @@ class IXWrapper:
             text=rd.describe_call(name, arguments),
         )
         self._items.append(item)
+        self._turn.held_ids.append(item.id)
         self._turn.notes.append(
             f"held {item.id} {name} ({decision.attribute}: {decision.reason})"
         )
+        if decision.attribute == "information_elicitation":
+            after = (
+                "It has not run; it runs when the user answers your questions (or approves "
+                f"{item.id})."
+            )
+        else:
+            after = (
+                "It has not run and runs only if the user approves it. The harness adds nothing "
+                "to your reply: asking the user is up to you."
+            )
         return ExecutedCall(
             call_id=call_id,
             tool=name,
             arguments=arguments,
             status=CallStatus.HELD,
-            result=(
-                f"Held as {item.id}: {decision.reason}. It has not run; the user will be asked "
-                f"to approve {item.id} at the end of your reply."
-            ),
+            result=f"Held as {item.id}: {decision.reason}. {after}",
             write=write,
             tag=tag,
             held_id=item.id,
@@ -351,16 +375,42 @@ class IXWrapper:
         """Every item held in this step with its current status (copies)."""
         return [i.model_copy() for i in self._items]
 
-    def release(self, consent: dict[str, bool]) -> ReleaseOutcome:
-        """Apply the user's consent decisions (Appendix E.3, E.5).
+    def release(
+        self, consent: dict[str, bool], *, answered: bool = False
+    ) -> ReleaseOutcome:
+        """Apply the user's consent decisions, and their answer, to the held items (E.3, E.5).
 
         Exactly the approved pending items are released: an approved action runs now through the
         registry on the working copy (and counts as executed in the coming turn), an approved
         topic is delivered at the top of the next reply. Denied items are marked and never run.
         Ids that name no pending item are reported in ``unknown``.
+
+        Information Elicitation (E.3: a held item is let go by the user's later consent or by
+        the information it waited for): when ``answered`` (the user wrote a message the PA will
+        answer) and no question is still waiting to be put to the user, every write held
+        because its turn asked is released as if approved (unless this consent denies it), and
+        listed in ``by_answer``.
+
+        Args:
+            consent: held item id -> approve (True) or deny (False).
+            answered: the user sent a message in this turn.
         """
         out = ReleaseOutcome()
         by_id = {i.id: i for i in self._items}
+        if answered and not any(
+            i.kind == "question" and i.status == "pending" for i in self._items
+        ):
+            consent = dict(consent)
+            for item in self._items:
+                if (
+                    item.kind == "action"
+                    and item.status == "pending"
+                    and item.attribute == "information_elicitation"
+                    and item.id not in consent
+                ):
+                    consent[item.id] = True
+                    out.by_answer.append(item.id)
+                    self._turn.notes.append(f"{item.id} released by the user's answer")
         for held_id in sorted(consent):
             item = by_id.get(held_id)
             if item is None or item.status != "pending":
@@ -388,10 +438,16 @@ class IXWrapper:
     def render(self, reply_text: str) -> tuple[DeliveredTurn, ScoringTrace]:
         """Turn the PA's reply text and this turn's payloads into the public reply.
 
+        The public reply is the PA's text and payloads as the settings deliver them, with no
+        words of the wrapper's own. When this turn held an Autonomy Level action and the reply
+        does not ask the user to confirm anything (:func:`~mempa_tui.ix.floors.asks_for_confirmation`),
+        the held ids are listed in ``ScoringTrace.unasked_holds``; an event turn that Proactive
+        Outreach 'Low' keeps silent asks nothing and is not listed.
+
         Returns:
             The :class:`DeliveredTurn` (public reply, calls that ran this turn, items awaiting
-            consent) and the :class:`ScoringTrace` (withheld content, blocked calls, notes). The
-            public IX calls of the turn are left in :attr:`last_ix_calls`.
+            consent) and the :class:`ScoringTrace` (withheld content, blocked calls, notes,
+            unasked holds). The public IX calls of the turn are left in :attr:`last_ix_calls`.
         """
         turn = self._turn
         composed = compose_turn(
@@ -418,6 +474,14 @@ class IXWrapper:
             for i in self._items
             if i.status == "pending" and i.kind != "question"
         ]
+        by_id = {i.id: i for i in self._items}
+        unasked: list[str] = []
+        if not composed.suppressed and not asks_for_confirmation(composed.reply):
+            unasked = [
+                hid
+                for hid in turn.held_ids
+                if by_id[hid].attribute == "autonomy_level" and by_id[hid].status == "pending"
+            ]
         delivered = DeliveredTurn(
             reply=composed.reply, executed=list(turn.executed), held=held_now
         )
@@ -427,6 +491,7 @@ class IXWrapper:
             blocked=list(turn.blocked),
             rendering_notes=[*turn.notes, *composed.notes],
             raw_reply=reply_text,
+            unasked_holds=unasked,
         )
         self.last_ix_calls = public
         self._turn = _TurnState()

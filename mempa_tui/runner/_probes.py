@@ -2,7 +2,7 @@
 
 Paper sources: Section 3.5 'Probes' and 'Reference Conditions', Section 4 'Reference Condition
 Runs', Appendix C.4 (a pre-event probe runs one hour before its event), Appendix D.3 (probes write
-nothing back), Appendix F.2 (floored probes are run again, at least three runs in all).
+nothing back), Appendix F.2 (which floors are run again; PRS over the same final probes as BRS).
 
 * A final probe starts from the checkpoint after the last timeline step; a pre-event probe from
   the last checkpoint strictly before its event (the one after the step that precedes the event).
@@ -13,8 +13,16 @@ nothing back), Appendix F.2 (floored probes are run again, at least three runs i
   afterwards; the simulator gets no memory. Nothing of the branch is written back: the only
   output is the probe's result row, transcript and model calls.
 * Under Oracle the probed cell's target is handed to the memory inside the probe only.
-* A repeat that ends floored, invalid or failed is run again up to ``probe_attempts`` runs; the
-  last run's result is kept. BRS and PRS are computed for completed final probes.
+* A repeat that ends floored by a missing required IX call or by an action held without asking is
+  run again up to ``probe_attempts`` runs (F.2); the two floors the paper scores as they happen
+  (interaction text in a task tool's arguments, no send-or-suppress decision on an outreach
+  event) are kept at once (:func:`mempa_tui.ix.floors.is_rerun_floor`). An invalid or failed
+  repeat is run again too, except one whose PA prompt did not fit the model's window: that is no
+  floor but a failed probe, stored with the reason ``context window: ...`` and kept out of the
+  scores like any other incomplete probe. The last run's result is kept.
+* BRS and PRS are computed for completed final probes; a floored final probe gets BRS 1 by rule
+  (not judged) and is still rated for PRS, since the user rates what was delivered (F.2: PRS is
+  aggregated over the same final probes as BRS).
 * Results are stored one probe x repeat at a time, so a killed run resumes with the rest. A
   repeat that failed because a model call failed is not stored: the run stops and resumes it.
 """
@@ -25,8 +33,10 @@ from dataclasses import dataclass, field
 
 import anyio
 
+from mempa_tui.ix.floors import is_rerun_floor
+from mempa_tui.llm.types import LLMCallRecord
 from mempa_tui.memory import OracleMemory
-from mempa_tui.runner._scoring import ProbeScorer, RealizationScores
+from mempa_tui.runner._scoring import ProbeScorer, RealizationScores, score_final_probe
 from mempa_tui.runner._shared import (
     EventCollector,
     RunContext,
@@ -44,7 +54,29 @@ from mempa_tui.store import (
 )
 from mempa_tui.world import WorldState
 
-__all__ = ["ProbeSource", "ProbeUnit", "plan_probes", "run_probes"]
+__all__ = ["WINDOW_REASON", "ProbeSource", "ProbeUnit", "plan_probes", "run_again", "run_probes"]
+
+WINDOW_REASON = "context window"
+"""Opens the stored reason of a probe whose PA prompt did not fit the model's window (failed,
+incomplete, never a floor; Appendix F.2)."""
+
+
+def _window_overflow(calls: list[LLMCallRecord]) -> bool:
+    return any(not c.ok and c.error_kind == "ContextWindowError" for c in calls)
+
+
+def run_again(status: str, reason: str | None, calls: list[LLMCallRecord]) -> bool:
+    """Whether a probe repeat that ended with ``status`` is played again (Appendix F.2).
+
+    Completed: no. Floored: only for the kinds the paper reruns (missing required IX call, action
+    held without asking). Invalid or failed: yes, unless the PA's prompt did not fit its window
+    (playing it again would overflow again).
+    """
+    if status == "completed":
+        return False
+    if status == "floored":
+        return is_rerun_floor(reason)
+    return not _window_overflow(calls)
 
 
 @dataclass(frozen=True)
@@ -191,19 +223,22 @@ async def _run_unit(run: RunContext, unit: ProbeUnit, cache: _BranchCache, score
             all_calls.extend(calls)
         finally:
             run.drop_folder(folder)
-        if result.status == "completed":
+        if not run_again(result.status, result.reason, calls):
             break
     stop_on_model_failure(f"probe {probe.id} repeat {repeat}", result.status, calls)
+    reason = result.reason
+    if result.status == "failed" and _window_overflow(calls):
+        reason = f"{WINDOW_REASON}: the PA's prompt did not fit the model's window ({result.reason})"
     scores = RealizationScores()
-    if probe.probe_kind is ProbeKind.FINAL and result.status == "completed":
+    if probe.probe_kind is ProbeKind.FINAL:  # floored ones too: PRS rates what was delivered
         with capture_calls() as calls:
-            scores = await scorer(run, probe, target, result, world)
+            scores = await score_final_probe(scorer, run, probe, target, result, world)
         all_calls.extend(calls)
     run.add_tokens(all_calls)
     record = ProbeResultRecord(
         probe_id=probe.id, repeat=repeat, kind=probe.probe_kind.value, context=probe.context.value,
         attribute=probe.attribute, target=target, selection=result.selection, status=result.status,
-        reason=result.reason, attempts=attempt, checkpoint_run=unit.source.run_id,
+        reason=reason, attempts=attempt, checkpoint_run=unit.source.run_id,
         checkpoint_index=unit.source.step_index, brs=scores.brs, brs_reason=scores.brs_reason,
         prs=scores.prs, prs_reason=scores.prs_reason, started_at=started, finished_at=utc_now(),
         tokens=TokenTotals.from_calls(all_calls), result_json=result.model_dump_json(exclude={"world"}),
@@ -211,7 +246,7 @@ async def _run_unit(run: RunContext, unit: ProbeUnit, cache: _BranchCache, score
     await run.store.save_probe_result(run.run_id, record, collector.records(), call_rows(probe.id, all_calls, repeat))
     run.progress.probes_done += 1
     if result.status != "completed":
-        run.progress.errors.append(f"{probe.id} r{repeat}: {result.status}: {result.reason}")
+        run.progress.errors.append(f"{probe.id} r{repeat}: {result.status}: {reason}")
     run.emit(
         "probe_finished",
         f"probe {run.progress.probes_done}/{run.progress.probes_total} {probe.id} r{repeat} "

@@ -1,4 +1,8 @@
-"""BRS and PRS for a completed final probe (paper Section 3.5; Appendix F.2; Table 9).
+"""BRS and PRS for a final probe (paper Section 3.5; Appendix F.2; Table 9).
+
+A completed final probe gets both. A floored one gets BRS 1 by rule (no judge call) and is still
+rated for PRS: the user rates what was delivered, so PRS is aggregated over the same final probes
+as BRS (F.2).
 
 * BRS: the judge gets the probe's task, a summary of the world records the probe refers to (as
   they stood at its start), the public dialogue with the actions that ran, and the rubric of the
@@ -16,6 +20,8 @@ from __future__ import annotations
 import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mempa_tui.scripts.schema import Probe
@@ -27,7 +33,16 @@ if TYPE_CHECKING:
     from mempa_tui.scoring._judge import JudgeTurn
     from mempa_tui.simulator import DialogueEntry
 
-__all__ = ["ProbeScorer", "RealizationScores", "default_scorer", "judge_dialogue", "rater_dialogue", "world_summary"]
+__all__ = [
+    "ProbeScorer",
+    "RealizationScores",
+    "default_scorer",
+    "judge_dialogue",
+    "matrix_differing",
+    "rater_dialogue",
+    "score_final_probe",
+    "world_summary",
+]
 
 _SUMMARY_CHARS = 600
 """Most characters of one record in the judge's world summary."""
@@ -80,7 +95,11 @@ def judge_dialogue(result: StepResult) -> list[JudgeTurn]:
 
 
 def rater_dialogue(result: StepResult) -> list[DialogueEntry]:
-    """The public exchange as the user saw it, for the PRS rating."""
+    """The public exchange as the user saw it, for the PRS rating.
+
+    When the probe was floored in the middle of a PA turn, the user's last message is followed by
+    a notice that no reply came (what the user met).
+    """
     from mempa_tui.simulator import DialogueEntry, entry_from_delivered
 
     entries: list[DialogueEntry] = []
@@ -93,6 +112,8 @@ def rater_dialogue(result: StepResult) -> list[DialogueEntry]:
     trailing = _trailing_user_message(result)
     if trailing is not None:
         entries.append(DialogueEntry(speaker="user", text=trailing))
+        if result.status == "floored":  # the PA's turn broke off: nothing reached the user
+            entries.append(DialogueEntry(speaker="notice", text="the assistant sent no reply"))
     return entries
 
 
@@ -133,7 +154,7 @@ def world_summary(probe: Probe, world: WorldState) -> str:
 async def default_scorer(
     run: RunContext, probe: Probe, target: str, result: StepResult, world: WorldState
 ) -> RealizationScores:
-    """Judge BRS and rate PRS for one completed final probe.
+    """Judge BRS and rate PRS for one final probe (a floored one: PRS only, BRS is 1 by rule).
 
     Raises:
         LLMError: the rater's model call failed (the judge returns its own failures as missing).
@@ -141,11 +162,16 @@ async def default_scorer(
     from mempa_tui.scoring._judge import BRSJudgeInput, judge_brs
     from mempa_tui.simulator import PRSError, rate_probe
 
-    data = BRSJudgeInput(
-        probe_id=probe.id, attribute=probe.attribute, context=probe.context, target=target,
-        task=probe.task, world_summary=world_summary(probe, world), dialogue=judge_dialogue(result),
-    )
-    verdict = await judge_brs(run.client, data)  # never raises: a failure is a missing BRS
+    brs: int | None = None
+    brs_reason = _FLOORED_BRS
+    if result.status != "floored":
+        data = BRSJudgeInput(
+            probe_id=probe.id, attribute=probe.attribute, context=probe.context, target=target,
+            task=probe.task, world_summary=world_summary(probe, world), dialogue=judge_dialogue(result),
+        )
+        verdict = await judge_brs(run.client, data)  # never raises: a failure is a missing BRS
+        brs = verdict.score
+        brs_reason = verdict.evidence if verdict.score is not None else f"BRS missing: {verdict.error}"
     try:
         prs, prs_reason = await rate_probe(
             run.client, run.bundle.persona, probe.attribute, target, rater_dialogue(result),
@@ -154,7 +180,61 @@ async def default_scorer(
         prs_value: int | None = prs
     except PRSError as exc:
         prs_value, prs_reason = None, f"PRS missing: {exc}"
-    return RealizationScores(
-        brs=verdict.score, brs_reason=verdict.evidence if verdict.score is not None else f"BRS missing: {verdict.error}",
-        prs=prs_value, prs_reason=prs_reason,
+    return RealizationScores(brs=brs, brs_reason=brs_reason, prs=prs_value, prs_reason=prs_reason)
+
+
+_FLOORED_BRS = "floored: BRS 1 by rule, not judged"
+
+
+async def score_final_probe(
+    scorer: ProbeScorer, run: RunContext, probe: Probe, target: str, result: StepResult, world: WorldState
+) -> RealizationScores:
+    """BRS and PRS of one final probe as the paper aggregates them (Section 3.5, Appendix F.2).
+
+    A completed probe gets what ``scorer`` gives. A floored probe is rated too (PRS is
+    aggregated over the same final probes as BRS, floored ones included: the user rates what was
+    delivered), but its BRS is left to the floor rule (1, applied in scoring), never a judge's
+    score. Any other status (invalid, failed: incomplete) gets nothing.
+
+    Raises:
+        LLMError: from ``scorer`` (a failed rater call).
+    """
+    if result.status not in ("completed", "floored"):
+        return RealizationScores()
+    scores = await scorer(run, probe, target, result, world)
+    if result.status == "floored":
+        return RealizationScores(brs=None, brs_reason=_FLOORED_BRS, prs=scores.prs, prs_reason=scores.prs_reason)
+    return scores
+
+
+@lru_cache(maxsize=64)
+def _differing(path: Path, mtime_ns: int) -> frozenset[str]:
+    from mempa_tui.scripts._yamldoc import YamlDoc, validate_doc
+    from mempa_tui.scripts.schema import PreferenceMatrix
+    from mempa_tui.taxonomy import ATTRIBUTES, Context
+
+    matrix, errors = validate_doc(YamlDoc.read(path), PreferenceMatrix, "preferences")
+    if matrix is None:
+        raise errors[0]
+    return frozenset(
+        a.key for a in ATTRIBUTES if matrix.setting(Context.WORK, a.key) != matrix.setting(Context.PERSONAL, a.key)
     )
+
+
+def matrix_differing(worlds_dir: str | Path, user: str) -> frozenset[str]:
+    """Attribute keys whose settings differ between work and personal in one user's preference
+    matrix (``worlds/users/<user>/preferences.yaml``, Appendix B.4): that user's pairs in CS's set
+    D (Section 3.5), also the pairs carry-over counts (F.3). The paper's four users have 18.
+
+    Read once per file version (cached by path and modification time).
+
+    Raises:
+        mempa_tui.scripts.WorldFileError: the file is missing or not a valid matrix
+            (``path:line: message``).
+    """
+    from mempa_tui.scripts._yamldoc import WorldFileError
+
+    path = (Path(worlds_dir) / "users" / user / "preferences.yaml").resolve()
+    if not path.is_file():
+        raise WorldFileError(path, 1, f"missing preferences file of user {user!r} (CS's set D is read from it)")
+    return _differing(path, path.stat().st_mtime_ns)

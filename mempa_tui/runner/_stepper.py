@@ -2,7 +2,7 @@
 
 Paper sources: Section 3.5 'Probes' (the probe is a short scored session on an isolated branch
 of a checkpoint; its first selection of the probed attribute is compared with the target), and
-Appendix F.2 (BRS and PRS are rated for completed final probes only).
+Appendix F.2 (BRS and PRS for completed final probes; a floored one gets PRS, BRS 1 by rule).
 
 How it works: the probe episode (:func:`mempa_tui.runner.episode.run_probe`, unchanged) runs in a
 task of its own with a :class:`SteppingClient` in place of the model client. That client stops
@@ -50,7 +50,7 @@ from mempa_tui.llm.types import (
 from mempa_tui.memory import OracleMemory
 from mempa_tui.runner._calls import capture_calls, install_call_routing
 from mempa_tui.runner._episode_events import EpisodeEvent
-from mempa_tui.runner._scoring import ProbeScorer, RealizationScores, default_scorer
+from mempa_tui.runner._scoring import ProbeScorer, RealizationScores, default_scorer, score_final_probe
 from mempa_tui.runner._shared import EpisodeFunctions, RunContext
 from mempa_tui.runner.config import RunConfig
 from mempa_tui.scripts.loader import UserBundle, load_user
@@ -583,18 +583,21 @@ class ProbeStepper:
             raise StepperError(f"probe {self.probe.id}: the stepper has finished")
 
     async def _scores(self, last: StepperUpdate) -> StepperUpdate:
-        """BRS and PRS, as the runner computes them (completed final probes only)."""
+        """BRS and PRS, as the runner computes them (completed final probes; a floored one is
+        rated for PRS, its BRS is 1 by rule)."""
         result = self._result
         base = last.model_copy(update={"kind": "scores", "calls": [], "events": []})
         if self.probe.probe_kind is not ProbeKind.FINAL:
             note = "pre-event probes are scored by PSA and PET only (no BRS or PRS)"
             return base.model_copy(update={"brs_reason": note, "prs_reason": note})
-        if result is None or result.status != "completed":
+        if result is None or result.status not in ("completed", "floored"):
             note = f"not rated: the probe ended {last.status}"
             return base.model_copy(update={"brs_reason": note, "prs_reason": note})
         assert self._scratch is not None
         run = self._run_context(Path(self._scratch.name))
-        scores: RealizationScores = await self._scorer(run, self.probe, self.target, result, self.world)
+        scores: RealizationScores = await score_final_probe(
+            self._scorer, run, self.probe, self.target, result, self.world
+        )
         return base.model_copy(update={
             "calls": self.client.gate.take_calls(), "brs": scores.brs, "brs_reason": scores.brs_reason,
             "prs": scores.prs, "prs_reason": scores.prs_reason,

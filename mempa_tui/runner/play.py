@@ -39,7 +39,7 @@ from mempa_tui.memory import MemorySystem
 from mempa_tui.memory._reference import OracleMemory
 from mempa_tui.runner._calls import capture_calls, install_call_routing
 from mempa_tui.runner._episode_events import EpisodeEvent
-from mempa_tui.runner._scoring import ProbeScorer, RealizationScores, default_scorer
+from mempa_tui.runner._scoring import ProbeScorer, RealizationScores, default_scorer, score_final_probe
 from mempa_tui.runner._shared import EpisodeFunctions, RunContext, call_rows
 from mempa_tui.runner._simmem import (
     dump_simulator_memory,
@@ -378,9 +378,9 @@ async def _store_probe(
 ) -> RealizationScores:
     scores = RealizationScores()
     all_calls = list(calls)
-    if probe.probe_kind is ProbeKind.FINAL and played.status == "completed":
+    if probe.probe_kind is ProbeKind.FINAL:  # a floored one is rated for PRS too (F.2)
         with capture_calls() as score_calls:
-            scores = await (scorer or default_scorer)(run, probe, target, played, world)
+            scores = await score_final_probe(scorer or default_scorer, run, probe, target, played, world)
         all_calls.extend(score_calls)
     await run.store.save_probe_result(play_id, ProbeResultRecord(
         probe_id=probe.id, repeat=1, kind=probe.probe_kind.value, context=probe.context.value,

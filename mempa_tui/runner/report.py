@@ -12,6 +12,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from mempa_tui.runner._scoring import matrix_differing
 from mempa_tui.scoring import ProbeOutcome, ProbeStatus, score_conditions
 from mempa_tui.scoring._report import ReportPaths, format_table, write_reports
 from mempa_tui.scripts.schema import ProbeKind
@@ -59,16 +60,26 @@ def outcome_of(record: ProbeResultRecord, run: RunRecord) -> ProbeOutcome:
     """One stored probe result as a scoring outcome.
 
     ``completed`` and ``floored`` keep their status; ``invalid`` and ``failed`` runs (the
-    simulator broke, the harness failed) are ``incomplete``: kept apart, never scored as zero
-    (Appendix F.2).
+    simulator broke, the harness failed, the prompt did not fit the window) are ``incomplete``:
+    kept apart, never scored as zero (Appendix F.2). ``differs_in_matrix`` comes from the user's
+    preference matrix in the run's worlds folder (CS's set D, Section 3.5).
+
+    Raises:
+        mempa_tui.scripts.WorldFileError: the run's preference matrix cannot be read.
     """
     status = _STATUS.get(record.status, ProbeStatus.INCOMPLETE)
+    try:
+        worlds_dir = json.loads(run.config_json).get("worlds_dir") or "worlds"
+    except (json.JSONDecodeError, AttributeError):
+        worlds_dir = "worlds"
+    differing = matrix_differing(worlds_dir, run.user)
     return ProbeOutcome(
         user=run.user, context=record.context, attribute=record.attribute,  # type: ignore[arg-type]
         probe_kind=ProbeKind(record.kind), repeat=record.repeat, target=record.target,
         selection=record.selection, status=status, brs=record.brs, prs=record.prs,
         memory=run.memory, model=backbone_label(run), probe_id=record.probe_id,
         reason=record.reason if status is not ProbeStatus.COMPLETED else None,
+        differs_in_matrix=record.attribute in differing,
     )
 
 

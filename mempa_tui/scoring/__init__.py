@@ -52,7 +52,7 @@ from mempa_tui.scoring._stats import (
     bootstrap_interval,
     summarise,
 )
-from mempa_tui.scoring._units import DuplicateOutcomeError, UnitTable
+from mempa_tui.scoring._units import DuplicateOutcomeError, MatrixConflictError, UnitTable, cs_pairs
 
 __all__ = [
     "ALL_MODELS",
@@ -69,6 +69,7 @@ __all__ = [
     "DefaultSetting",
     "Difference",
     "DuplicateOutcomeError",
+    "MatrixConflictError",
     "Interval",
     "JudgeClient",
     "JudgeToolStep",
@@ -88,6 +89,7 @@ __all__ = [
     "carry_over",
     "condition_label",
     "condition_sort_key",
+    "cs_pairs",
     "differences_from",
     "format_table",
     "judge_brs",

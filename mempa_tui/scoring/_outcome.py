@@ -87,6 +87,13 @@ class ProbeOutcome(BaseModel):
     """The probe's id in ``worlds/`` (for reports and tracing)."""
     reason: str | None = None
     """Why the probe was floored or is incomplete."""
+    differs_in_matrix: bool | None = None
+    """Whether the user's preference matrix (Appendix B.4, the settings at the start of the
+    timeline) gives this attribute different settings at work and in personal life: the pair
+    ``(user, attribute)`` is then in CS's set D (Section 3.5; 18 pairs over the paper's four
+    users), and carry-over counts over the same pairs (F.3). None when the outcome was built
+    without the matrix: such a pair is never in D (CS then reads N/A rather than a value
+    computed from the wrong pairs)."""
 
     @field_validator("attribute")
     @classmethod

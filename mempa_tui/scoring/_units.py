@@ -23,9 +23,11 @@ from mempa_tui.taxonomy import Context
 
 __all__ = [
     "DuplicateOutcomeError",
+    "MatrixConflictError",
     "Slice",
     "UnitTable",
     "carry_over_units",
+    "cs_pairs",
     "cs_units",
     "index_outcomes",
     "pet_units",
@@ -143,16 +145,31 @@ def probe_units(
     return _table(rows, strata, _slices(outcomes), dict(excluded))
 
 
-def _cs_pairs(index: _Index) -> set[tuple[str, str]]:
-    """User-attribute pairs whose final targets differ between work and personal in any slice."""
-    pairs: set[tuple[str, str]] = set()
-    for (user, ctx, attr, kind, model, rep), o in index.items():
-        if kind is not ProbeKind.FINAL or ctx is not Context.WORK:
+class MatrixConflictError(ValueError):
+    """Outcomes of one user-attribute pair disagree on whether the preference matrix sets its
+    two contexts differently; the message names the pair."""
+
+
+def cs_pairs(outcomes: Iterable[ProbeOutcome]) -> set[tuple[str, str]]:
+    """CS's set D (Section 3.5): user-attribute pairs whose settings differ between work and
+    personal in the preference matrix (``ProbeOutcome.differs_in_matrix``), not in the final
+    targets - a change event may make the final targets differ, or agree, where the matrix does
+    not. Carry-over counts over the same pairs (Appendix F.3).
+
+    Raises:
+        MatrixConflictError: two outcomes of one pair disagree on it.
+    """
+    said: dict[tuple[str, str], bool] = {}
+    for o in outcomes:
+        if o.differs_in_matrix is None:
             continue
-        other = index.get((user, Context.PERSONAL, attr, kind, model, rep))
-        if other is not None and other.target != o.target:
-            pairs.add((user, attr))
-    return pairs
+        key = (o.user, o.attribute)
+        if said.setdefault(key, o.differs_in_matrix) != o.differs_in_matrix:
+            raise MatrixConflictError(
+                f"user {o.user}, {o.attribute}: outcomes disagree on whether the preference matrix "
+                "sets work and personal differently (mixed worlds?)"
+            )
+    return {pair for pair, differs in said.items() if differs}
 
 
 def _pair_units(
@@ -164,7 +181,7 @@ def _pair_units(
     rows: dict[UnitKey, dict[Slice, tuple[float, float]]] = defaultdict(dict)
     strata: dict[UnitKey, str] = {}
     excluded: dict[Slice, int] = defaultdict(int)
-    for user, attr in sorted(_cs_pairs(index)):
+    for user, attr in sorted(cs_pairs(outcomes)):
         key = (user, attr)
         strata[key] = "pairs"
         rows[key] = {}
@@ -181,7 +198,8 @@ def _pair_units(
 
 
 def cs_units(outcomes: Sequence[ProbeOutcome]) -> UnitTable:
-    """Units = CS pairs (Section 3.5): a pair passes when both final selections are correct.
+    """Units = CS pairs, the set D of :func:`cs_pairs` (Section 3.5): a pair passes when both
+    final selections are correct (each against its own final target).
 
     A floored endpoint fails the pair; an incomplete or missing endpoint keeps the pair out of
     that slice and counts it in ``excluded`` (Appendix F.2).
