@@ -330,9 +330,12 @@ class PluginMemory(MemorySystem):
 
     def _failed(self, method: str, counter: str, problem: str, exc: BaseException | None = None) -> None:
         self.counters[counter] += 1
-        error = MemoryPluginError(self.name, method, problem)
+        # An adapter's own MemoryPluginError (an MCP server that did not start) already names all.
+        error = exc if isinstance(exc, MemoryPluginError) else MemoryPluginError(self.name, method, problem)
         self.failures = [*self.failures[-49:], str(error)]
         if self.on_error == "raise":
+            if error is exc:
+                raise error
             raise error from exc
 
     async def write(self, record: TurnRecord) -> None:
