@@ -334,7 +334,8 @@ class _ServerLink:
                     await self.stop.wait()
         except BaseException as exc:  # noqa: BLE001 - handed to the waiting caller
             if not ready.done():
-                ready.set_exception(exc if isinstance(exc, Exception) else RuntimeError(repr(exc)))
+                leaf = _leaf(exc)
+                ready.set_exception(leaf if isinstance(leaf, Exception) else RuntimeError(repr(leaf)))
         finally:
             self.client = None
             if process is not None:
@@ -384,6 +385,13 @@ class _ServerLink:
         if thread is not None and thread is not threading.current_thread():
             thread.join(timeout=15)
         self.loop = self.thread = self.stop = self.client = None
+
+
+def _leaf(exc: BaseException) -> BaseException:
+    """The first real error inside (nested) exception groups: the client's task groups wrap them."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return exc
 
 
 def _text_of(result: Any) -> str:

@@ -355,18 +355,20 @@ class PluginMemory(MemorySystem):
             self._failed("retrieve", "retrieve_failures", f"raised {type(exc).__name__}: {exc}", exc)
             return Evidence()
         evidence = self._checked_evidence(found)
+        if evidence is None:  # malformed, counted (on_error=count): the turn goes on without memory
+            return Evidence()
         self.counters["retrievals"] += 1
         self.last_evidence = evidence
         return evidence
 
-    def _checked_evidence(self, found: Any) -> Evidence:
+    def _checked_evidence(self, found: Any) -> Evidence | None:
         if isinstance(found, Evidence):
             found = found.model_dump()
         if not isinstance(found, dict):
             self._failed("retrieve", "malformed_evidence",
                          f"returned {type(found).__name__}, expected Evidence (or a dict with system_text, "
                          "items, prior_messages)")
-            return Evidence()
+            return None
         try:
             return Evidence.model_validate(found)
         except ValidationError as exc:
@@ -374,7 +376,7 @@ class PluginMemory(MemorySystem):
             where = ".".join(str(p) for p in first["loc"]) or "evidence"
             self._failed("retrieve", "malformed_evidence",
                          f"returned malformed evidence: {where}: {first['msg']} (got {first.get('input')!r:.80})", exc)
-            return Evidence()
+            return None
 
     async def end_session(self, session: SessionInfo) -> None:
         """The plugin's ``end_session`` when it has one."""
