@@ -324,3 +324,41 @@ async def _stored(database: Path, run_id: str) -> tuple[list, bytes, list]:  # t
         last = (await store.checkpoints(run_id))[-1]
         assert last.memory_blob is not None
         return steps, await store.load_blob(last.memory_blob), await store.probe_results(run_id)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_user_a_slice_with_both_references_beside_file_memory(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from mempa_tui.llm.scripted_roles import RolePlayer
+
+    with ScriptedModelServer(RolePlayer()) as srv:
+        profile = tmp_path / "scripted.yaml"
+        profile.write_text(yaml.safe_dump(srv.profile(context_window=131072).model_dump(mode="json")))
+        args = ["run", "--user", "A", "--slice", "--memory", f"file,{KEYWORD},mcp:keyword", "--model", str(profile),
+                "--repeats", "1", "--worlds", str(REPO / "worlds"), "--saves", str(tmp_path / "saves"),
+                "--local-memory", str(tmp_path / "local_memory")]
+        assert main(args) == 0
+    out = capsys.readouterr().out
+    for run_id in ("A-file-scripted-s0-slice", "A-examples.keyword_memory_KeywordMemory-scripted-s0-slice",
+                   "A-mcp_keyword-scripted-s0-slice"):
+        assert f"run {run_id} completed" in out
+    assert main(["results", "--saves", str(tmp_path / "saves")]) == 0
+    table = capsys.readouterr().out
+    assert "File memory" in table and f"{KEYWORD} 0.1.0" in table and "mcp:keyword profile-" in table
+
+
+def test_launcher_offers_built_ins_entry_points_mcp_profiles_and_named_plugins(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from mempa_tui.cli._parser import build_parser
+    from mempa_tui.memory import memory_choices
+
+    monkeypatch.delenv("MEMPA_MEMORY_PLUGINS", raising=False)
+    args = build_parser().parse_args(["tui", "--memory", KEYWORD])
+    assert args.memory == [KEYWORD]
+    assert memory_choices(REPO / "models") == ["none", "oracle", "file", "prefstate", "rag", "mem0", "mem0ai"]
+    monkeypatch.setenv("MEMPA_MEMORY_PLUGINS", KEYWORD)
+    choices = memory_choices(REPO / "examples")  # <models>/mcp/*.yaml are offered as mcp:<name>
+    assert choices[:3] == ["none", "oracle", "file"] and "mcp:keyword" in choices and choices[-1] == KEYWORD

@@ -210,6 +210,8 @@ def build_parser() -> argparse.ArgumentParser:
     tui.add_argument("--saves", default="saves", metavar="DIR", help="run database and reports (default saves)")
     tui.add_argument("--local-memory", default="local_memory", metavar="DIR",
                      help="memory stores, one folder per run (default local_memory)")
+    tui.add_argument("--memory", action="append", default=[], metavar="PLUGIN",
+                     help="also offer this memory plugin (pkg.module:ClassName) in the launcher (repeatable)")
     return parser
 
 

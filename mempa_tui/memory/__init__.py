@@ -43,6 +43,7 @@ from mempa_tui.memory._plugin import (
     PluginMemory,
     entry_point_plugins,
     is_plugin_spec,
+    memory_choices,
     plugin_identity,
 )
 from mempa_tui.memory._prefstate import PrefStateMemory
@@ -114,6 +115,7 @@ __all__ = [
     "default_thresholds",
     "entry_point_plugins",
     "is_plugin_spec",
+    "memory_choices",
     "make_embedder",
     "make_memory",
     "options_per_condition",

@@ -25,6 +25,7 @@ import importlib
 import importlib.metadata as metadata
 import importlib.util
 import inspect as pyinspect
+import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,6 +45,7 @@ __all__ = [
     "build_plugin",
     "entry_point_plugins",
     "is_plugin_spec",
+    "memory_choices",
     "plugin_identity",
     "plugin_option_names",
     "resolve_plugin",
@@ -110,6 +112,25 @@ def entry_point_plugins() -> dict[str, metadata.EntryPoint]:
     for ep in metadata.entry_points(group=ENTRY_POINT_GROUP):
         found.setdefault(ep.name, ep)
     return found
+
+
+PLUGINS_ENV = "MEMPA_MEMORY_PLUGINS"
+"""Comma-separated plugin names the app's launcher offers besides the found ones (``mempa tui
+--memory pkg.module:ClassName`` sets it)."""
+
+
+def memory_choices(models_dir: Path | None = None) -> list[str]:
+    """Every condition the app's launcher offers, in order: the built-in ones, the entry points of
+    ``mempa.memory``, the MCP profiles in ``<models_dir>/mcp`` (as ``mcp:<name>``) and the names in
+    ``$MEMPA_MEMORY_PLUGINS``, each once."""
+    from mempa_tui.memory._factory import MEMORY_BUILDERS
+
+    names = [*MEMORY_BUILDERS, *sorted(entry_point_plugins())]
+    folder = Path(models_dir) / "mcp" if models_dir is not None else None
+    if folder is not None and folder.is_dir():
+        names += [f"mcp:{p.stem}" for p in sorted(folder.glob("*.yaml"))]
+    names += [n.strip() for n in os.environ.get(PLUGINS_ENV, "").split(",") if n.strip()]
+    return list(dict.fromkeys(names))
 
 
 def is_plugin_spec(name: str) -> bool:
