@@ -211,7 +211,8 @@ def load_mcp_profile(name: str) -> tuple[McpMemoryProfile, Path]:
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "profile"
-        raise MemoryPluginError(name, "load", f"{path}: {where}: {first['msg'].removeprefix('Value error, ')}") from None
+        message = str(first["msg"]).removeprefix("Value error, ")
+        raise MemoryPluginError(name, "load", f"{path}: {where}: {message}") from None
 
 
 def mcp_identity(name: str) -> str:
@@ -288,7 +289,8 @@ class _ServerLink:
             raise
         except Exception as exc:
             self.close()
-            raise MemoryPluginError(self.label, "start", f"{type(exc).__name__}: {exc} (its log: {self.log_path})") from exc
+            problem = f"{type(exc).__name__}: {exc} (its log: {self.log_path})"
+            raise MemoryPluginError(self.label, "start", problem) from exc
         self.starts += 1
 
     def _thread_main(self, ready: concurrent.futures.Future[None]) -> None:
@@ -424,7 +426,8 @@ class McpMemory:
         """Stop this instance's server."""
         self.link.close()
 
-    def _checked(self, method: str, tool: str, result: Any) -> Any:
+    @staticmethod
+    def _checked(tool: str, result: Any) -> Any:
         if getattr(result, "is_error", False):
             raise RuntimeError(f"tool {tool} returned an error: {_text_of(result)[:300]}")
         return result
@@ -435,7 +438,7 @@ class McpMemory:
                   "context": record.context.value, "step_id": record.step_id, "at": record.at.isoformat(),
                   "turn_index": record.turn_index}
         args = {k: _fill(v, fields) for k, v in self.profile.write.arguments.items()}
-        self._checked("write", self.profile.write.tool, await self.link.acall(self.profile.write.tool, args))
+        self._checked(self.profile.write.tool, await self.link.acall(self.profile.write.tool, args))
         self.written += 1
 
     async def retrieve(self, user_message: str, session: SessionInfo) -> Evidence:
@@ -444,7 +447,7 @@ class McpMemory:
                   "at": session.at.isoformat()}
         search = self.profile.search
         args = {k: _fill(v, fields) for k, v in search.arguments.items()}
-        result = self._checked("retrieve", search.tool, await self.link.acall(search.tool, args))
+        result = self._checked(search.tool, await self.link.acall(search.tool, args))
         items = self._items(result)[: search.max_items]
         text = "\n".join(f"[{n}] {item.text}" for n, item in enumerate(items, 1))
         self.last = Evidence(system_text=f"{search.heading}:\n{text}" if items else "", items=items)
@@ -460,7 +463,8 @@ class McpMemory:
             try:
                 data = json.loads(raw)
             except json.JSONDecodeError:
-                raise ValueError(f"tool {self.profile.search.tool} returned text that is not JSON: {raw[:120]!r}") from None
+                tool = self.profile.search.tool
+                raise ValueError(f"tool {tool} returned text that is not JSON: {raw[:120]!r}") from None
         try:
             found = _dig(data, mapping.list)
         except KeyError as exc:
@@ -485,7 +489,7 @@ class McpMemory:
         """The whole store: a tar of the data folder (``data_dir``) or the export tool's text (``tools``)."""
         if self.profile.snapshot.mode == "tools":
             tool = self.profile.snapshot.export_tool or ""
-            result = self._checked("snapshot", tool, self.link.call(tool, {}))
+            result = self._checked(tool, self.link.call(tool, {}))
             return json.dumps({"mcp_export": _text_of(result)}).encode("utf-8")
         buffer = io.BytesIO()
         with tarfile.open(fileobj=buffer, mode="w") as tar:
@@ -505,7 +509,7 @@ class McpMemory:
         if self.profile.snapshot.mode == "tools":
             payload = json.loads(data.decode("utf-8"))["mcp_export"]
             tool = self.profile.snapshot.import_tool or ""
-            self._checked("restore", tool, self.link.call(tool, {self.profile.snapshot.import_argument: payload}))
+            self._checked(tool, self.link.call(tool, {self.profile.snapshot.import_argument: payload}))
             return
         self.link.close()
         shutil.rmtree(self.data_dir, ignore_errors=True)

@@ -188,7 +188,8 @@ def _import_module(spec: PluginSpec, module_name: str) -> Any:
                                                       "is the current folder the one holding it?)") from exc
         raise MemoryPluginError(spec.name, "load", f"importing {module_name} raised {exc!r}") from exc
     except Exception as exc:
-        raise MemoryPluginError(spec.name, "load", f"importing {module_name} raised {type(exc).__name__}: {exc}") from exc
+        problem = f"importing {module_name} raised {type(exc).__name__}: {exc}"
+        raise MemoryPluginError(spec.name, "load", problem) from exc
 
 
 def load_plugin_class(spec: PluginSpec) -> type:
