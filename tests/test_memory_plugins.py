@@ -34,6 +34,7 @@ from mempa_tui.memory import (
     plugin_identity,
 )
 from mempa_tui.runner import RunConfig
+from mempa_tui.runner.config import config_diff
 from mempa_tui.store import RunStore
 from mempa_tui.taxonomy import Context
 
@@ -83,6 +84,11 @@ def test_plugin_names_are_conditions_with_safe_run_ids() -> None:
     assert "memory_version" not in RunConfig(user="R", profile="p", memory="file").fingerprint()
     versioned = config.model_copy(update={"memory_version": f"{KEYWORD} 0.1.0"})
     assert versioned.config_hash() != versioned.model_copy(update={"memory_version": f"{KEYWORD} 0.2.0"}).config_hash()
+    older = versioned.model_copy(update={"memory_version": f"{KEYWORD} 0.0.9"})
+    assert config_diff(older.model_dump_json(), versioned) == [
+        f"memory_version: '{KEYWORD} 0.0.9' -> '{KEYWORD} 0.1.0'"]
+    file = RunConfig(user="R", profile="p", memory="file")
+    assert config_diff(file.model_dump_json(), file) == []  # stored with the empty field: no difference
     with pytest.raises(ValueError, match="unknown memory condition 'bogus'"):
         RunConfig(user="R", profile="p", memory="bogus")
 

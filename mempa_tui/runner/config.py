@@ -204,6 +204,8 @@ def config_diff(stored_json: str, current: RunConfig) -> list[str]:
         return ["config: the stored configuration is not a mapping"]
     if not stored.get("slice"):
         stored.pop("slice", None)  # a whole-timeline run, stored with or without the field
+    if not stored.get("memory_version"):
+        stored.pop("memory_version", None)  # a built-in condition, stored with or without the field
     now = current.fingerprint()
     lines: list[str] = []
     for key in sorted(set(now) | (set(stored) - _UNHASHED)):
