@@ -152,6 +152,14 @@ async def test_bad_evidence_raises_by_default_and_is_counted_under_on_error_coun
     assert any(says in entry for entry in shown.stored)  # the failures are shown in the panel
 
 
+def test_a_module_that_raises_on_import_is_named(tmp_path: Path) -> None:
+    module = tmp_path / "exploding.py"
+    module.write_text("raise ImportError('needs faiss')\n")
+    with pytest.raises(MemoryPluginError, match=f"memory plugin {module}:Store: load: importing {module} raised "
+                                                "ImportError: needs faiss"):
+        make_memory(f"{module}:Store", client=None, folder=tmp_path / "m")
+
+
 def test_snapshot_that_is_not_bytes_and_a_file_path_plugin(tmp_path: Path) -> None:
     memory = make_memory(f"tests/{SAMPLES}.py:TextSnapshot", client=None, folder=tmp_path)
     with pytest.raises(MemoryPluginError, match=r"TextSnapshot: snapshot: returned str, expected bytes"):

@@ -114,10 +114,6 @@ def build_parser() -> argparse.ArgumentParser:
                           "file), a plugin (pkg.module:ClassName, an entry point listed by `mempa memory "
                           "list`) or a memory server (mcp:PROFILE); several, comma-separated, run side by "
                           "side and print one table (e.g. none,file,rag,mem0,prefstate)")
-    memory = sub.add_parser("memory", help="memory conditions: built-in, plugins, MCP memory servers")
-    memory_sub = memory.add_subparsers(dest="memory_command", metavar="SUBCOMMAND", parser_class=_Parser)
-    memory_sub.required = True
-    memory_sub.add_parser("list", help="list built-in conditions, mempa.memory entry points and MCP profiles")
     run.add_argument("--model", default="embedded", metavar="PROFILE",
                      help="model profile name (models/<name>.yaml) or a YAML path (default embedded)")
     run.add_argument("--repeats", type=_positive, default=3, help="repeats per probe (default 3)")
@@ -203,6 +199,11 @@ def build_parser() -> argparse.ArgumentParser:
     mcp.add_argument("--commit", action="store_true",
                      help="on a clean exit, write the changes back into the fixture tree (default: discard)")
     mcp.add_argument("--log", metavar="FILE", help="on exit, write every call and record change as JSON to FILE")
+
+    memory = sub.add_parser("memory", help="memory conditions: built-in, plugins, MCP memory servers")
+    memory_sub = memory.add_subparsers(dest="memory_command", metavar="SUBCOMMAND", parser_class=_Parser)
+    memory_sub.required = True
+    memory_sub.add_parser("list", help="list built-in conditions, mempa.memory entry points and MCP profiles")
 
     tui = sub.add_parser("tui", help="open the terminal app")
     tui.add_argument("--worlds", default="worlds", metavar="DIR", help="worlds folder (default worlds)")
