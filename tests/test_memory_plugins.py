@@ -366,13 +366,20 @@ def test_user_a_slice_with_both_references_beside_file_memory(
 def test_launcher_offers_built_ins_entry_points_mcp_profiles_and_named_plugins(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    import types
+
+    from mempa_tui.cli import _commands
     from mempa_tui.cli._parser import build_parser
     from mempa_tui.memory import memory_choices
 
-    monkeypatch.delenv("MEMPA_MEMORY_PLUGINS", raising=False)
-    args = build_parser().parse_args(["tui", "--memory", KEYWORD])
-    assert args.memory == [KEYWORD]
+    monkeypatch.setenv("MEMPA_MEMORY_PLUGINS", "")  # restored after the test, whatever cmd_tui sets
     assert memory_choices(REPO / "models") == ["none", "oracle", "file", "prefstate", "rag", "mem0", "mem0ai"]
-    monkeypatch.setenv("MEMPA_MEMORY_PLUGINS", KEYWORD)
     choices = memory_choices(REPO / "examples")  # <models>/mcp/*.yaml are offered as mcp:<name>
-    assert choices[:3] == ["none", "oracle", "file"] and "mcp:keyword" in choices and choices[-1] == KEYWORD
+    assert choices[:3] == ["none", "oracle", "file"] and "mcp:keyword" in choices and KEYWORD not in choices
+
+    args = build_parser().parse_args(["tui", "--memory", KEYWORD])
+    offered: list[list[str]] = []
+    fake = types.SimpleNamespace(run_app=lambda **_folders: offered.append(memory_choices()) or 0)
+    monkeypatch.setattr(_commands.importlib, "import_module", lambda _name: fake)
+    assert _commands.cmd_tui(args) == 0
+    assert offered[0][-1] == KEYWORD  # `mempa tui --memory X` puts X in the launcher's list
