@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import sqlite3
 import tarfile
 from collections.abc import Iterator
@@ -179,6 +180,16 @@ def test_a_run_with_a_raising_retrieve_stops_with_the_clear_error(
     with sqlite3.connect(tmp_path / "saves" / "mempa.sqlite") as db:
         runs = list(db.execute("SELECT id, status FROM runs"))
     assert runs == [(f"R-{SAMPLES}_RaisingRetrieve-scripted-s0", "failed")]
+
+    # on_error=count: the run plays on without memory and the failures are in its memory counters
+    counted = [*_run_args(tmp_path, profile_file, f"{SAMPLES}:RaisingRetrieve"), "--memory-option", "on_error=count",
+               "--seed", "1"]
+    assert main(counted) == 0
+    out = capsys.readouterr().out
+    counters = out[out.index("memory counters after the last step:"):].splitlines()[0]
+    failures = re.search(r"retrieve_failures (\d+)", counters)
+    assert failures is not None and int(failures.group(1)) > 0, counters
+    assert "retrievals 0" in counters and "turns_written" in counters
 
 
 # ---- entry points ------------------------------------------------------------------------------
