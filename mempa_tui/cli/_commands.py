@@ -196,6 +196,10 @@ def cmd_tui(args: argparse.Namespace, out: TextIO | None = None) -> int:
         tui = importlib.import_module("mempa_tui.tui")
     except ModuleNotFoundError as exc:
         raise UserError(f"the terminal app cannot start: {exc}") from None
+    if getattr(args, "memory", None):  # plugins offered by the launcher (memory_choices reads it)
+        from mempa_tui.memory._plugin import PLUGINS_ENV
+
+        os.environ[PLUGINS_ENV] = ",".join([*filter(None, os.environ.get(PLUGINS_ENV, "").split(",")), *args.memory])
     launch = getattr(tui, "run_app", None) or getattr(tui, "main", None)
     app_class = getattr(tui, "MempaApp", None)
     if callable(launch):

@@ -111,8 +111,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--user", required=True, help="user label, e.g. A (worlds/users/A)")
     run.add_argument("--memory", default="file", type=_conditions,
                      help="memory condition: none, oracle, file, rag, mem0, prefstate, mem0ai (default "
-                          "file); several, comma-separated, run side by side and print one table "
-                          "(e.g. none,file,rag,mem0,prefstate)")
+                          "file), a plugin (pkg.module:ClassName, an entry point listed by `mempa memory "
+                          "list`) or a memory server (mcp:PROFILE); several, comma-separated, run side by "
+                          "side and print one table (e.g. none,file,rag,mem0,prefstate)")
     run.add_argument("--model", default="embedded", metavar="PROFILE",
                      help="model profile name (models/<name>.yaml) or a YAML path (default embedded)")
     run.add_argument("--repeats", type=_positive, default=3, help="repeats per probe (default 3)")
@@ -199,12 +200,19 @@ def build_parser() -> argparse.ArgumentParser:
                      help="on a clean exit, write the changes back into the fixture tree (default: discard)")
     mcp.add_argument("--log", metavar="FILE", help="on exit, write every call and record change as JSON to FILE")
 
+    memory = sub.add_parser("memory", help="memory conditions: built-in, plugins, MCP memory servers")
+    memory_sub = memory.add_subparsers(dest="memory_command", metavar="SUBCOMMAND", parser_class=_Parser)
+    memory_sub.required = True
+    memory_sub.add_parser("list", help="list built-in conditions, mempa.memory entry points and MCP profiles")
+
     tui = sub.add_parser("tui", help="open the terminal app")
     tui.add_argument("--worlds", default="worlds", metavar="DIR", help="worlds folder (default worlds)")
     tui.add_argument("--models", default="models", metavar="DIR", help="model profiles folder (default models)")
     tui.add_argument("--saves", default="saves", metavar="DIR", help="run database and reports (default saves)")
     tui.add_argument("--local-memory", default="local_memory", metavar="DIR",
                      help="memory stores, one folder per run (default local_memory)")
+    tui.add_argument("--memory", action="append", default=[], metavar="PLUGIN",
+                     help="also offer this memory plugin (pkg.module:ClassName) in the launcher (repeatable)")
     return parser
 
 

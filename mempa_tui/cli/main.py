@@ -57,6 +57,10 @@ async def _dispatch(args: argparse.Namespace) -> int:
         return _commands.cmd_worlds_check(args)
     if args.command == "tools":
         return _commands.cmd_tools(args)
+    if args.command == "memory":
+        from mempa_tui.cli._memory import cmd_memory_list
+
+        return cmd_memory_list(args)
     if args.command == "mcp":
         return await _commands.cmd_mcp(args)
     raise UsageError(f"mempa: unknown command {args.command!r}")

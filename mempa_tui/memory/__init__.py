@@ -4,7 +4,8 @@ Conditions: No Memory and Oracle (references), File memory (MEMORY.md + HISTORY.
 preference-state memory (SPEC section 6) is :class:`PrefStateMemory`; Simple RAG is
 :class:`RagMemory` and Mem0-style extraction :class:`Mem0Memory` (FAISS, :func:`make_embedder`).
 The real mem0ai library (optional extra ``mem0ai``) is :class:`Mem0aiMemory`.
-Build one with :func:`make_memory`.
+Build one with :func:`make_memory`. Bring your own: a class by import path or entry point, or a
+memory server over MCP (:mod:`mempa_tui.memory._plugin`, :mod:`mempa_tui.memory._mcp`).
 """
 
 from mempa_tui.memory._consolidation import CompletionClient, ConsolidationReply
@@ -36,6 +37,15 @@ from mempa_tui.memory._mem0ai import (
     Mem0aiMemory,
     Mem0aiStats,
 )
+from mempa_tui.memory._plugin import (
+    ENTRY_POINT_GROUP,
+    MemoryPluginError,
+    PluginMemory,
+    entry_point_plugins,
+    is_plugin_spec,
+    memory_choices,
+    plugin_identity,
+)
 from mempa_tui.memory._prefstate import PrefStateMemory
 from mempa_tui.memory._prefstate_state import (
     CellChange,
@@ -61,6 +71,7 @@ from mempa_tui.memory.base import (
 )
 
 __all__ = [
+    "ENTRY_POINT_GROUP",
     "MEMORY_BUILDERS",
     "MEMORY_OPTION_NAMES",
     "CellChange",
@@ -86,11 +97,13 @@ __all__ = [
     "Mem0aiStats",
     "MemoryConfigError",
     "MemoryInspection",
+    "MemoryPluginError",
     "MemorySystem",
     "NoMemory",
     "Observation",
     "OracleMemory",
     "OracleTarget",
+    "PluginMemory",
     "PrefStateMemory",
     "PrefStateStats",
     "ProfileEmbedder",
@@ -100,7 +113,11 @@ __all__ = [
     "SnapshotError",
     "TurnRecord",
     "default_thresholds",
+    "entry_point_plugins",
+    "is_plugin_spec",
+    "memory_choices",
     "make_embedder",
     "make_memory",
     "options_per_condition",
+    "plugin_identity",
 ]

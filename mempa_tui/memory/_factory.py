@@ -133,6 +133,20 @@ MEMORY_OPTION_NAMES: dict[str, tuple[str, ...]] = {
 """Condition name -> the option names its builder accepts (values are checked by the builder)."""
 
 
+def _is_plugin(name: str) -> bool:
+    from mempa_tui.memory._plugin import is_plugin_spec
+
+    return name not in MEMORY_BUILDERS and is_plugin_spec(name)
+
+
+def _option_names(condition: str) -> tuple[str, ...]:
+    if condition in MEMORY_OPTION_NAMES or not _is_plugin(condition):
+        return MEMORY_OPTION_NAMES.get(condition, ())
+    from mempa_tui.memory._plugin import plugin_option_names
+
+    return plugin_option_names(condition)
+
+
 def options_per_condition(conditions: Sequence[str], options: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     """Share ``--memory-option`` values out among several conditions of one command.
 
@@ -155,14 +169,18 @@ def options_per_condition(conditions: Sequence[str], options: Mapping[str, Any])
     shares: dict[str, dict[str, Any]] = {c: {} for c in conditions}
     for key, value in options.items():
         target, dot, name = key.partition(".")
+        for listed in sorted(conditions, key=len, reverse=True):  # a plugin's name may hold dots
+            if key.startswith(f"{listed}.") and len(key) > len(listed) + 1:
+                target, dot, name = listed, ".", key[len(listed) + 1:]
+                break
         if dot and not (target and name):
             raise MemoryConfigError(f"memory option {key!r}: write CONDITION.KEY (e.g. rag.top_k) or KEY")
         if dot:
             if target not in shares:
                 raise MemoryConfigError(f"memory option {key!r} is for {target!r}, which is not among the "
                                         f"listed conditions ({', '.join(conditions)})")
-            if len(conditions) > 1 and name not in MEMORY_OPTION_NAMES.get(target, ()):
-                valid = ", ".join(MEMORY_OPTION_NAMES.get(target, ()))
+            if len(conditions) > 1 and name not in _option_names(target):
+                valid = ", ".join(_option_names(target))
                 raise MemoryConfigError(f"memory condition {target!r} has no option {name!r}; "
                                         + (f"valid: {valid}" if valid else "it takes no options"))
             shares[target][name] = value
@@ -170,7 +188,7 @@ def options_per_condition(conditions: Sequence[str], options: Mapping[str, Any])
         if len(conditions) == 1:
             shares[conditions[0]][key] = value
             continue
-        takers = [c for c in conditions if key in MEMORY_OPTION_NAMES.get(c, ())]
+        takers = [c for c in conditions if key in _option_names(c)]
         if not takers:
             elsewhere = [c for c, names in MEMORY_OPTION_NAMES.items() if key in names]
             raise MemoryConfigError(
@@ -193,7 +211,8 @@ def make_memory(
     """Build the memory system of a condition.
 
     Args:
-        name: ``none``, ``oracle``, ``file``, ``prefstate`` (any name in :data:`MEMORY_BUILDERS`).
+        name: ``none``, ``oracle``, ``file``, ``prefstate`` (any name in :data:`MEMORY_BUILDERS`), or
+            a plugin: ``pkg.module:Class``, an entry point of ``mempa.memory``, ``mcp:<profile>``.
         client: model client for systems that call a model (File memory: role ``memory``).
         folder: the run's store folder, ``local_memory/<run>/``.
         context_window: the PA model's context window in tokens; File memory scales its
@@ -209,6 +228,10 @@ def make_memory(
         MemoryConfigError: unknown condition or option, or an invalid option value.
     """
     builder = MEMORY_BUILDERS.get(name)
+    if builder is None and _is_plugin(name):  # bring your own memory (issue 17): _plugin.py
+        from mempa_tui.memory._plugin import build_plugin
+
+        return build_plugin(name, client=client, folder=Path(folder), context_window=context_window, **options)
     if builder is None:
         raise MemoryConfigError(
             f"unknown memory condition {name!r}; valid: {', '.join(MEMORY_BUILDERS)}"

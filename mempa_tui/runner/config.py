@@ -99,6 +99,9 @@ class RunConfig(BaseModel):
     """Role -> the model and sampling that serve it (from :func:`profile_fingerprint`)."""
     worlds_digest: str = ""
     """sha256 over the user's world files (from :func:`worlds_digest`); empty until resolved."""
+    memory_version: str = ""
+    """A plugin condition's ``<import path> <version>`` (:func:`~mempa_tui.memory.plugin_identity`),
+    shown in results; empty for built-in conditions (and then not hashed)."""
     slice: bool = False
     """Play only the timeline's quick-start ``slice`` (see :meth:`UserBundle.sliced`); part of the
     run id as a ``-slice`` suffix."""
@@ -106,9 +109,9 @@ class RunConfig(BaseModel):
     @field_validator("memory")
     @classmethod
     def _known_condition(cls, value: str) -> str:
-        from mempa_tui.memory import MEMORY_BUILDERS
+        from mempa_tui.memory import MEMORY_BUILDERS, is_plugin_spec
 
-        if value not in MEMORY_BUILDERS:
+        if value not in MEMORY_BUILDERS and not is_plugin_spec(value):  # a plugin (issue 17) is checked on build
             raise ValueError(f"unknown memory condition {value!r}; valid: {', '.join(MEMORY_BUILDERS)}")
         return value
 
@@ -116,7 +119,8 @@ class RunConfig(BaseModel):
     def run_id(self) -> str:
         """Readable id ``<user>-<memory>-<profile>-s<seed>[-slice]``, e.g. ``A-file-embedded-s0``."""
         profile = _ID_SAFE.sub("_", Path(self.profile).stem) or "profile"
-        return f"{self.user}-{self.memory}-{profile}-s{self.seed}" + ("-slice" if self.slice else "")
+        memory = _ID_SAFE.sub("_", self.memory)  # a plugin's pkg.module:Class or mcp:<profile>
+        return f"{self.user}-{memory}-{profile}-s{self.seed}" + ("-slice" if self.slice else "")
 
     @property
     def accumulates(self) -> bool:
@@ -128,6 +132,8 @@ class RunConfig(BaseModel):
         data = self.model_dump(mode="json")
         if not data.get("slice"):
             data.pop("slice", None)  # runs stored before the field existed played whole timelines
+        if not data.get("memory_version"):
+            data.pop("memory_version", None)  # built-in conditions: hashes as before the field existed
         return {k: v for k, v in sorted(data.items()) if k not in _UNHASHED}
 
     def config_hash(self) -> str:
@@ -198,6 +204,8 @@ def config_diff(stored_json: str, current: RunConfig) -> list[str]:
         return ["config: the stored configuration is not a mapping"]
     if not stored.get("slice"):
         stored.pop("slice", None)  # a whole-timeline run, stored with or without the field
+    if not stored.get("memory_version"):
+        stored.pop("memory_version", None)  # a built-in condition, stored with or without the field
     now = current.fingerprint()
     lines: list[str] = []
     for key in sorted(set(now) | (set(stored) - _UNHASHED)):

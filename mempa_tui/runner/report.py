@@ -18,7 +18,7 @@ from mempa_tui.scoring._report import ReportPaths, format_table, write_reports
 from mempa_tui.scripts.schema import ProbeKind
 from mempa_tui.store import ProbeResultRecord, RunRecord, RunStore, StoreError
 
-__all__ = ["RunReport", "backbone_label", "last_memory_stats", "outcome_of", "write_run_report"]
+__all__ = ["RunReport", "backbone_label", "last_memory_stats", "memory_label", "outcome_of", "write_run_report"]
 
 
 class RunReport(BaseModel):
@@ -53,6 +53,16 @@ def backbone_label(run: RunRecord) -> str:
     return f"{str(pa).split(' ', 1)[0]} ({run.profile})" if pa else run.profile
 
 
+def memory_label(run: RunRecord) -> str:
+    """The memory column of a run's rows: the condition's name, or for a plugin (issue 17) its
+    ``<import path> <version>`` as recorded when the run was configured (``memory_version``)."""
+    try:
+        version = json.loads(run.config_json).get("memory_version")
+    except (json.JSONDecodeError, AttributeError):
+        version = None
+    return version if isinstance(version, str) and version else run.memory
+
+
 _STATUS = {"completed": ProbeStatus.COMPLETED, "floored": ProbeStatus.FLOORED}
 
 
@@ -77,7 +87,7 @@ def outcome_of(record: ProbeResultRecord, run: RunRecord) -> ProbeOutcome:
         user=run.user, context=record.context, attribute=record.attribute,  # type: ignore[arg-type]
         probe_kind=ProbeKind(record.kind), repeat=record.repeat, target=record.target,
         selection=record.selection, status=status, brs=record.brs, prs=record.prs,
-        memory=run.memory, model=backbone_label(run), probe_id=record.probe_id,
+        memory=memory_label(run), model=backbone_label(run), probe_id=record.probe_id,
         reason=record.reason if status is not ProbeStatus.COMPLETED else None,
         differs_in_matrix=record.attribute in differing,
     )

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 import anyio
 from pydantic import BaseModel, Field, ValidationError
 
-from mempa_tui.memory import make_memory
+from mempa_tui.memory import is_plugin_spec, make_memory, plugin_identity
 from mempa_tui.runner._calls import install_call_routing
 from mempa_tui.runner._lease import RunLease
 from mempa_tui.runner._probes import plan_probes, run_probes
@@ -100,6 +100,7 @@ def filled_config(config: RunConfig, profile: ModelProfile) -> tuple[UserBundle,
 
     Raises:
         WorldFileError: the user's world files are invalid.
+        MemoryPluginError: a plugin condition cannot be loaded (its version is recorded).
     """
     bundle = load_user(config.worlds_dir, config.user)
     if config.slice:
@@ -108,6 +109,8 @@ def filled_config(config: RunConfig, profile: ModelProfile) -> tuple[UserBundle,
         config = config.model_copy(update={"worlds_digest": worlds_digest(bundle.root)})
     if not config.profile_models:
         config = config.model_copy(update={"profile_models": profile_fingerprint(profile)})
+    if not config.memory_version and is_plugin_spec(config.memory):  # results name a plugin's version
+        config = config.model_copy(update={"memory_version": plugin_identity(config.memory)})
     return bundle, config
 
 

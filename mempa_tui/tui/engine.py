@@ -25,7 +25,7 @@ from mempa_tui.cli._errors import user_error_message
 from mempa_tui.cli._run import DATABASE_NAME, build_run_config, prepare_runtime
 from mempa_tui.llm import LLMClient, ModelProfile, ProfileError, load_profile
 from mempa_tui.llm.types import ChatMessage, Completion, Role, ToolSpec
-from mempa_tui.memory import MEMORY_BUILDERS, MemoryInspection, make_memory
+from mempa_tui.memory import MemoryInspection, make_memory, memory_choices
 from mempa_tui.runner import (
     RunConfig,
     Runner,
@@ -121,7 +121,7 @@ def discover_choices(settings: AppSettings) -> LauncherChoices:
             continue
         profiles.append(ProfileChoice(name=path.stem, description=profile.description))
     return LauncherChoices(
-        users=list_users(settings.worlds_dir), memories=list(MEMORY_BUILDERS), profiles=profiles
+        users=list_users(settings.worlds_dir), memories=memory_choices(settings.models_dir), profiles=profiles
     )
 
 
