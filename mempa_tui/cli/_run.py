@@ -278,6 +278,7 @@ async def _run_several(args: argparse.Namespace, profile: ModelProfile, configs:
     from mempa_tui.runner import (
         ConfigMismatchError,
         RunOutcome,
+        batch_donor_problems,
         check_memory_options,
         resume_problems,
         run_is_being_played,
@@ -289,6 +290,8 @@ async def _run_several(args: argparse.Namespace, profile: ModelProfile, configs:
         store = await stack.enter_async_context(RunStore(database_path(args.saves), read_only=False))
         await _check_probes_only(store, args, configs)
         await _check_batch_donor(store, args, configs, out)
+        if problems := await batch_donor_problems(configs, store):  # no File memory donor: refused (11.4)
+            raise UserError("; ".join(problems))
         # Everything that would stop one run at its start, before hours of the others: a run that
         # failed here could also leave No Memory without the donor this command was to play.
         checking_client = LLMClient(profile)  # builds the memory systems only; no model call

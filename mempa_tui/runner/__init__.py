@@ -41,9 +41,11 @@ from mempa_tui.runner.progress import (
 )
 from mempa_tui.runner.report import RunReport, outcome_of, write_run_report
 from mempa_tui.runner.runner import (
+    DONOR_CONDITION,
     DonorError,
     Runner,
     RunOutcome,
+    batch_donor_problems,
     check_memory_options,
     donor_problem,
     filled_config,
@@ -54,7 +56,9 @@ from mempa_tui.runner.runner import (
 __all__ = [
     "PROBE_ONLY_CONDITIONS",
     "ConfigMismatchError",
+    "DONOR_CONDITION",
     "DonorError",
+    "batch_donor_problems",
     "EpisodeContext",
     "EpisodeEvent",
     "EpisodeFunctions",
