@@ -59,8 +59,8 @@ class Env:
 
 @pytest.fixture
 async def env(tmp_path: Path) -> AsyncIterator[Env]:
-    async with ScriptedModelServer(ok_responder) as server:
-        yield Env(server, LLMClient(server.profile()), tmp_path)
+    async with ScriptedModelServer(ok_responder) as server:  # a window that holds the 83 tools
+        yield Env(server, LLMClient(server.profile(context_window=131072)), tmp_path)
 
 
 async def _final_state(store: RunStore, run_id: str) -> tuple[dict[str, bytes], bytes, bytes]:
@@ -491,3 +491,42 @@ async def test_reference_runs_of_one_command_share_the_stored_donor(env: Env) ->
         oracle = await store.get_run("R-oracle-scripted-s0")
         assert oracle is not None and oracle.donor_run == file.run_id
         assert (await store.get_run(none.run_id)).donor_run == file.run_id  # type: ignore[union-attr]
+
+
+async def test_a_run_prints_and_stores_its_donor_thresholds_and_decoding(tmp_path: Path) -> None:
+    # Issue 11.4: the header names what produced the numbers; an 8,192-token window cannot hold
+    # the paper's 20k next to the 83 tools, so the thresholds are scaled, printed and stored.
+    # Issue 15.6: that window cannot hold the tool block at all, which is said before any step.
+    from mempa_tui.runner.report import last_memory_stats
+
+    events: list[RunEvent | StepEvent] = []
+    async with ScriptedModelServer(ok_responder) as server, RunStore(tmp_path / "mempa.sqlite") as store:
+        env = Env(server, LLMClient(server.profile(context_window=8192)), tmp_path)
+        file = await env.runner(store, FakeEpisodes(), events.append, cfg={"memory_options": {}}).run()
+        started = next(e for e in events if isinstance(e, RunEvent) and e.kind == "run_started")
+        assert "File memory consolidates at 1,024 -> 512 tokens of PA prompt (scaled from the paper's" in started.message
+        assert "decoding: pa t=" in started.message and "LLM message checker" in started.message
+        warning = next(n for n in file.notes if "cannot hold the world tools" in n)
+        assert warning.startswith("warning: profile scripted: the PA's context_window of 8,192 tokens")
+        assert "Set context_window to at least" in warning
+        record = await store.get_run(file.run_id)
+        assert record is not None
+        budget = RunConfig.model_validate_json(record.config_json).file_memory_budget
+        assert budget["consolidate_at_tokens"] == 1024 and budget["scaled"] == 1 and budget["tool_tokens"] > 10_000
+        stats = await last_memory_stats(store, file.run_id)
+        assert stats["base_prompt_tokens"] > 300  # the PA's instructions are counted into its prompt
+        assert stats["consolidate_at_tokens"] == 1024
+        events.clear()
+        none = await env.runner(store, FakeEpisodes(), events.append, cfg={"memory": "none"}).run()
+        started = next(e for e in events if isinstance(e, RunEvent) and e.kind == "run_started")
+        assert f"donor {file.run_id}; donor's File memory consolidates at 1,024 -> 512" in started.message
+        assert none.status is RunStatus.COMPLETED
+
+
+async def test_a_window_that_holds_the_tools_uses_the_papers_thresholds(env: Env) -> None:
+    events: list[RunEvent | StepEvent] = []
+    async with RunStore(env.root / "mempa.sqlite") as store:
+        file = await env.runner(store, FakeEpisodes(), events.append, cfg={"memory_options": {}}).run()
+    assert not any("cannot hold the world tools" in n for n in file.notes)
+    started = next(e for e in events if isinstance(e, RunEvent) and e.kind == "run_started")
+    assert "File memory consolidates at 20,000 -> 10,000 tokens of PA prompt (the paper's values)" in started.message

@@ -235,6 +235,8 @@ async def cmd_run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     profile = load_profile(args.model)
     memories = _conditions(args)
     _check_run_arguments(args, memories)
+    from mempa_tui.runner import refuse_small_window  # a window the tools do not fit in: refused now (15.6)
+    refuse_small_window(LLMClient(profile), default_registry())
     options = options_per_condition(memories, dict(args.memory_option))
     if len(memories) > 1:
         configs = [_config(args, profile, m, options[m], several=True) for m in memories]

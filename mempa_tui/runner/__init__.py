@@ -40,6 +40,8 @@ from mempa_tui.runner.progress import (
     StepEvent,
 )
 from mempa_tui.runner.report import RunReport, outcome_of, write_run_report
+from mempa_tui.runner._budget import WindowTooSmallError, refuse_small_window
+from mempa_tui.runner._settings import settings_lines
 from mempa_tui.runner.runner import (
     DONOR_CONDITION,
     DonorError,
@@ -88,6 +90,9 @@ __all__ = [
     "run_is_being_played",
     "run_many",
     "run_probe",
+    "WindowTooSmallError",
+    "refuse_small_window",
+    "settings_lines",
     "worlds_digest",
     "write_run_report",
 ]

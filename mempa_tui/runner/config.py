@@ -39,8 +39,9 @@ PROBE_ONLY_CONDITIONS: tuple[str, ...] = ("none", "oracle")
 OptionValue = int | float | str | bool
 """A memory option's value (thresholds, switches)."""
 
-_UNHASHED = frozenset({"worlds_dir", "probe_concurrency"})
-"""Fields that do not change results: where the worlds live, how many probes run at once."""
+_UNHASHED = frozenset({"worlds_dir", "probe_concurrency", "file_memory_budget"})
+"""Fields that do not change results: where the worlds live, how many probes run at once, and
+File memory's measured thresholds (they follow from the profile's window, which is hashed)."""
 
 _ID_SAFE = re.compile(r"[^A-Za-z0-9_.]+")
 
@@ -99,6 +100,10 @@ class RunConfig(BaseModel):
     """Role -> the model and sampling that serve it (from :func:`profile_fingerprint`)."""
     worlds_digest: str = ""
     """sha256 over the user's world files (from :func:`worlds_digest`); empty until resolved."""
+    file_memory_budget: dict[str, int] = Field(default_factory=dict)
+    """File memory runs: the consolidation thresholds in use and what they were scaled by (from
+    :func:`mempa_tui.runner._budget.file_memory_budget`; filled when the run starts, shown in its
+    header and results tables; empty for other conditions and older runs)."""
     slice: bool = False
     """Play only the timeline's quick-start ``slice`` (see :meth:`UserBundle.sliced`); part of the
     run id as a ``-slice`` suffix."""

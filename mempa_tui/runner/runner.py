@@ -21,10 +21,12 @@ import anyio
 from pydantic import BaseModel, Field, ValidationError
 
 from mempa_tui.memory import make_memory
+from mempa_tui.runner._budget import file_memory_budget, prompt_budget, window_problem
 from mempa_tui.runner._calls import install_call_routing
 from mempa_tui.runner._lease import RunLease
 from mempa_tui.runner._probes import plan_probes, run_probes
 from mempa_tui.runner._scoring import ProbeScorer, default_scorer
+from mempa_tui.runner._settings import settings_line
 from mempa_tui.runner._shared import EpisodeFunctions, RunContext
 from mempa_tui.runner._timeline import play_timeline
 from mempa_tui.runner.config import (
@@ -321,6 +323,17 @@ class Runner:
         notes.append(f"probing from the checkpoints of donor run {donor.id}")
         return config.model_copy(update={"donor_run": donor.id})
 
+    async def _settings(self, config: RunConfig) -> str:
+        """The header's settings line: donor, File memory thresholds, decoding (issue 11.4)."""
+        donor = await self.store.get_run(config.donor_run) if config.donor_run else None
+        donor_budget = None
+        if donor is not None:
+            try:
+                donor_budget = RunConfig.model_validate_json(donor.config_json).file_memory_budget
+            except ValidationError:
+                donor_budget = {}
+        return settings_line(config.model_dump(mode="json"), donor_budget=donor_budget)
+
     async def _open(self, config: RunConfig, notes: list[str]) -> RunRecord:
         existing = await self.store.get_run(config.run_id)
         if existing is not None and self.fresh:
@@ -330,6 +343,7 @@ class Runner:
         if existing is not None:
             if existing.config_hash != config.config_hash():
                 raise ConfigMismatchError(config.run_id, config_diff(existing.config_json, config))
+            await self._store_budget(existing, config)
             return existing
         record = RunRecord(
             id=config.run_id, user=config.user, profile=config.profile, memory=config.memory,
@@ -338,6 +352,19 @@ class Runner:
         )
         await self.store.create_run(record)
         return record
+
+    async def _store_budget(self, existing: RunRecord, config: RunConfig) -> None:
+        """Record File memory's thresholds in a stored run's config when it lacks them (runs stored
+        before they were recorded; the field is not hashed, so the run id and hash stay)."""
+        if not config.file_memory_budget:
+            return
+        try:
+            stored = RunConfig.model_validate_json(existing.config_json)
+        except ValidationError:
+            return
+        if stored.file_memory_budget != config.file_memory_budget:
+            updated = stored.model_copy(update={"file_memory_budget": config.file_memory_budget})
+            await self.store.update_run(existing.id, config=(updated.model_dump_json(), existing.config_hash))
 
     # ---- the run --------------------------------------------------------------------------
 
@@ -365,7 +392,12 @@ class Runner:
         notes: list[str] = []
         self._check_memory_options()
         bundle, config = filled_config(self.config, self.client.profile)
+        budget = prompt_budget(self.client, self.registry)
+        if (too_small := window_problem(budget)) is not None:
+            notes.append(f"warning: {too_small}")
         config = await self._resolve_donor(config, notes)
+        if config.memory == DONOR_CONDITION:  # printed below and stored with the run (issue 11.4)
+            config = config.model_copy(update={"file_memory_budget": file_memory_budget(config, budget)})
         await self._open(config, notes)
         self.config = config
         install_call_routing(self.client)
@@ -383,7 +415,8 @@ class Runner:
                                     total_probes=probes_total, clear_error=True)
         for note in notes:
             ctx.warn(note)
-        ctx.emit("run_started", f"run {self.run_id}: {steps_total} steps, {probes_total} probe repeats")
+        ctx.emit("run_started", f"run {self.run_id}: {steps_total} steps, {probes_total} probe repeats\n"
+                 f"  settings: {await self._settings(config)}")
         try:
             return await self._play(ctx, notes)
         except anyio.get_cancelled_exc_class():
