@@ -530,3 +530,20 @@ async def test_a_window_that_holds_the_tools_uses_the_papers_thresholds(env: Env
     assert not any("cannot hold the world tools" in n for n in file.notes)
     started = next(e for e in events if isinstance(e, RunEvent) and e.kind == "run_started")
     assert "File memory consolidates at 20,000 -> 10,000 tokens of PA prompt (the paper's values)" in started.message
+
+
+async def test_a_failed_file_memory_save_is_a_run_problem(env: Env) -> None:
+    # Issue 15.2: the scripted memory model answers "ok from ..." (no JSON), so every consolidation
+    # fails; the turns stay pending (in the PA's view) and each failure is warned about.
+    from mempa_tui.runner.report import last_memory_stats
+
+    events: list[RunEvent | StepEvent] = []
+    async with RunStore(env.root / "mempa.sqlite") as store:
+        cfg = {"memory_options": {"consolidate_at_tokens": 100, "consolidate_to_tokens": 50}}
+        outcome = await env.runner(store, FakeEpisodes(), events.append, cfg=cfg).run()
+        stats = await last_memory_stats(store, outcome.run_id)
+    assert outcome.status is RunStatus.COMPLETED
+    warnings = [e.message for e in events if isinstance(e, RunEvent) and e.kind == "warning"]
+    assert any(w.startswith("R-s1: file memory counted 1 more consolidation failures") for w in warnings), warnings
+    assert any("stay in the PA's view" in w for w in outcome.progress.errors)
+    assert stats["consolidation_failures"] >= 3 and stats["pending_turns"] == 3
