@@ -329,6 +329,8 @@ def test_several_conditions_run_side_by_side_then_results_compares_stored_runs(
     exported = capsys.readouterr().out
     folder = next(saves.glob("results-*"))
     assert f"exported: {folder / 'report.md'}" in exported and (folder / "by_user.csv").is_file()
+    for name in ("screen.md", "report.md"):  # exported tables name the donor too (issue 11.4)
+        assert "- R-none-scripted-s0: donor R-file-scripted-s0;" in (folder / name).read_text()
     assert main(["results", "R-nope", "--saves", str(saves)]) == 2
     err = capsys.readouterr().err
     assert "no run 'R-nope'" in err and "R-file-scripted-s0" in err

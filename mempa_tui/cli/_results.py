@@ -82,9 +82,9 @@ async def print_results(
         shown = True
         rows = results_rows(outcomes, by)
         print(results_text(rows, by), file=out)
-        print("\nrun settings (donor, File memory thresholds, decoding):\n"  # issue 11.4
-              + "\n".join(f"  {line}" for line in settings_lines([records[i] for i in group.run_ids],
-                                                                 list(records.values()))), file=out)
+        settings = settings_lines([records[i] for i in group.run_ids], list(records.values()))  # issue 11.4
+        print("\nrun settings (donor, File memory thresholds, decoding):\n"
+              + "\n".join(f"  {line}" for line in settings), file=out)
         conditions = {o.memory for o in outcomes}
         if "none" in conditions and len(conditions) > 1:
             diffs, dropped = paired_differences(outcomes, resamples=resamples)
@@ -104,7 +104,7 @@ async def print_results(
             print("\nnot every probe is stored yet for: " + "; ".join(waiting), file=out)
         if export_to is not None:
             try:
-                exported = export_results(outcomes, export_to, by=by, resamples=resamples)
+                exported = export_results(outcomes, export_to, by=by, resamples=resamples, settings=settings)
             except OSError as exc:
                 raise unwritable(exc, "the exported tables") from exc
             print(f"\nexported: {exported.report.main_md} (with intervals; CSV tables in {exported.folder})",
