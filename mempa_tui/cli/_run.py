@@ -229,6 +229,7 @@ async def cmd_run(args: argparse.Namespace, out: TextIO | None = None) -> int:
         UserError: bad user, profile, world files, config mismatch, server not running.
     """
     from mempa_tui.memory import options_per_condition
+    from mempa_tui.runner import batch_donor_problems
     from mempa_tui.tools import default_registry
 
     out = out or sys.stdout
@@ -246,6 +247,9 @@ async def cmd_run(args: argparse.Namespace, out: TextIO | None = None) -> int:
         # The store first: a saves folder that cannot be used is reported before a model starts.
         store = await stack.enter_async_context(RunStore(database_path(args.saves), read_only=False))
         await _check_probes_only(store, args, [config])
+        await _check_batch_donor(store, args, [config], out)  # donor problems before a model server starts
+        if problems := await batch_donor_problems([config], store):
+            raise UserError("; ".join(problems))
         profile = await prepare_runtime(profile, stack, out)
         runner = Runner(
             config, store, LLMClient(profile), default_registry(), ProgressPrinter(out),
