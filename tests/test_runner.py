@@ -547,3 +547,20 @@ async def test_a_failed_file_memory_save_is_a_run_problem(env: Env) -> None:
     assert any(w.startswith("R-s1: file memory counted 1 more consolidation failures") for w in warnings), warnings
     assert any("stay in the PA's view" in w for w in outcome.progress.errors)
     assert stats["consolidation_failures"] >= 3 and stats["pending_turns"] == 3
+
+
+async def test_a_stored_reference_run_with_a_donor_of_another_condition_is_refused(env: Env) -> None:
+    # An older version could give No Memory a preference-state donor; it is not resumed as it was.
+    from mempa_tui.store import RunRecord
+
+    async with RunStore(env.root / "mempa.sqlite") as store:
+        other = await env.runner(store, FakeEpisodes(), cfg={"memory": "prefstate", "memory_options": {}}).run()
+        config = runner_config(memory="none", donor_run=None)
+        stored = config.model_copy(update={"donor_run": other.run_id})
+        await store.create_run(RunRecord(
+            id=config.run_id, user=config.user, profile=config.profile, memory=config.memory, seed=config.seed,
+            repeats=config.repeats, config_json=stored.model_dump_json(), config_hash=stored.config_hash(),
+            donor_run=other.run_id,
+        ))
+        with pytest.raises(DonorError, match=r"probes from R-prefstate-scripted-s0, a prefstate run.*--fresh"):
+            await env.runner(store, FakeEpisodes(), config=config).run()

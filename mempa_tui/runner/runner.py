@@ -50,13 +50,13 @@ if TYPE_CHECKING:
 __all__ = [
     "DONOR_CONDITION",
     "DonorError",
-    "batch_donor_problems",
-    "play_donor_first",
     "RunOutcome",
     "Runner",
+    "batch_donor_problems",
     "check_memory_options",
     "donor_problem",
     "filled_config",
+    "play_donor_first",
     "resume_problems",
     "run_many",
 ]
@@ -298,6 +298,13 @@ class Runner:
         stored = None if self.fresh else await self._stored_config()
         if stored is not None and stored.donor_run is not None:
             donor = await self._follow_moved_donor(stored, notes)
+            lender = await self.store.get_run(donor)
+            if lender is not None and lender.memory != DONOR_CONDITION:  # chosen by an older version
+                raise DonorError(
+                    f"run {config.run_id} probes from {lender.id}, a {lender.memory} run; No Memory and Oracle "
+                    f"probe only from a File memory run's checkpoints (paper Section 4): add --fresh to start it "
+                    f"over, e.g. after {play_donor_first(config)}"
+                )
             notes.append(f"probing from the checkpoints of donor run {donor} (chosen when this run started)")
             return config.model_copy(update={"donor_run": donor})
         if stored is not None:  # an older version let it probe the fixture world; never again
