@@ -126,6 +126,10 @@ def test_run_prints_progress_and_scores_then_runs_and_report(
     for line in ("step 1/3 R-s1 completed", "step 3/3 R-ev1 completed", "probe 3/3"):
         assert line in out
     assert "PSA" in out and "File memory" in out
+    # the header and the run's table say which thresholds and decoding produced the scores (11.4)
+    header = "  settings: File memory consolidates at 20,000 -> 10,000 tokens of PA prompt (the paper's values)"
+    assert header in out
+    assert "Run settings: File memory consolidates at 20,000 -> 10,000" in out and "decoding: pa t=" in out
     report = tmp_path / "saves" / "R-file-scripted-s0" / "report.md"
     assert f"report: {report}" in out and report.is_file()
 
