@@ -313,3 +313,40 @@ async def test_target_never_reaches_the_memory(harness: Harness, tmp_path: Path)
     written.append(mem.snapshot().decode())
     written.extend(mem.inspect().stored)
     assert all(target not in text for text in written)
+
+
+async def test_a_60k_memory_no_longer_floors_the_pas_call(tmp_path: Path) -> None:
+    # Issue 15.6 end to end: File memory built as the runner builds it (thresholds scaled to a
+    # 32k window beside the 83 tools, the PA's prompt counted) hands a 60k-token MEMORY.md to a
+    # real PA call, which fits instead of flooring the step.
+    from test_agent_support import START as AGENT_START
+    from test_agent_support import PAQueue, tiny_world
+
+    from mempa_tui.agent import AgentSessionStart, AgentTurnInput, PersonalAgent, TurnActions
+    from mempa_tui.ix import IXWrapper
+    from mempa_tui.memory import default_thresholds
+    from mempa_tui.runner._budget import prompt_budget
+    from mempa_tui.tools import default_registry
+    from mempa_tui.world import WorkingCopy
+
+    queue = PAQueue()
+    async with ScriptedModelServer(queue) as server:
+        client = LLMClient(server.profile(context_window=32768, max_tokens=1024))
+        registry = default_registry()
+        budget = prompt_budget(client, registry)
+        at, to = default_thresholds(budget.room)
+        mem = FileMemory(client, tmp_path, consolidate_at_tokens=at, consolidate_to_tokens=to,
+                         base_prompt_tokens=budget.base_prompt_tokens)
+        huge = "\n".join(f"- note {i}: the user mentioned item {i} of the quarterly inventory" for i in range(4_000))
+        assert client.count_tokens(huge) > 50_000
+        mem.restore(FileMemoryState(memory_md=huge).model_dump_json().encode())
+        evidence = await mem.retrieve("next", session())
+        assert mem.stats.memory_cuts == 1
+        agent = PersonalAgent(client)
+        agent.begin_session(AgentSessionStart(step_id="A-w-01", context=Context.WORK, starts_at=AGENT_START))
+        wc = WorkingCopy(tiny_world(), AGENT_START)
+        queue.push("Done.")
+        result = await agent.respond(AgentTurnInput(user_message="hello", now=AGENT_START, evidence=evidence),
+                                     TurnActions(registry, IXWrapper(registry, wc), []))
+        assert result.status != "floored", result.reason
+        assert "- note 0:" in queue.pa_requests[-1].messages[1].content
