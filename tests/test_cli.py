@@ -126,6 +126,10 @@ def test_run_prints_progress_and_scores_then_runs_and_report(
     for line in ("step 1/3 R-s1 completed", "step 3/3 R-ev1 completed", "probe 3/3"):
         assert line in out
     assert "PSA" in out and "File memory" in out
+    # the header and the run's table say which thresholds and decoding produced the scores (11.4)
+    header = "  settings: File memory consolidates at 20,000 -> 10,000 tokens of PA prompt (the paper's values)"
+    assert header in out
+    assert "Run settings: File memory consolidates at 20,000 -> 10,000" in out and "decoding: pa t=" in out
     report = tmp_path / "saves" / "R-file-scripted-s0" / "report.md"
     assert f"report: {report}" in out and report.is_file()
 
@@ -312,6 +316,11 @@ def test_several_conditions_run_side_by_side_then_results_compares_stored_runs(
     for label, rows in (("File memory", 2), ("Preference-state memory", 2), ("No Memory", 1)):
         assert sum(line.startswith(label) for line in table.splitlines()) == rows, label  # table + differences
     assert "Difference from No Memory" in table and "ΔPSA" in table
+    # every results table names the donor, the thresholds and the decoding (issue 11.4)
+    assert "  R-none-scripted-s0: donor R-file-scripted-s0; donor's File memory consolidates at" in table
+    assert "  R-file-scripted-s0: File memory consolidates at " in table and "decoding: pa t=" in table
+    report = (saves / "R-file-scripted-s0" / "report.md").read_text()
+    assert "## Run settings" in report and "File memory consolidates at" in report
 
     assert main(["results", "--saves", str(saves)]) == 0
     again = capsys.readouterr().out
@@ -324,6 +333,8 @@ def test_several_conditions_run_side_by_side_then_results_compares_stored_runs(
     exported = capsys.readouterr().out
     folder = next(saves.glob("results-*"))
     assert f"exported: {folder / 'report.md'}" in exported and (folder / "by_user.csv").is_file()
+    for name in ("screen.md", "report.md"):  # exported tables name the donor too (issue 11.4)
+        assert "- R-none-scripted-s0: donor R-file-scripted-s0;" in (folder / name).read_text()
     assert main(["results", "R-nope", "--saves", str(saves)]) == 2
     err = capsys.readouterr().err
     assert "no run 'R-nope'" in err and "R-file-scripted-s0" in err
@@ -454,3 +465,33 @@ def test_probes_only_is_refused_for_a_memory_run_stopped_before_its_first_step(
     anyio.run(store_an_empty_run)
     assert main(_run_args(tmp_path, profile_file, "--probes-only")) == 2
     assert "--probes-only: run R-file-scripted-s0 has not played its timeline yet" in capsys.readouterr().err
+
+
+def test_a_reference_run_without_a_file_memory_donor_is_refused_with_the_run_to_play(
+    tmp_path: Path, profile_file: Path, server: ScriptedModelServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Issue 11.4: never the fixture world; the message names the File memory run to play first.
+    args = _run_args(tmp_path, profile_file)
+    args[args.index("--memory") + 1] = "none"
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert "no completed File memory run of user R" in err
+    assert "play `mempa run --user R --memory file --model scripted --seed 0` (run R-file-scripted-s0) first" in err
+    args[args.index("--memory") + 1] = "none,prefstate"  # a batch without File memory
+    assert main(args) == 2
+    captured = capsys.readouterr()
+    assert "R-none-scripted-s0: no completed File memory run" in captured.err and "add file to --memory" in captured.err
+    assert "step 1/3" not in captured.out and server.requests == []  # refused before anything played
+
+
+def test_a_profile_whose_window_cannot_hold_the_tools_is_refused_before_the_run(
+    tmp_path: Path, server: ScriptedModelServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Issue 15.6: said before the run starts, with the window that is needed.
+    small = tmp_path / "small.yaml"
+    small.write_text(yaml.safe_dump(server.profile(context_window=8192).model_dump(mode="json")))
+    assert main(_run_args(tmp_path, small)) == 2
+    err = capsys.readouterr().err
+    assert "the PA's context_window of 8,192 tokens cannot hold the world tools" in err
+    assert "Set context_window to at least" in err
+    assert server.requests == [] and not (tmp_path / "saves" / "mempa.sqlite").exists()

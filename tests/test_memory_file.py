@@ -12,7 +12,7 @@ import pytest
 
 from mempa_tui.ix.types import CallStatus, ExecutedCall, IXCall
 from mempa_tui.llm import LLMClient, ScriptedModelServer, ScriptedReply, ScriptedRequest
-from mempa_tui.memory import FileMemory, SessionInfo, SnapshotError, TurnRecord
+from mempa_tui.memory import FileMemory, FileMemoryState, SessionInfo, SnapshotError, TurnRecord
 from mempa_tui.taxonomy import Context
 
 START = datetime(2025, 3, 3, 9, 0)
@@ -175,9 +175,11 @@ async def test_malformed_reply_repaired_or_retried(
     ],
     ids=["cut-off-twice", "empty-then-blank-entry", "server-error"],
 )
-async def test_failed_consolidation_is_archived_and_counted(
+async def test_failed_consolidation_keeps_the_turns_in_the_pas_view(
     harness: Harness, tmp_path: Path, replies: list[ScriptedReply | str]
 ) -> None:
+    # Issue 15.2: a failed save must not trim the conversation; the turns stay pending, the PA
+    # still gets them, HISTORY.md gets nothing, and the failure is counted with its reason.
     mem = harness.memory(tmp_path, at=80, to=40)  # about 33 tokens per turn
     await mem.write(turn(0, n_words=12))
     await mem.write(turn(1, n_words=12))
@@ -186,13 +188,66 @@ async def test_failed_consolidation_is_archived_and_counted(
     await mem.write(turn(2, n_words=12))
     assert mem.stats.consolidation_failures == 1
     assert mem.memory_md == ""  # unchanged
-    history = mem.history_md
-    assert "Archived without consolidation" in history and "msg0" in history
+    assert mem.history_md == ""  # nothing went to a file the PA never reads
+    assert [t.user_message.split()[0] for t in mem.pending] == ["msg0", "msg1", "msg2"]
     assert mem.inspect().stats["consolidation_failures"] == 1.0
+    assert mem.inspect().stats["turns_kept_after_failure"] == 3.0
     assert mem.stats.last_failure
-    # the turns were not lost: they are in HISTORY.md or still pending
-    kept = history + "".join(t.user_message for t in mem.pending)
-    assert all(f"msg{i}" in kept for i in range(3))
+    evidence = await mem.retrieve("next", session())
+    seen = " ".join(m.content for m in evidence.prior_messages)
+    assert all(f"msg{i} " in seen for i in range(3))
+    # the next write tries again; once a save succeeds the turns it holds leave the view
+    await mem.write(turn(3, n_words=12))
+    assert mem.stats.consolidations >= 1
+    assert "msg0" not in " ".join(t.user_message for t in mem.pending)
+    assert mem.memory_md.startswith("# About the user")
+
+
+async def test_consolidation_prompt_is_general_purpose(harness: Harness, tmp_path: Path) -> None:
+    # Issue 13.1: the baseline is not told what the benchmark looks for.
+    mem = harness.memory(tmp_path, at=40, to=20)
+    for i in range(3):
+        await mem.write(turn(i, n_words=12))
+    assert harness.server.requests
+    system = harness.server.requests[0].messages[0].content.lower()
+    assert "memory" in system and "history_entry" in system  # still a save of both files
+    for cue in ("prefer", "style", "how the user wants", "wants to be helped", "personal", "private",
+                "work and", "context", "since when", "explain", "how much it should", "react", "interact"):
+        assert cue not in system, cue
+
+
+async def test_threshold_counts_the_pas_system_prompt(harness: Harness, tmp_path: Path) -> None:
+    # Issue 11.4: the 20k -> 10k rule counts the PA's prompt, not only MEMORY.md plus the turns.
+    plain = harness.memory(tmp_path / "plain", at=200, to=100)
+    with_prompt = FileMemory(harness.client, tmp_path / "prompt", consolidate_at_tokens=200,
+                             consolidate_to_tokens=100, token_counter=words, base_prompt_tokens=150)
+    for mem in (plain, with_prompt):
+        await mem.write(turn(0, n_words=12))
+    assert with_prompt.prompt_tokens() == plain.prompt_tokens() + 150
+    for mem in (plain, with_prompt):
+        for i in (1, 2):
+            await mem.write(turn(i, n_words=12))
+    assert plain.stats.consolidations == 0  # about 100 tokens of turns: below 200
+    assert with_prompt.stats.consolidations >= 1  # 150 of prompt + the turns: past 200
+    assert with_prompt.inspect().stats["base_prompt_tokens"] == 150.0
+
+
+async def test_a_memory_that_outgrows_the_window_is_cut_to_fit(harness: Harness, tmp_path: Path) -> None:
+    # Issue 15.6: a huge MEMORY.md (here restored) must not make every later PA prompt too long.
+    mem = FileMemory(harness.client, tmp_path, consolidate_at_tokens=2_000, consolidate_to_tokens=1_000,
+                     token_counter=words, base_prompt_tokens=500)
+    huge = "\n".join(f"- fact {i} " + "word " * 20 for i in range(3_000))  # about 66k tokens
+    mem.restore(FileMemoryState(memory_md=huge).model_dump_json().encode())
+    evidence = await mem.retrieve("next", session())
+    assert words(evidence.system_text) <= 2_000 - 500
+    assert evidence.system_text.startswith("- fact 0 ")
+    assert "more tokens were left out" in evidence.system_text
+    assert mem.inspect().stats["memory_cuts"] == 1.0
+    assert mem.memory_md == huge  # the store keeps the whole file
+    small = harness.memory(tmp_path / "small", at=2_000, to=1_000)
+    small.restore(FileMemoryState(memory_md="- one fact\n").model_dump_json().encode())
+    assert (await small.retrieve("next", session())).system_text == "- one fact\n"
+    assert small.stats.memory_cuts == 0
 
 
 async def test_failure_keeps_existing_memory(harness: Harness, tmp_path: Path) -> None:
@@ -258,3 +313,40 @@ async def test_target_never_reaches_the_memory(harness: Harness, tmp_path: Path)
     written.append(mem.snapshot().decode())
     written.extend(mem.inspect().stored)
     assert all(target not in text for text in written)
+
+
+async def test_a_60k_memory_no_longer_floors_the_pas_call(tmp_path: Path) -> None:
+    # Issue 15.6 end to end: File memory built as the runner builds it (thresholds scaled to a
+    # 32k window beside the 83 tools, the PA's prompt counted) hands a 60k-token MEMORY.md to a
+    # real PA call, which fits instead of flooring the step.
+    from test_agent_support import START as AGENT_START
+    from test_agent_support import PAQueue, tiny_world
+
+    from mempa_tui.agent import AgentSessionStart, AgentTurnInput, PersonalAgent, TurnActions
+    from mempa_tui.ix import IXWrapper
+    from mempa_tui.memory import default_thresholds
+    from mempa_tui.runner._budget import prompt_budget
+    from mempa_tui.tools import default_registry
+    from mempa_tui.world import WorkingCopy
+
+    queue = PAQueue()
+    async with ScriptedModelServer(queue) as server:
+        client = LLMClient(server.profile(context_window=32768, max_tokens=1024))
+        registry = default_registry()
+        budget = prompt_budget(client, registry)
+        at, to = default_thresholds(budget.room)
+        mem = FileMemory(client, tmp_path, consolidate_at_tokens=at, consolidate_to_tokens=to,
+                         base_prompt_tokens=budget.base_prompt_tokens)
+        huge = "\n".join(f"- note {i}: the user mentioned item {i} of the quarterly inventory" for i in range(4_000))
+        assert client.count_tokens(huge) > 50_000
+        mem.restore(FileMemoryState(memory_md=huge).model_dump_json().encode())
+        evidence = await mem.retrieve("next", session())
+        assert mem.stats.memory_cuts == 1
+        agent = PersonalAgent(client)
+        agent.begin_session(AgentSessionStart(step_id="A-w-01", context=Context.WORK, starts_at=AGENT_START))
+        wc = WorkingCopy(tiny_world(), AGENT_START)
+        queue.push("Done.")
+        result = await agent.respond(AgentTurnInput(user_message="hello", now=AGENT_START, evidence=evidence),
+                                     TurnActions(registry, IXWrapper(registry, wc), []))
+        assert result.status != "floored", result.reason
+        assert "- note 0:" in queue.pa_requests[-1].messages[1].content

@@ -59,8 +59,8 @@ class Env:
 
 @pytest.fixture
 async def env(tmp_path: Path) -> AsyncIterator[Env]:
-    async with ScriptedModelServer(ok_responder) as server:
-        yield Env(server, LLMClient(server.profile()), tmp_path)
+    async with ScriptedModelServer(ok_responder) as server:  # a window that holds the 83 tools
+        yield Env(server, LLMClient(server.profile(context_window=131072)), tmp_path)
 
 
 async def _final_state(store: RunStore, run_id: str) -> tuple[dict[str, bytes], bytes, bytes]:
@@ -249,16 +249,32 @@ async def test_oracle_probes_from_the_donor_with_memory_cleared_and_the_target_i
             assert start.log == "R-s1\nR-s2\n"
 
 
-async def test_no_memory_without_a_donor_probes_the_fixture_world_with_a_warning(env: Env) -> None:
-    episodes = FakeEpisodes(selections={"verbosity": "Detailed"})
+async def test_no_memory_without_a_file_memory_donor_is_refused(env: Env) -> None:
+    # Issue 11.4: never the fixture world, never a donor of another memory condition.
     async with RunStore(env.root / "mempa.sqlite") as store:
-        outcome = await env.runner(store, episodes, cfg={"memory": "none"}).run()
-        results = await store.probe_results(outcome.run_id)
-    assert any("fixture world" in n for n in outcome.notes)
-    assert {r.checkpoint_run for r in results} == {None}
-    assert all(s.log == "" and s.evidence == "" for s in episodes.probe_starts)
-    verbosity = [r for r in results if r.attribute == "verbosity"]
-    assert verbosity and all(r.selection == "Detailed" and r.target == "Terse" for r in verbosity)
+        with pytest.raises(DonorError, match=r"no completed File memory run of user R.*"
+                           r"play `mempa run --user R --memory file --model scripted --seed 0` \(run R-file-scripted-s0\)"):
+            await env.runner(store, FakeEpisodes(), cfg={"memory": "none"}).run()
+        assert await store.get_run("R-none-scripted-s0") is None  # refused before anything was stored
+        other = await env.runner(store, FakeEpisodes(), cfg={"memory": "prefstate", "memory_options": {}}).run()
+        assert other.status is RunStatus.COMPLETED
+        with pytest.raises(DonorError, match="no completed File memory run"):
+            await env.runner(store, FakeEpisodes(), cfg={"memory": "none"}).run()
+        with pytest.raises(DonorError, match=r"is a prefstate run; No Memory and Oracle probe only from a File memory"):
+            await env.runner(store, FakeEpisodes(), cfg={"memory": "oracle", "donor_run": other.run_id}).run()
+        assert await store.get_run("R-oracle-scripted-s0") is None
+
+
+async def test_a_named_donor_must_have_completed(env: Env) -> None:
+    async with RunStore(env.root / "mempa.sqlite") as store:
+        first = FakeEpisodes(block_at="R-s2")
+        runner = env.runner(store, first)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(runner.run)
+            await first.blocked.wait()
+            tg.cancel_scope.cancel()
+        with pytest.raises(DonorError, match=r"R-file-scripted-s0 has not completed \(it is stopped\)"):
+            await env.runner(store, FakeEpisodes(), cfg={"memory": "none", "donor_run": "R-file-scripted-s0"}).run()
 
 
 async def test_probes_only_waits_for_missing_checkpoints(env: Env) -> None:
@@ -345,11 +361,10 @@ def test_a_prompt_too_long_for_the_window_fails_the_step_but_an_outage_stops_the
 
 
 async def test_run_many_gives_reference_conditions_the_first_donor_of_the_batch(env: Env) -> None:
-    # Both accumulation runs finish; No Memory takes the first in the given order (File memory),
-    # not whichever finished last (here the slower preference-state run), so the same command
-    # always probes from the same checkpoints.
+    # Both accumulation runs finish; No Memory takes the File memory run (paper Section 4), not the
+    # first memory run of the list (here the preference-state run) nor whichever finished last.
     async with RunStore(env.root / "mempa.sqlite") as store:
-        configs = [runner_config(memory="none"), runner_config(), runner_config(memory="prefstate", memory_options={})]
+        configs = [runner_config(memory="none"), runner_config(memory="prefstate", memory_options={}), runner_config()]
         results = await run_many(
             configs, store, env.client, default_registry(), memory_root=env.root / "lm",
             episodes=FakeEpisodes().functions(), scorer=fake_scorer, resamples=100,
@@ -370,25 +385,29 @@ async def test_a_donor_must_have_played_the_same_timeline(env: Env) -> None:
         with pytest.raises(DonorError, match=r"played the whole timeline, but this run probes the quick-start slice"):
             await env.runner(store, FakeEpisodes(), config=sliced.model_copy(update={"donor_run": donor.run_id})).run()
         assert await store.get_run(sliced.run_id) is None  # refused before anything was stored
-        outcome = await env.runner(store, FakeEpisodes(), config=sliced).run()
-        assert any("that played the same timeline (slice)" in n and "--slice" in n for n in outcome.notes)
-        assert {r.checkpoint_run for r in await store.probe_results(outcome.run_id)} == {None}
+        with pytest.raises(DonorError, match=r"that played the same timeline \(slice\).*--slice"):
+            await env.runner(store, FakeEpisodes(), config=sliced).run()
         whole = await env.runner(store, FakeEpisodes(), cfg={"memory": "none"}).run()
         assert {r.checkpoint_run for r in await store.probe_results(whole.run_id)} == {donor.run_id}
 
 
-async def test_a_reference_run_started_without_a_donor_keeps_going_without_one(env: Env) -> None:
-    # It probed the fixture world; a memory run finished since must not turn the rerun into a
-    # config mismatch (the donor is part of the config): it goes on as it started and says so.
+async def test_a_reference_run_stored_without_a_donor_is_refused_until_fresh(env: Env) -> None:
+    # An older version let No Memory probe the fixture world; such a stored run is not resumed as
+    # it was (that would mix fixture-world probes into a baseline): --fresh starts it over.
+    from mempa_tui.store import RunRecord
+
     async with RunStore(env.root / "mempa.sqlite") as store:
-        first = await env.runner(store, FakeEpisodes(), cfg={"memory": "none"}).run()
-        assert any("fixture world" in n for n in first.notes)
         assert (await env.runner(store, FakeEpisodes()).run()).status is RunStatus.COMPLETED
-        again = await env.runner(store, FakeEpisodes(), cfg={"memory": "none"}).run()
-        assert again.status is RunStatus.COMPLETED
-        assert any("started without a donor run" in n and "--fresh" in n for n in again.notes)
+        config = runner_config(memory="none")
+        await store.create_run(RunRecord(
+            id=config.run_id, user=config.user, profile=config.profile, memory=config.memory, seed=config.seed,
+            repeats=config.repeats, config_json=config.model_dump_json(), config_hash=config.config_hash(),
+        ))
+        with pytest.raises(DonorError, match=r"started without a donor run.*--fresh"):
+            await env.runner(store, FakeEpisodes(), cfg={"memory": "none"}).run()
         fresh = await env.runner(store, FakeEpisodes(), cfg={"memory": "none"}, fresh=True).run()
         assert any("donor run R-file-scripted-s0" in n for n in fresh.notes)
+        assert {r.checkpoint_run for r in await store.probe_results(fresh.run_id)} == {"R-file-scripted-s0"}
 
 
 async def test_a_donor_moved_aside_by_fresh_stays_the_donor_of_its_reference_runs(env: Env) -> None:
@@ -436,6 +455,26 @@ async def test_run_many_does_not_start_a_reference_run_whose_donor_failed(env: E
         assert await store.get_run("R-none-scripted-s0") is None
 
 
+async def test_a_batch_without_file_memory_is_refused_before_it_plays(env: Env) -> None:
+    from mempa_tui.runner import batch_donor_problems
+
+    async with RunStore(env.root / "mempa.sqlite") as store:
+        configs = [runner_config(memory="none"), runner_config(memory="prefstate", memory_options={})]
+        problems = await batch_donor_problems(configs, store)
+        assert len(problems) == 1 and problems[0].startswith("R-none-scripted-s0: no completed File memory run")
+        assert "add file to --memory" in problems[0]
+        assert await batch_donor_problems([*configs, runner_config()], store) == []  # the batch plays it
+        results = await run_many(
+            configs, store, env.client, default_registry(), memory_root=env.root / "lm",
+            episodes=FakeEpisodes().functions(), scorer=fake_scorer, resamples=100,
+        )
+        assert isinstance(results[0], DonorError) and isinstance(results[1], RunOutcome)
+        assert await store.get_run("R-none-scripted-s0") is None
+        assert await batch_donor_problems(configs, store) != []  # a prefstate run never lends
+        assert (await env.runner(store, FakeEpisodes()).run()).status is RunStatus.COMPLETED
+        assert await batch_donor_problems(configs, store) == []  # a stored File memory run does
+
+
 async def test_reference_runs_of_one_command_share_the_stored_donor(env: Env) -> None:
     # No Memory probed from the File run; a newer preference-state run completed since. An Oracle
     # run started beside it (no memory run listed) takes No Memory's donor, not the newest run.
@@ -452,3 +491,76 @@ async def test_reference_runs_of_one_command_share_the_stored_donor(env: Env) ->
         oracle = await store.get_run("R-oracle-scripted-s0")
         assert oracle is not None and oracle.donor_run == file.run_id
         assert (await store.get_run(none.run_id)).donor_run == file.run_id  # type: ignore[union-attr]
+
+
+async def test_a_run_prints_and_stores_its_donor_thresholds_and_decoding(tmp_path: Path) -> None:
+    # Issue 11.4: the header names what produced the numbers; an 8,192-token window cannot hold
+    # the paper's 20k next to the 83 tools, so the thresholds are scaled, printed and stored.
+    # Issue 15.6: that window cannot hold the tool block at all, which is said before any step.
+    from mempa_tui.runner.report import last_memory_stats
+
+    events: list[RunEvent | StepEvent] = []
+    async with ScriptedModelServer(ok_responder) as server, RunStore(tmp_path / "mempa.sqlite") as store:
+        env = Env(server, LLMClient(server.profile(context_window=8192)), tmp_path)
+        file = await env.runner(store, FakeEpisodes(), events.append, cfg={"memory_options": {}}).run()
+        started = next(e for e in events if isinstance(e, RunEvent) and e.kind == "run_started")
+        assert "File memory consolidates at 1,024 -> 512 tokens of PA prompt (scaled from the paper's" in started.message
+        assert "decoding: pa t=" in started.message and "LLM message checker" in started.message
+        warning = next(n for n in file.notes if "cannot hold the world tools" in n)
+        assert warning.startswith("warning: profile scripted: the PA's context_window of 8,192 tokens")
+        assert "Set context_window to at least" in warning
+        record = await store.get_run(file.run_id)
+        assert record is not None
+        budget = RunConfig.model_validate_json(record.config_json).file_memory_budget
+        assert budget["consolidate_at_tokens"] == 1024 and budget["scaled"] == 1 and budget["tool_tokens"] > 10_000
+        stats = await last_memory_stats(store, file.run_id)
+        assert stats["base_prompt_tokens"] > 300  # the PA's instructions are counted into its prompt
+        assert stats["consolidate_at_tokens"] == 1024
+        events.clear()
+        none = await env.runner(store, FakeEpisodes(), events.append, cfg={"memory": "none"}).run()
+        started = next(e for e in events if isinstance(e, RunEvent) and e.kind == "run_started")
+        assert f"donor {file.run_id}; donor's File memory consolidates at 1,024 -> 512" in started.message
+        assert none.status is RunStatus.COMPLETED
+
+
+async def test_a_window_that_holds_the_tools_uses_the_papers_thresholds(env: Env) -> None:
+    events: list[RunEvent | StepEvent] = []
+    async with RunStore(env.root / "mempa.sqlite") as store:
+        file = await env.runner(store, FakeEpisodes(), events.append, cfg={"memory_options": {}}).run()
+    assert not any("cannot hold the world tools" in n for n in file.notes)
+    started = next(e for e in events if isinstance(e, RunEvent) and e.kind == "run_started")
+    assert "File memory consolidates at 20,000 -> 10,000 tokens of PA prompt (the paper's values)" in started.message
+
+
+async def test_a_failed_file_memory_save_is_a_run_problem(env: Env) -> None:
+    # Issue 15.2: the scripted memory model answers "ok from ..." (no JSON), so every consolidation
+    # fails; the turns stay pending (in the PA's view) and each failure is warned about.
+    from mempa_tui.runner.report import last_memory_stats
+
+    events: list[RunEvent | StepEvent] = []
+    async with RunStore(env.root / "mempa.sqlite") as store:
+        cfg = {"memory_options": {"consolidate_at_tokens": 100, "consolidate_to_tokens": 50}}
+        outcome = await env.runner(store, FakeEpisodes(), events.append, cfg=cfg).run()
+        stats = await last_memory_stats(store, outcome.run_id)
+    assert outcome.status is RunStatus.COMPLETED
+    warnings = [e.message for e in events if isinstance(e, RunEvent) and e.kind == "warning"]
+    assert any(w.startswith("R-s1: file memory counted 1 more consolidation failures") for w in warnings), warnings
+    assert any("stay in the PA's view" in w for w in outcome.progress.errors)
+    assert stats["consolidation_failures"] >= 3 and stats["pending_turns"] == 3
+
+
+async def test_a_stored_reference_run_with_a_donor_of_another_condition_is_refused(env: Env) -> None:
+    # An older version could give No Memory a preference-state donor; it is not resumed as it was.
+    from mempa_tui.store import RunRecord
+
+    async with RunStore(env.root / "mempa.sqlite") as store:
+        other = await env.runner(store, FakeEpisodes(), cfg={"memory": "prefstate", "memory_options": {}}).run()
+        config = runner_config(memory="none", donor_run=None)
+        stored = config.model_copy(update={"donor_run": other.run_id})
+        await store.create_run(RunRecord(
+            id=config.run_id, user=config.user, profile=config.profile, memory=config.memory, seed=config.seed,
+            repeats=config.repeats, config_json=stored.model_dump_json(), config_hash=stored.config_hash(),
+            donor_run=other.run_id,
+        ))
+        with pytest.raises(DonorError, match=r"probes from R-prefstate-scripted-s0, a prefstate run.*--fresh"):
+            await env.runner(store, FakeEpisodes(), config=config).run()

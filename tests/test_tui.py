@@ -277,26 +277,28 @@ async def test_two_runs_play_at_once_each_in_its_own_worker(env: Env) -> None:
     async with app.run_test(size=(120, 40)) as pilot:
         launcher = app.screen
         assert isinstance(launcher, LauncherScreen)
-        for memory in ("file", "oracle"):
+        # Two File memory seeds: a reference run beside its donor would be refused (issue 11.4:
+        # No Memory and Oracle wait for a completed File memory run).
+        for seed in (0, 1):
             launcher.post_message(LauncherScreen.StartRequested(
-                RunRequest(user="R", memory=memory, profile="scripted", repeats=1)
+                RunRequest(user="R", memory="file", profile="scripted", repeats=1, seed=seed)
             ))
         started: set[str] = set()
         with anyio.fail_after(30):  # each request switches modes first, so on a busy machine it takes passes
             while len(started) < 2:
                 await pilot.pause()
                 started |= {w.name for w in app.workers if w.group.startswith("run:")}
-        assert sorted(started) == ["R-file-scripted-s0", "R-oracle-scripted-s0"]
+        assert sorted(started) == ["R-file-scripted-s0", "R-file-scripted-s1"]
         await _settle(app, pilot)
         assert {e.label: e.state for e in app.book} == {
-            "R-file-scripted-s0": "completed", "R-oracle-scripted-s0": "completed",
+            "R-file-scripted-s0": "completed", "R-file-scripted-s1": "completed",
         }
         cards = list(app.screen.query(RunCard))
         assert len(cards) == 2
-        oracle = next(c for c in cards if c.entry.label == "R-oracle-scripted-s0")
-        _steps, probes = oracle.query(ProgressBar)
+        second = next(c for c in cards if c.entry.label == "R-file-scripted-s1")
+        steps, probes = second.query(ProgressBar)
         assert (probes.progress, probes.total) == (3, 3)
-        assert oracle.entry.progress is not None and oracle.entry.progress.steps_total == 0
+        assert second.entry.progress is not None and second.entry.progress.steps_total == steps.total
 
 
 async def test_a_saved_run_is_listed_viewable_and_resumes_without_replaying(env: Env) -> None:

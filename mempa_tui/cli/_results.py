@@ -58,6 +58,7 @@ async def print_results(
         results_text,
         stored_outcomes,
     )
+    from mempa_tui.runner import settings_lines
     from mempa_tui.scoring import condition_label
 
     records = {r.id: r for r in await store.list_runs()}
@@ -81,6 +82,9 @@ async def print_results(
         shown = True
         rows = results_rows(outcomes, by)
         print(results_text(rows, by), file=out)
+        settings = settings_lines([records[i] for i in group.run_ids], list(records.values()))  # issue 11.4
+        print("\nrun settings (donor, File memory thresholds, decoding):\n"
+              + "\n".join(f"  {line}" for line in settings), file=out)
         conditions = {o.memory for o in outcomes}
         if "none" in conditions and len(conditions) > 1:
             diffs, dropped = paired_differences(outcomes, resamples=resamples)
@@ -100,7 +104,7 @@ async def print_results(
             print("\nnot every probe is stored yet for: " + "; ".join(waiting), file=out)
         if export_to is not None:
             try:
-                exported = export_results(outcomes, export_to, by=by, resamples=resamples)
+                exported = export_results(outcomes, export_to, by=by, resamples=resamples, settings=settings)
             except OSError as exc:
                 raise unwritable(exc, "the exported tables") from exc
             print(f"\nexported: {exported.report.main_md} (with intervals; CSV tables in {exported.folder})",

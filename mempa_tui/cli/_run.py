@@ -229,12 +229,15 @@ async def cmd_run(args: argparse.Namespace, out: TextIO | None = None) -> int:
         UserError: bad user, profile, world files, config mismatch, server not running.
     """
     from mempa_tui.memory import options_per_condition
+    from mempa_tui.runner import batch_donor_problems
     from mempa_tui.tools import default_registry
 
     out = out or sys.stdout
     profile = load_profile(args.model)
     memories = _conditions(args)
     _check_run_arguments(args, memories)
+    from mempa_tui.runner import refuse_small_window  # a window the tools do not fit in: refused now (15.6)
+    refuse_small_window(LLMClient(profile), default_registry())
     options = options_per_condition(memories, dict(args.memory_option))
     if len(memories) > 1:
         configs = [_config(args, profile, m, options[m], several=True) for m in memories]
@@ -244,6 +247,9 @@ async def cmd_run(args: argparse.Namespace, out: TextIO | None = None) -> int:
         # The store first: a saves folder that cannot be used is reported before a model starts.
         store = await stack.enter_async_context(RunStore(database_path(args.saves), read_only=False))
         await _check_probes_only(store, args, [config])
+        await _check_batch_donor(store, args, [config], out)  # donor problems before a model server starts
+        if problems := await batch_donor_problems([config], store):
+            raise UserError("; ".join(problems))
         profile = await prepare_runtime(profile, stack, out)
         runner = Runner(
             config, store, LLMClient(profile), default_registry(), ProgressPrinter(out),
@@ -278,6 +284,7 @@ async def _run_several(args: argparse.Namespace, profile: ModelProfile, configs:
     from mempa_tui.runner import (
         ConfigMismatchError,
         RunOutcome,
+        batch_donor_problems,
         check_memory_options,
         resume_problems,
         run_is_being_played,
@@ -289,6 +296,8 @@ async def _run_several(args: argparse.Namespace, profile: ModelProfile, configs:
         store = await stack.enter_async_context(RunStore(database_path(args.saves), read_only=False))
         await _check_probes_only(store, args, configs)
         await _check_batch_donor(store, args, configs, out)
+        if problems := await batch_donor_problems(configs, store):  # no File memory donor: refused (11.4)
+            raise UserError("; ".join(problems))
         # Everything that would stop one run at its start, before hours of the others: a run that
         # failed here could also leave No Memory without the donor this command was to play.
         checking_client = LLMClient(profile)  # builds the memory systems only; no model call

@@ -2,9 +2,12 @@
 
 Source: paper Section 4 'Memory Systems' (File memory, nanobot's built-in memory): the oldest raw
 turns are folded by an LLM into a long-term MEMORY.md and a dated HISTORY.md log. The prompt is
-our own wording. A reply that cannot be used is retried once with the reason; if it still cannot
-be used, the caller archives the turns to HISTORY.md as a plain summary, leaves MEMORY.md as it
-was and counts the failure (:class:`ConsolidationOutcome`).
+our own wording of a general-purpose consolidation like nanobot's: facts about the user and the
+ongoing work, a dated history entry, the long-term file rewritten whole. It says nothing about
+interaction preferences, work vs personal contexts or when something changed, because the paper's
+baseline is not told what the benchmark tests (issue 13.1). A reply that cannot be used is retried once with the reason; if it still cannot
+be used, the caller keeps the turns pending (in the PA's view), leaves MEMORY.md as it was and
+counts the failure (:class:`ConsolidationOutcome`).
 """
 
 from __future__ import annotations
@@ -25,7 +28,6 @@ __all__ = [
     "CompletionClient",
     "ConsolidationOutcome",
     "ConsolidationReply",
-    "archive_summary",
     "consolidate",
     "consolidation_messages",
 ]
@@ -61,19 +63,19 @@ CONSOLIDATION_SCHEMA: dict[str, Any] = {
 """JSON schema the consolidation reply must follow (sent as ``json_schema``)."""
 
 _SYSTEM = """\
-You maintain the long-term memory of a personal assistant that serves one user for months, at \
-work and in private life. You receive the memory file as it stands and a batch of older \
-conversation turns that are about to be dropped from the assistant's context. Fold the turns in.
+You keep the notes of an assistant that works with one person over a long time. The assistant \
+can hold only so much conversation, so its oldest turns are about to be dropped. You get its notes file \
+as it is now and those turns. Fold what is worth keeping from the turns into the notes.
 
 Return one JSON object with exactly two string fields:
-- "history_entry": two to five sentences that log what happened in these turns - the requests, \
-what the assistant did, what was decided and what is still open. Mention dates where they matter.
-- "memory": the complete, updated memory file in Markdown. Keep every lasting fact that is still \
-true: who the user is, people and places in their life, ongoing commitments, and above all how \
-the user wants to be helped - how they react to the assistant's style, how much it should ask, \
-explain or do on its own, and whether that differs between work and personal matters. When a \
-newer turn contradicts an older note, replace the note and say since when. Drop small talk and \
-one-off details that will not matter again.
+- "history_entry": a short paragraph (two to five sentences) for a dated log of what happened in \
+these turns: what was asked, what was done, what was settled and what is still open. Keep dates, \
+names and numbers that someone might look up later.
+- "memory": the whole notes file after the update, in Markdown. It replaces the old file, so carry \
+over everything from it that is still correct. Keep lasting facts about the person and their \
+circumstances, the people, places and things that come up, and the state of ongoing tasks and \
+plans. Correct or remove notes the turns show to be out of date. Leave out passing chatter and \
+details that will not be needed again. If nothing new is worth keeping, return the file unchanged.
 
 Reply with the JSON object only: no code fence, no commentary."""
 
@@ -177,32 +179,3 @@ async def consolidate(
     except LLMError as exc:
         return ConsolidationOutcome(attempts=0, error=f"model call failed: {exc}")
     return ConsolidationOutcome(reply=got.value, attempts=got.attempts, error=got.error)
-
-
-def _clip(text: str, limit: int) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
-
-
-def archive_summary(turns: Sequence[TurnRecord], reason: str) -> str:
-    """A deterministic HISTORY.md entry for turns the model could not consolidate.
-
-    Each turn keeps its time, context, step, the start of the user's message and of the reply,
-    and the tools that ran, so nothing is lost silently.
-
-    Args:
-        turns: the turns, oldest first.
-        reason: why consolidation failed (shown in the entry).
-
-    Returns:
-        The entry text (no leading date; the caller adds it).
-    """
-    lines = [f"Archived without consolidation ({_clip(reason, 160)}):"]
-    for t in turns:
-        tools = ", ".join(c.tool for c in t.tool_calls) or "none"
-        lines.append(
-            f"- {t.at:%Y-%m-%d %H:%M} {t.context.value} {t.step_id}#{t.turn_index}: "
-            f"user: {_clip(t.user_message, 200)} | assistant: {_clip(t.reply, 200)} | "
-            f"tools: {tools}"
-        )
-    return "\n".join(lines)

@@ -11,10 +11,22 @@ Evidence: the whole MEMORY.md in the PA's system prompt; in accumulation session
 turns as chat messages before the current session; in probes no raw conversation at all (paper
 Section 3.5, 'Probes').
 
-Consolidation (Section 4): when the estimated PA prompt, MEMORY.md plus the pending turns, passes
-``consolidate_at_tokens``, the oldest turns are consolidated until it is below
-``consolidate_to_tokens``. The paper uses 20k -> 10k. :func:`default_thresholds` scales them to the
-PA model's context window: 50% -> 25% of the window, capped at 20k -> 10k.
+Consolidation (Section 4): when the estimated PA prompt passes ``consolidate_at_tokens``, the
+oldest turns are consolidated until it is below ``consolidate_to_tokens``. The PA prompt counted is
+what the paper counts: the PA's system prompt (its fixed instructions, the date, the memory
+section; ``base_prompt_tokens`` plus MEMORY.md) and the conversation (the pending turns). The tool
+schemas sit beside it in every call and are not counted; :func:`default_thresholds` scales the
+paper's 20k -> 10k down where the window cannot hold them next to the tools (50% -> 25% of what
+the window leaves after the tools and the reply).
+
+Failures (issue 15.2): turns leave the PA's view only when the consolidation that holds them
+succeeded. A failed consolidation leaves them pending (the PA still sees them, up to the client's
+window rule), counts the failure and keeps its reason; the next write tries again.
+
+Fit (issue 15.6): a MEMORY.md that alone would take more than ``consolidate_at_tokens`` of the PA
+prompt (e.g. restored from an old store) is cut to fit in what the PA is handed, whole lines from
+the top, with a marked note saying how much was left out; each cut is counted. The stored file is
+not changed.
 """
 
 from __future__ import annotations
@@ -27,11 +39,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from mempa_tui.llm.types import ChatMessage
-from mempa_tui.memory._consolidation import (
-    CompletionClient,
-    archive_summary,
-    consolidate,
-)
+from mempa_tui.memory._consolidation import CompletionClient, consolidate
 from mempa_tui.memory._reference import SnapshotError
 from mempa_tui.memory.base import (
     Evidence,
@@ -101,11 +109,18 @@ class FileMemoryStats(BaseModel):
     consolidations: int = 0
     """Consolidation rounds whose reply was used."""
     consolidation_failures: int = 0
-    """Rounds whose reply could not be used even after the retry (turns archived raw)."""
+    """Rounds whose reply could not be used even after the retry (their turns stay pending)."""
     consolidation_retries: int = 0
     """Rounds that needed the second call."""
     turns_consolidated: int = 0
     turns_archived_raw: int = 0
+    """Turns archived without consolidation by older versions (kept so old snapshots load)."""
+    turns_kept_after_failure: int = 0
+    """Pending turns left in the PA's view by the last failed round."""
+    memory_cuts: int = 0
+    """Times MEMORY.md was cut to fit the PA prompt (issue 15.6)."""
+    last_cut_tokens: int = 0
+    """Tokens left out by the last cut."""
     last_failure: str | None = None
 
 
@@ -150,6 +165,9 @@ class FileMemory(MemorySystem):
         consolidate_at_tokens: consolidation starts when the estimated PA prompt passes this.
         consolidate_to_tokens: consolidation goes on until the estimate is below this.
         token_counter: text -> estimated tokens (default: ``client.count_tokens``).
+        base_prompt_tokens: tokens of the PA's system prompt without the memory (its fixed
+            instructions, date and section heading); counted into the PA prompt. The runner sets
+            it from the PA's real prompt; 0 counts only MEMORY.md and the turns.
 
     Raises:
         ValueError: thresholds not positive or ``to`` not below ``at``.
@@ -165,6 +183,7 @@ class FileMemory(MemorySystem):
         consolidate_at_tokens: int = PAPER_CONSOLIDATE_AT,
         consolidate_to_tokens: int = PAPER_CONSOLIDATE_TO,
         token_counter: Callable[[str], int] | None = None,
+        base_prompt_tokens: int = 0,
     ) -> None:
         if consolidate_to_tokens <= 0 or consolidate_at_tokens <= 0:
             raise ValueError(
@@ -180,6 +199,10 @@ class FileMemory(MemorySystem):
         self.folder = Path(folder)
         self.consolidate_at_tokens = consolidate_at_tokens
         self.consolidate_to_tokens = consolidate_to_tokens
+        if base_prompt_tokens < 0:
+            raise ValueError(f"File memory: base_prompt_tokens must not be negative, got {base_prompt_tokens}")
+        self.base_prompt_tokens = base_prompt_tokens
+        """Tokens of the PA's system prompt without the memory, counted into the PA prompt."""
         self._count = token_counter or client.count_tokens
         self._state = FileMemoryState()
         self._last: Evidence | None = None
@@ -207,11 +230,13 @@ class FileMemory(MemorySystem):
         return self._state.stats.model_copy()
 
     def prompt_tokens(self) -> int:
-        """Estimated tokens File memory adds to the PA prompt: MEMORY.md plus the pending turns."""
+        """Estimated tokens of the PA prompt (paper Section 4): the system prompt without memory
+        (``base_prompt_tokens``), MEMORY.md, and the pending turns as messages. Tool schemas are
+        not counted (see the module docstring)."""
         return self._tokens(self._state.memory_md, self._state.pending)
 
     def _tokens(self, memory_md: str, turns: list[TurnRecord]) -> int:
-        total = self._count(memory_md) if memory_md else 0
+        total = self.base_prompt_tokens + (self._count(memory_md) if memory_md else 0)
         for turn in turns:
             total += sum(self._count(m.content) + 4 for m in _turn_messages(turn))
         return total
@@ -232,7 +257,7 @@ class FileMemory(MemorySystem):
         Pending turns of the current step are left out: the PA already holds this session's
         history, so handing them back would put each of them in its prompt twice.
         """
-        memory_md = self._state.memory_md
+        memory_md = self._fitted_memory_md()
         items = [EvidenceItem(text=memory_md, source="MEMORY.md")] if memory_md.strip() else []
         prior: list[ChatMessage] = []
         if not session.is_probe:
@@ -242,8 +267,36 @@ class FileMemory(MemorySystem):
         self._last = Evidence(system_text=memory_md, items=items, prior_messages=prior)
         return self._last.model_copy(deep=True)
 
+    def _fitted_memory_md(self) -> str:
+        """MEMORY.md as the PA gets it: whole, or cut to ``consolidate_at_tokens`` less the base
+        prompt (whole lines from the top, then a marked note) when it alone would not fit."""
+        memory_md = self._state.memory_md
+        budget = max(64, self.consolidate_at_tokens - self.base_prompt_tokens)
+        total = self._count(memory_md) if memory_md else 0
+        if total <= budget:
+            return memory_md
+        kept: list[str] = []
+        used = 0
+        for line in memory_md.splitlines():
+            cost = self._count(line) + 1
+            if used + cost > budget - 32:  # room for the note
+                break
+            kept.append(line)
+            used += cost
+        left_out = total - used
+        stats = self._state.stats
+        stats.memory_cuts += 1
+        stats.last_cut_tokens = left_out
+        note = (f"[MEMORY.md continues: about {left_out} more tokens were left out here so the prompt "
+                f"fits the model's window]")
+        return "\n".join([*kept, note]) + "\n"
+
     async def _consolidate_down(self) -> None:
-        """Consolidate the oldest pending turns until the estimate is below the lower threshold."""
+        """Consolidate the oldest pending turns until the estimate is below the lower threshold.
+
+        A round whose reply cannot be used ends the loop and leaves its turns pending (counted,
+        with its reason): they leave the PA's view only once a save holds them.
+        """
         while self._state.pending and self.prompt_tokens() >= self.consolidate_to_tokens:
             pending = self._state.pending
             memory_md = self._state.memory_md
@@ -266,13 +319,10 @@ class FileMemory(MemorySystem):
                 stats.consolidations += 1
                 stats.turns_consolidated += len(chunk)
             else:
-                reason = outcome.error or "unknown"
-                self._state.history.append(
-                    HistoryEntry(at=at, text=archive_summary(chunk, reason), consolidated=False)
-                )
                 stats.consolidation_failures += 1
-                stats.turns_archived_raw += len(chunk)
-                stats.last_failure = reason
+                stats.turns_kept_after_failure = len(pending)
+                stats.last_failure = outcome.error or "unknown"
+                return  # the turns stay pending and in the PA's view; the next write tries again
             self._state.pending = pending[cut:]
 
     # -- files and checkpoints -----------------------------------------------------------
@@ -331,6 +381,9 @@ class FileMemory(MemorySystem):
             "consolidation_retries": float(s.consolidation_retries),
             "turns_consolidated": float(s.turns_consolidated),
             "turns_archived_raw": float(s.turns_archived_raw),
+            "turns_kept_after_failure": float(s.turns_kept_after_failure),
+            "memory_cuts": float(s.memory_cuts),
+            "base_prompt_tokens": float(self.base_prompt_tokens),
             "prompt_tokens_estimate": float(self.prompt_tokens()),
             "consolidate_at_tokens": float(self.consolidate_at_tokens),
             "consolidate_to_tokens": float(self.consolidate_to_tokens),

@@ -40,10 +40,14 @@ from mempa_tui.runner.progress import (
     StepEvent,
 )
 from mempa_tui.runner.report import RunReport, outcome_of, write_run_report
+from mempa_tui.runner._budget import WindowTooSmallError, refuse_small_window
+from mempa_tui.runner._settings import settings_lines
 from mempa_tui.runner.runner import (
+    DONOR_CONDITION,
     DonorError,
     Runner,
     RunOutcome,
+    batch_donor_problems,
     check_memory_options,
     donor_problem,
     filled_config,
@@ -52,6 +56,7 @@ from mempa_tui.runner.runner import (
 )
 
 __all__ = [
+    "DONOR_CONDITION",
     "PROBE_ONLY_CONDITIONS",
     "ConfigMismatchError",
     "DonorError",
@@ -71,6 +76,8 @@ __all__ = [
     "Runner",
     "StepEvent",
     "StepResult",
+    "WindowTooSmallError",
+    "batch_donor_problems",
     "check_memory_options",
     "config_diff",
     "donor_problem",
@@ -78,12 +85,14 @@ __all__ = [
     "lease_path",
     "outcome_of",
     "profile_fingerprint",
+    "refuse_small_window",
     "replay_change_event",
     "resume_problems",
     "run_accumulation",
     "run_is_being_played",
     "run_many",
     "run_probe",
+    "settings_lines",
     "worlds_digest",
     "write_run_report",
 ]

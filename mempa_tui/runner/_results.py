@@ -272,7 +272,7 @@ class ExportedResults(BaseModel):
 
 def export_results(
     outcomes: Sequence[ProbeOutcome], saves_dir: Path, *, by: Grouping = "condition",
-    resamples: int = 5000, stamp: datetime | None = None,
+    resamples: int = 5000, stamp: datetime | None = None, settings: Sequence[str] = (),
 ) -> ExportedResults:
     """Write the results as Markdown and CSV into ``<saves_dir>/results-<UTC stamp>[-N]/`` (a new
     folder each time: two exports in the same second get ``-2``, ``-3``..., never one folder).
@@ -283,6 +283,8 @@ def export_results(
         by: the grouping of ``screen.md``.
         resamples: bootstrap resamples of the report's intervals (paper: 5,000).
         stamp: the folder's time stamp (default: now, UTC).
+        settings: each run's settings line (``<run>: donor ...; thresholds; decoding``, from
+            :func:`~mempa_tui.runner._settings.settings_lines`), written under both tables.
 
     Raises:
         ValueError: no outcomes.
@@ -307,11 +309,16 @@ def export_results(
                     "" if s is None or s.sd is None else f"{s.sd:.4f}",
                     s.eligible if s else 0, s.excluded if s else 0,
                 ])
+    footer = ("\n## Run settings (donor, File memory thresholds, decoding)\n\n"
+              + "".join(f"- {line}\n" for line in settings)) if settings else ""
     screen = folder / "screen.md"
     screen.write_text(
-        f"# MemPABench results by {by}\n\n" + results_markdown(results_rows(outcomes, by), by),
+        f"# MemPABench results by {by}\n\n" + results_markdown(results_rows(outcomes, by), by) + footer,
         encoding="utf-8",
     )
+    if footer:
+        with report.main_md.open("a", encoding="utf-8") as fh:
+            fh.write(footer)
     return ExportedResults(folder=folder, report=report, by_user_csv=by_user, screen_md=screen)
 
 

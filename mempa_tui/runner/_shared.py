@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import shutil
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -10,8 +9,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mempa_tui.llm.errors import LLMError
-from mempa_tui.llm.types import LLMCallRecord, Role
-from mempa_tui.memory import MemorySystem, make_memory
+from mempa_tui.llm.types import LLMCallRecord
+from mempa_tui.memory import FileMemory, MemorySystem, make_memory
+from mempa_tui.runner._budget import pa_base_prompt_tokens, prompt_budget
 from mempa_tui.runner._calls import capture_calls
 from mempa_tui.runner.config import RunConfig
 from mempa_tui.runner.progress import (
@@ -212,10 +212,13 @@ class RunContext:
         Raises:
             MemoryConfigError: invalid condition options.
         """
-        return make_memory(
+        memory = make_memory(
             self.config.memory, client=self.client, folder=folder, context_window=self.memory_room(),
             **self.config.memory_options,
         )
+        if isinstance(memory, FileMemory):  # its thresholds count the PA's whole prompt (issue 11.4)
+            memory.base_prompt_tokens = pa_base_prompt_tokens(self.client)
+        return memory
 
     def memory_room(self) -> int:
         """Tokens of the PA's context window left for memory and conversation (File memory's scale).
@@ -223,9 +226,7 @@ class RunContext:
         The PA's window less what every PA prompt carries anyway: the world tools' schemas (all 83,
         paper Appendix C.2; about 19,000 tokens) and the reply. At least 2,048.
         """
-        spec = self.client.profile.spec_for(Role.PA)
-        tools = json.dumps([t.model_dump() for t in self.registry.specs()], separators=(",", ":"))
-        return max(2048, spec.context_window - self.client.count_tokens(tools) - spec.max_tokens)
+        return prompt_budget(self.client, self.registry).room
 
     @staticmethod
     def drop_folder(folder: Path) -> None:

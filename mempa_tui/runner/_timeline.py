@@ -115,6 +115,7 @@ async def _play_step(run: RunContext, index: int, state: RunState, memory: Memor
     kind = "accumulation" if isinstance(script, AccumulationSession) else "change_event"
     play = run.episodes.run_accumulation if kind == "accumulation" else run.episodes.replay_change_event
     attempt = len(await run.store.attempts(run.run_id, step_id)) + 1
+    failures_before = _failure_counts(memory)
     run.progress.current = step_id
     run.emit("step_started", f"step {index + 1}/{run.progress.steps_total} {step_id} ({kind})", step_id=step_id)
     while True:
@@ -160,6 +161,8 @@ async def _play_step(run: RunContext, index: int, state: RunState, memory: Memor
         call_rows(step_id, calls),
     )
     run.progress.steps_done = index + 1
+    if status == "completed":
+        _warn_memory_failures(run, step_id, failures_before, _failure_counts(memory))
     if status != "completed":
         run.progress.steps_discarded += 1
         run.progress.errors.append(f"{step_id}: {status} after {attempt} attempt(s): {result.reason}")
@@ -167,6 +170,20 @@ async def _play_step(run: RunContext, index: int, state: RunState, memory: Memor
              + (f" ({result.reason})" if result.reason and status != "completed" else ""),
              step_id=step_id, status=status)
     return RunState(index, world, snapshot, sim, tokens)
+
+
+def _failure_counts(memory: MemorySystem) -> dict[str, float]:
+    """The memory's failure counters (``inspect().stats`` keys ending in ``_failures``)."""
+    return {k: v for k, v in memory.inspect().stats.items() if k.endswith("_failures")}
+
+
+def _warn_memory_failures(run: RunContext, step_id: str, before: dict[str, float], after: dict[str, float]) -> None:
+    """A memory failure in a kept step is a run problem (issue 15.2): warn, naming the counter."""
+    for key, value in sorted(after.items()):
+        grown = value - before.get(key, 0.0)
+        if grown > 0:
+            run.warn(f"{step_id}: {run.config.memory} memory counted {grown:g} more {key.replace('_', ' ')} "
+                     f"in this step ({value:g} in all); turns it could not save stay in the PA's view")
 
 
 def _result_json(result: StepResult, memory: MemorySystem) -> str:

@@ -39,8 +39,9 @@ PROBE_ONLY_CONDITIONS: tuple[str, ...] = ("none", "oracle")
 OptionValue = int | float | str | bool
 """A memory option's value (thresholds, switches)."""
 
-_UNHASHED = frozenset({"worlds_dir", "probe_concurrency"})
-"""Fields that do not change results: where the worlds live, how many probes run at once."""
+_UNHASHED = frozenset({"worlds_dir", "probe_concurrency", "file_memory_budget"})
+"""Fields that do not change results: where the worlds live, how many probes run at once, and
+File memory's measured thresholds (they follow from the profile's window, which is hashed)."""
 
 _ID_SAFE = re.compile(r"[^A-Za-z0-9_.]+")
 
@@ -102,6 +103,10 @@ class RunConfig(BaseModel):
     memory_version: str = ""
     """A plugin condition's ``<import path> <version>`` (:func:`~mempa_tui.memory.plugin_identity`),
     shown in results; empty for built-in conditions (and then not hashed)."""
+    file_memory_budget: dict[str, int] = Field(default_factory=dict)
+    """File memory runs: the consolidation thresholds in use and what they were scaled by (from
+    :func:`mempa_tui.runner._budget.file_memory_budget`; filled when the run starts, shown in its
+    header and results tables; empty for other conditions and older runs)."""
     slice: bool = False
     """Play only the timeline's quick-start ``slice`` (see :meth:`UserBundle.sliced`); part of the
     run id as a ``-slice`` suffix."""

@@ -13,6 +13,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from mempa_tui.runner._scoring import matrix_differing
+from mempa_tui.runner._settings import settings_lines
 from mempa_tui.scoring import ProbeOutcome, ProbeStatus, score_conditions
 from mempa_tui.scoring._report import ReportPaths, format_table, write_reports
 from mempa_tui.scripts.schema import ProbeKind
@@ -124,6 +125,11 @@ async def write_run_report(
     if run.memory != "none" and all(r.carry_over is None for r in rows):
         table += ("\nCarry-over is N/A in a one-run report: it compares with the model's No Memory answers "
                   "(Appendix F.3); `mempa results` computes it with this user and model's No Memory run.")
+    donor = await store.get_run(run.donor_run) if run.donor_run else None
+    settings = settings_lines([run], [donor] if donor is not None else [])[0].split(": ", 1)[1]
+    table += f"\nRun settings: {settings}"  # donor, File memory thresholds, decoding (issue 11.4)
+    with paths.main_md.open("a", encoding="utf-8") as fh:
+        fh.write(f"\n## Run settings\n\n{settings}\n")
     return RunReport(run_id=run_id, paths=paths, table=table, outcomes=len(outcomes),
                      memory_stats=await last_memory_stats(store, run_id))
 

@@ -21,10 +21,12 @@ import anyio
 from pydantic import BaseModel, Field, ValidationError
 
 from mempa_tui.memory import is_plugin_spec, make_memory, plugin_identity
+from mempa_tui.runner._budget import file_memory_budget, prompt_budget, window_problem
 from mempa_tui.runner._calls import install_call_routing
 from mempa_tui.runner._lease import RunLease
 from mempa_tui.runner._probes import plan_probes, run_probes
 from mempa_tui.runner._scoring import ProbeScorer, default_scorer
+from mempa_tui.runner._settings import settings_line
 from mempa_tui.runner._shared import EpisodeFunctions, RunContext
 from mempa_tui.runner._timeline import play_timeline
 from mempa_tui.runner.config import (
@@ -46,19 +48,39 @@ if TYPE_CHECKING:
     from mempa_tui.tools import ToolRegistry
 
 __all__ = [
+    "DONOR_CONDITION",
     "DonorError",
     "RunOutcome",
     "Runner",
+    "batch_donor_problems",
     "check_memory_options",
     "donor_problem",
     "filled_config",
+    "play_donor_first",
     "resume_problems",
     "run_many",
 ]
 
 
+DONOR_CONDITION = "file"
+"""The memory condition whose checkpoints No Memory and Oracle probe from (paper Section 4,
+'Reference Condition Runs': one File memory run of the same user is the donor for every backbone)."""
+
+
 class DonorError(ValueError):
     """The donor run named for No Memory or Oracle is missing or does not fit (user, condition)."""
+
+
+def play_donor_first(config: RunConfig) -> str:
+    """The command line that plays the File memory run a reference run ``config`` could probe from.
+
+    Returns:
+        e.g. ``mempa run --user A --memory file --model embedded --seed 0 --slice`` and its run id.
+    """
+    donor = config.model_copy(update={"memory": DONOR_CONDITION, "donor_run": None})
+    slice_flag = " --slice" if config.slice else ""
+    return (f"`mempa run --user {config.user} --memory {DONOR_CONDITION} --model {config.profile} "
+            f"--seed {config.seed}{slice_flag}` (run {donor.run_id})")
 
 
 class RunOutcome(BaseModel):
@@ -132,11 +154,11 @@ def resume_problems(config: RunConfig, stored: RunRecord, profile: ModelProfile)
 def donor_problem(config: RunConfig, donor: RunRecord | None, store_path: Path | None = None) -> str | None:
     """Why ``donor`` cannot lend its checkpoints to the No Memory / Oracle run ``config`` (None: it can).
 
-    Paper Section 4 ('Reference Condition Runs'): reference conditions probe from a memory run's
-    checkpoints. The donor must exist, be of the same user, have played a timeline (not be a
-    probe-only run), and have played the same one: the quick-start slice or the whole timeline (a
-    slice's final probes expect only the slice's change events), from the same world files (when
-    both digests are known).
+    Paper Section 4 ('Reference Condition Runs'): reference conditions probe from the checkpoints of
+    a File memory run of the same user. The donor must exist, be of the same user, be a File memory
+    run (never another memory condition), have completed, and have played the same timeline: the
+    quick-start slice or the whole timeline (a slice's final probes expect only the slice's change
+    events), from the same world files (when both digests are known).
 
     Args:
         config: the reference run's config; ``config.donor_run`` names the donor.
@@ -150,6 +172,12 @@ def donor_problem(config: RunConfig, donor: RunRecord | None, store_path: Path |
         return f"donor run {donor.id} is of user {donor.user}, not {config.user}"
     if donor.memory in PROBE_ONLY_CONDITIONS:
         return f"donor run {donor.id} is a {donor.memory} run and has no timeline checkpoints"
+    if donor.memory != DONOR_CONDITION:
+        return (f"donor run {donor.id} is a {donor.memory} run; No Memory and Oracle probe only from a "
+                f"File memory run's checkpoints (paper Section 4), e.g. {play_donor_first(config)}")
+    if donor.status is not RunStatus.COMPLETED:
+        return (f"donor run {donor.id} has not completed (it is {donor.status.value}); play it to its end "
+                f"first, e.g. {play_donor_first(config)}")
     try:
         theirs = RunConfig.model_validate_json(donor.config_json)
     except ValidationError:
@@ -182,8 +210,9 @@ class Runner:
         scorer: computes BRS and PRS for completed final probes.
         resamples: bootstrap resamples of the report.
         preferred_donor: No Memory / Oracle without a named or stored donor: probe from this run
-            when it fits (same user, timeline and world files), else from the latest completed
-            accumulation run that fits (``run_many`` passes the batch's own donor).
+            when it fits (a completed File memory run of the same user, timeline and world files),
+            else from the latest completed File memory run that fits (``run_many`` passes the
+            batch's own File memory run); with none, the run is refused (:class:`DonorError`).
     """
 
     def __init__(
@@ -255,9 +284,12 @@ class Runner:
     async def _resolve_donor(self, config: RunConfig, notes: list[str]) -> RunConfig:
         """Fill ``donor_run`` for No Memory and Oracle (paper Section 4 'Reference Condition Runs').
 
+        Never falls back to the fixture world: without a File memory donor the run is refused.
+
         Raises:
-            DonorError: the named donor is missing, of another user, probe-only, or played another
-                timeline (slice vs whole, other world files).
+            DonorError: the named donor is missing, of another user, not a completed File memory
+                run, or played another timeline (slice vs whole, other world files); or there is no
+                donor at all (the message names the run to play first).
         """
         if config.accumulates:
             return config
@@ -269,17 +301,23 @@ class Runner:
         stored = None if self.fresh else await self._stored_config()
         if stored is not None and stored.donor_run is not None:
             donor = await self._follow_moved_donor(stored, notes)
+            lender = await self.store.get_run(donor)
+            if lender is not None and lender.memory != DONOR_CONDITION:  # chosen by an older version
+                raise DonorError(
+                    f"run {config.run_id} probes from {lender.id}, a {lender.memory} run; No Memory and Oracle "
+                    f"probe only from a File memory run's checkpoints (paper Section 4): add --fresh to start it "
+                    f"over, e.g. after {play_donor_first(config)}"
+                )
             notes.append(f"probing from the checkpoints of donor run {donor} (chosen when this run started)")
             return config.model_copy(update={"donor_run": donor})
-        if stored is not None:  # it started from the fixture world; a donor now would change its config
-            notes.append(
-                "warning: this run started without a donor run and goes on probing from the fixture world "
-                "with an empty memory; add --fresh to start it over from a memory run's checkpoints"
+        if stored is not None:  # an older version let it probe the fixture world; never again
+            raise DonorError(
+                f"run {config.run_id} was started without a donor run (it probed the fixture world); add --fresh "
+                f"to start it over from a File memory run's checkpoints, e.g. after {play_donor_first(config)}"
             )
-            return config
         preferred = await self.store.get_run(self.preferred_donor) if self.preferred_donor else None
-        if (preferred is not None and preferred.status is RunStatus.COMPLETED
-                and donor_problem(config.model_copy(update={"donor_run": preferred.id}), preferred) is None):
+        if preferred is not None and donor_problem(config.model_copy(update={"donor_run": preferred.id}),
+                                                   preferred) is None:
             notes.append(f"probing from the checkpoints of donor run {preferred.id}")
             return config.model_copy(update={"donor_run": preferred.id})
         donor = await self.store.latest_completed_run(
@@ -287,17 +325,24 @@ class Runner:
             fits=lambda run: donor_problem(config.model_copy(update={"donor_run": run.id}), run) is None,
         )
         if donor is None:
-            slice_flag = " --slice" if config.slice else ""
-            notes.append(
-                f"warning: no completed accumulation run of user {config.user} with profile "
-                f"{config.profile} that played the same timeline{' (slice)' if config.slice else ''}; "
-                "probing from the fixture world with an empty memory "
-                f"(run e.g. `mempa run --user {config.user} --memory file --model {config.profile}{slice_flag}` "
-                "first, or name one with --donor)"
+            raise DonorError(
+                f"no completed File memory run of user {config.user} with profile {config.profile} that played "
+                f"the same timeline{' (slice)' if config.slice else ''}: No Memory and Oracle probe from its "
+                f"checkpoints (paper Section 4); play {play_donor_first(config)} first, or name one with --donor"
             )
-            return config
         notes.append(f"probing from the checkpoints of donor run {donor.id}")
         return config.model_copy(update={"donor_run": donor.id})
+
+    async def _settings(self, config: RunConfig) -> str:
+        """The header's settings line: donor, File memory thresholds, decoding (issue 11.4)."""
+        donor = await self.store.get_run(config.donor_run) if config.donor_run else None
+        donor_budget = None
+        if donor is not None:
+            try:
+                donor_budget = RunConfig.model_validate_json(donor.config_json).file_memory_budget
+            except ValidationError:
+                donor_budget = {}
+        return settings_line(config.model_dump(mode="json"), donor_budget=donor_budget)
 
     async def _open(self, config: RunConfig, notes: list[str]) -> RunRecord:
         existing = await self.store.get_run(config.run_id)
@@ -308,6 +353,7 @@ class Runner:
         if existing is not None:
             if existing.config_hash != config.config_hash():
                 raise ConfigMismatchError(config.run_id, config_diff(existing.config_json, config))
+            await self._store_budget(existing, config)
             return existing
         record = RunRecord(
             id=config.run_id, user=config.user, profile=config.profile, memory=config.memory,
@@ -316,6 +362,19 @@ class Runner:
         )
         await self.store.create_run(record)
         return record
+
+    async def _store_budget(self, existing: RunRecord, config: RunConfig) -> None:
+        """Record File memory's thresholds in a stored run's config when it lacks them (runs stored
+        before they were recorded; the field is not hashed, so the run id and hash stay)."""
+        if not config.file_memory_budget:
+            return
+        try:
+            stored = RunConfig.model_validate_json(existing.config_json)
+        except ValidationError:
+            return
+        if stored.file_memory_budget != config.file_memory_budget:
+            updated = stored.model_copy(update={"file_memory_budget": config.file_memory_budget})
+            await self.store.update_run(existing.id, config=(updated.model_dump_json(), existing.config_hash))
 
     # ---- the run --------------------------------------------------------------------------
 
@@ -343,7 +402,12 @@ class Runner:
         notes: list[str] = []
         self._check_memory_options()
         bundle, config = filled_config(self.config, self.client.profile)
+        budget = prompt_budget(self.client, self.registry)
+        if (too_small := window_problem(budget)) is not None:
+            notes.append(f"warning: {too_small}")
         config = await self._resolve_donor(config, notes)
+        if config.memory == DONOR_CONDITION:  # printed below and stored with the run (issue 11.4)
+            config = config.model_copy(update={"file_memory_budget": file_memory_budget(config, budget)})
         await self._open(config, notes)
         self.config = config
         install_call_routing(self.client)
@@ -361,7 +425,8 @@ class Runner:
                                     total_probes=probes_total, clear_error=True)
         for note in notes:
             ctx.warn(note)
-        ctx.emit("run_started", f"run {self.run_id}: {steps_total} steps, {probes_total} probe repeats")
+        ctx.emit("run_started", f"run {self.run_id}: {steps_total} steps, {probes_total} probe repeats\n"
+                 f"  settings: {await self._settings(config)}")
         try:
             return await self._play(ctx, notes)
         except anyio.get_cancelled_exc_class():
@@ -419,9 +484,10 @@ async def run_many(
     """Run several configs concurrently (anyio task group; model concurrency is the client's).
 
     Accumulating runs go first, all at once; then No Memory and Oracle runs, so they find the
-    donors just played: a probe-only config without a ``donor_run`` takes the first accumulating
-    config of the batch (in the given order) for the same user, profile, seed and timeline that
-    completed, else the runner's usual choice. One run's error does not stop the others: it is
+    donor just played: a probe-only config without a ``donor_run`` takes the batch's File memory
+    run for the same user, profile, seed and timeline once it completed, else the runner's usual
+    choice (the latest completed File memory run that fits; none: refused). Another memory
+    condition of the batch never lends its checkpoints. One run's error does not stop the others: it is
     returned in its place.
 
     Args:
@@ -465,11 +531,12 @@ async def run_many(
 
 
 def _batch_lenders(config: RunConfig, batch: Sequence[RunConfig]) -> list[str]:
-    """The batch's accumulation runs that could lend ``config`` (a reference run without a named
+    """The batch's File memory runs that could lend ``config`` (a reference run without a named
     donor) their checkpoints: same user, profile, seed and timeline."""
     if config.accumulates or config.donor_run is not None:
         return []
-    return [other.run_id for other in batch if other.accumulates and _same_timeline(other, config)]
+    return [other.run_id for other in batch
+            if other.memory == DONOR_CONDITION and _same_timeline(other, config)]
 
 
 def _same_timeline(a: RunConfig, b: RunConfig) -> bool:
@@ -494,10 +561,44 @@ async def _sibling_donor(config: RunConfig, batch: Sequence[RunConfig], store: R
 def _batch_donor(
     config: RunConfig, batch: Sequence[RunConfig], results: Sequence[RunOutcome | Exception | None]
 ) -> str | None:
-    """The batch's first completed accumulation run for ``config``'s user, profile, seed and timeline."""
+    """The batch's completed File memory run for ``config``'s user, profile, seed and timeline."""
     if config.accumulates or config.donor_run is not None:
         return None
     for other, result in zip(batch, results, strict=True):
-        if other.accumulates and _same_timeline(other, config) and isinstance(result, RunOutcome) and result.status is RunStatus.COMPLETED:
+        if other.memory == DONOR_CONDITION and _same_timeline(other, config) and isinstance(result, RunOutcome) and result.status is RunStatus.COMPLETED:
             return result.run_id
     return None
+
+
+async def batch_donor_problems(configs: Sequence[RunConfig], store: RunStore) -> list[str]:
+    """Why the reference runs of a batch could not find a donor, checked before anything plays.
+
+    A No Memory or Oracle run without ``donor_run`` needs a File memory run of the same user,
+    profile, seed and timeline: one in the batch, one it already probes from (a stored run), or a
+    completed one in the store. A batch that has none of these is refused rather than extended
+    with a File memory run nobody asked for (hours of play): the message names the run to play
+    first, or to add to ``--memory``.
+
+    Returns:
+        One line per reference run that would be refused (empty: every one has a donor).
+    """
+    problems: list[str] = []
+    for config in configs:
+        if config.accumulates or config.donor_run is not None or _batch_lenders(config, configs):
+            continue
+        stored = await store.get_run(config.run_id)
+        if stored is not None and stored.donor_run is not None:
+            continue
+        if await _sibling_donor(config, configs, store) is not None:
+            continue
+        found = await store.latest_completed_run(
+            config.user, config.profile, exclude_memory=PROBE_ONLY_CONDITIONS,
+            fits=lambda run, c=config: donor_problem(c.model_copy(update={"donor_run": run.id}), run) is None,
+        )
+        if found is None:
+            problems.append(
+                f"{config.run_id}: no completed File memory run of user {config.user} with profile "
+                f"{config.profile} that played the same timeline to probe from; add {DONOR_CONDITION} to --memory "
+                f"or play {play_donor_first(config)} first (or name one with --donor)"
+            )
+    return problems

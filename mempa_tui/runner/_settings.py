@@ -1,0 +1,117 @@
+"""The settings line of a run: its donor, File memory's thresholds and the decoding in use.
+
+Shown in a run's header and under every results table (issue 11.4), so a number is never read
+without what produced it: which File memory run the reference conditions probed from (paper
+Section 4, 'Reference Condition Runs'), the consolidation thresholds (Section 4; scaled to the
+window or the paper's 20k -> 10k), and per role the temperature and reply budget (Section 4:
+PA 0.7 with 8,192 tokens, simulator 0, a deterministic judge), with the LLM message checker switch
+(Section 4, 'Live review').
+
+Everything is read from the run's stored configuration, so a table of old runs shows what they
+were played with, not what the profile says today.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from mempa_tui.store import RunRecord
+
+__all__ = ["decoding_text", "settings_line", "settings_lines", "thresholds_text"]
+
+_ROLES = ("pa", "simulator", "judge", "checker", "memory")
+
+
+def _fields(fingerprint: str) -> dict[str, str]:
+    """``"<model> temperature=0.7 max_tokens=8192 ..."`` -> ``{"model": .., "temperature": ..}``."""
+    parts = fingerprint.split()
+    out = {"model": parts[0]} if parts else {}
+    for part in parts[1:]:
+        key, _, value = part.partition("=")
+        out[key] = value
+    return out
+
+
+def decoding_text(profile_models: dict[str, str]) -> str:
+    """Per role ``temperature`` and ``max_tokens``, then the message checker switch.
+
+    Args:
+        profile_models: a run's :func:`~mempa_tui.runner.config.profile_fingerprint`.
+
+    Returns:
+        e.g. ``pa t=0.7 max 8192, simulator t=0.0 max 4096, ...; LLM message checker on``, or
+        ``decoding not recorded`` for a run stored without it.
+    """
+    if not profile_models:
+        return "decoding not recorded"
+    roles = []
+    for role in _ROLES:
+        if role in profile_models:
+            f = _fields(profile_models[role])
+            roles.append(f"{role} t={f.get('temperature', '?')} max {f.get('max_tokens', '?')}")
+    checker = profile_models.get("options", "")
+    switch = "on" if "llm_message_checker=True" in checker else "off" if checker else "not recorded"
+    return ", ".join(roles) + f"; LLM message checker {switch}"
+
+
+def thresholds_text(budget: dict[str, Any]) -> str:
+    """File memory's thresholds as stored in a run's config (``file_memory_budget``)."""
+    if not budget:
+        return "File memory thresholds not recorded (run stored before they were)"
+    at, to = budget.get("consolidate_at_tokens"), budget.get("consolidate_to_tokens")
+    if budget.get("set_by_option"):
+        why = "set by --memory-option"
+    elif budget.get("scaled"):
+        why = (f"scaled from the paper's 20,000 -> 10,000: a {budget.get('pa_window', 0):,}-token window "
+               f"holds {budget.get('tool_tokens', 0):,} tokens of tools beside the prompt")
+    else:
+        why = "the paper's values"
+    return f"File memory consolidates at {at:,} -> {to:,} tokens of PA prompt ({why})"
+
+
+def settings_line(config: dict[str, Any], *, donor_budget: dict[str, Any] | None = None) -> str:
+    """One run's settings: donor (reference runs), thresholds (File memory, own or donor's), decoding.
+
+    Args:
+        config: the run's stored configuration (``RunConfig`` as JSON data).
+        donor_budget: for a reference run, its donor's ``file_memory_budget`` (the memory that
+            wrote the checkpoints it probes from).
+    """
+    memory = config.get("memory", "?")
+    parts: list[str] = []
+    if memory in ("none", "oracle"):
+        donor = config.get("donor_run")
+        parts.append(f"donor {donor}" if donor else "no donor (not probed yet)")
+        if donor_budget is not None:
+            parts.append("donor's " + thresholds_text(donor_budget))
+    elif memory == "file":
+        parts.append(thresholds_text(config.get("file_memory_budget") or {}))
+    parts.append("decoding: " + decoding_text(config.get("profile_models") or {}))
+    return "; ".join(parts)
+
+
+def _config(record: RunRecord) -> dict[str, Any]:
+    try:
+        data = json.loads(record.config_json)
+    except json.JSONDecodeError:
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def settings_lines(records: Sequence[RunRecord], donors: Sequence[RunRecord] = ()) -> list[str]:
+    """``<run id>: <settings>`` for each run, in order (the footer of a results table).
+
+    Args:
+        records: the runs of the table.
+        donors: further stored runs to look donors up in (the table's own runs are searched too).
+    """
+    by_id = {r.id: r for r in [*donors, *records]}
+    lines = []
+    for record in records:
+        config = _config(record)
+        donor = by_id.get(str(config.get("donor_run"))) if config.get("donor_run") else None
+        donor_budget = (_config(donor).get("file_memory_budget") or {}) if donor is not None else None
+        lines.append(f"{record.id}: {settings_line(config, donor_budget=donor_budget)}")
+    return lines
