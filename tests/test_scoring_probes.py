@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -142,3 +143,21 @@ async def test_outcomes_carry_the_matrix_of_the_runs_worlds(client: LLMClient, t
         outcomes = [outcome_of(r, run) for r in await store.probe_results(outcome.run_id)]
     differing = matrix_differing(runner_config().worlds_dir, "R")
     assert outcomes and all(o.differs_in_matrix is (o.attribute in differing) for o in outcomes)
+
+
+async def test_outcomes_of_a_run_whose_worlds_moved_leave_cs_unknown(client: LLMClient, tmp_path: Path) -> None:
+    """Results read where the run's worlds folder is not (a copied saves folder) still score the
+    run; CS's set D is unknown for it (None) instead of raising for every score."""
+    async with RunStore(tmp_path / "mempa.sqlite") as store:
+        runner = Runner(
+            runner_config(repeats=1), store, client, default_registry(), None,
+            memory_root=tmp_path / "mem", episodes=FakeEpisodes().functions(), scorer=Scored(), resamples=50,
+        )
+        outcome = await runner.run()
+        run = await store.get_run(outcome.run_id)
+        assert run is not None
+        cfg = json.loads(run.config_json)
+        cfg["worlds_dir"] = str(tmp_path / "moved-away")
+        moved = run.model_copy(update={"config_json": json.dumps(cfg)})
+        outcomes = [outcome_of(r, moved) for r in await store.probe_results(outcome.run_id)]
+    assert outcomes and all(o.differs_in_matrix is None for o in outcomes)

@@ -16,6 +16,7 @@ from mempa_tui.runner._scoring import matrix_differing
 from mempa_tui.runner._settings import settings_lines
 from mempa_tui.scoring import ProbeOutcome, ProbeStatus, score_conditions
 from mempa_tui.scoring._report import ReportPaths, format_table, write_reports
+from mempa_tui.scripts._yamldoc import WorldFileError
 from mempa_tui.scripts.schema import ProbeKind
 from mempa_tui.store import ProbeResultRecord, RunRecord, RunStore, StoreError
 
@@ -73,24 +74,28 @@ def outcome_of(record: ProbeResultRecord, run: RunRecord) -> ProbeOutcome:
     ``completed`` and ``floored`` keep their status; ``invalid`` and ``failed`` runs (the
     simulator broke, the harness failed, the prompt did not fit the window) are ``incomplete``:
     kept apart, never scored as zero (Appendix F.2). ``differs_in_matrix`` comes from the user's
-    preference matrix in the run's worlds folder (CS's set D, Section 3.5).
-
-    Raises:
-        mempa_tui.scripts.WorldFileError: the run's preference matrix cannot be read.
+    preference matrix in the run's worlds folder (CS's set D, Section 3.5); when that folder
+    cannot be read (moved, or results read from another folder) it is None, so CS and carry-over
+    read N/A for the run while its other scores stand.
     """
     status = _STATUS.get(record.status, ProbeStatus.INCOMPLETE)
     try:
         worlds_dir = json.loads(run.config_json).get("worlds_dir") or "worlds"
     except (json.JSONDecodeError, AttributeError):
         worlds_dir = "worlds"
-    differing = matrix_differing(worlds_dir, run.user)
+    try:
+        differing: frozenset[str] | None = matrix_differing(worlds_dir, run.user)
+    except WorldFileError:
+        # The run's worlds folder moved or is not here (a copied saves folder, another working
+        # folder): CS and carry-over read N/A for this run rather than refusing every other score.
+        differing = None
     return ProbeOutcome(
         user=run.user, context=record.context, attribute=record.attribute,  # type: ignore[arg-type]
         probe_kind=ProbeKind(record.kind), repeat=record.repeat, target=record.target,
         selection=record.selection, status=status, brs=record.brs, prs=record.prs,
         memory=memory_label(run), model=backbone_label(run), probe_id=record.probe_id,
         reason=record.reason if status is not ProbeStatus.COMPLETED else None,
-        differs_in_matrix=record.attribute in differing,
+        differs_in_matrix=None if differing is None else record.attribute in differing,
     )
 
 
