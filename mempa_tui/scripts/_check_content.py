@@ -5,7 +5,7 @@ played; these make sure that playing it tests memory, not reading:
 
 - **target record** (:meth:`ContentRules.check_target_record`): a tool step that updates or
   deletes a record (a write tool whose name ends in ``_update`` or ``_delete``) must name, in its
-  ``*_id`` argument, a record of the tool's own domain that the script's beats bind
+  record key (the first ``*_id`` argument of the tool, e.g. ``event_id``), a record of the tool's own domain that the script's beats bind
   (``records`` of a beat or of a world event) or that an earlier tool step of the same script
   created. An id that merely exists in the fixture tree is not enough (it would let the PA be
   scored against the wrong record).
@@ -174,8 +174,10 @@ class ContentRules(CheckerBase):
         tdef = self.registry.get(step.tool)
         if tdef is None or not tdef.write or not re.search(r"_(update|delete)$", step.tool):
             return
-        for key, value in step.args.items():
-            if not key.endswith("_id") or not isinstance(value, str):
+        keys = [k for k in tdef.args_model.model_fields if k.endswith("_id")][:1]
+        for key in keys:
+            value = step.args.get(key)
+            if not isinstance(value, str):
                 continue
             domains = bound.get(value, set()) | created.get(value, set())
             if tdef.domain in domains:
