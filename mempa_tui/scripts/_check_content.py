@@ -317,13 +317,13 @@ def _grams(text: str) -> set[tuple[str, ...]]:
 def sibling_text(session: AccumulationSession) -> str:
     """The text compared between siblings: task, facts, every beat's goal and conveys.
 
-    The reaction beat (the one right after the decision point) is left out: it answers the PA's
-    manner and restates the decision beat's goal, so it says nothing new about the task.
+    The reaction beat (the one right after the decision point, and any beat with id
+    ``reaction``) is left out: it answers the PA's manner, not the task.
     """
     parts = [session.task, *(f.text for f in session.facts)]
     dp = session.decision_beat_index()
     for i, beat in enumerate(session.beats):
-        if dp is not None and i == dp + 1:
+        if i == dp + 1 or beat.id == "reaction":
             continue
         parts += [beat.goal, beat.conveys]
     return "\n".join(parts)
