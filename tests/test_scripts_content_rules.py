@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -151,3 +152,34 @@ def test_shortcut_results_cover_probes_decisions_and_personas(worlds: Path) -> N
     assert results["persona"].chance == pytest.approx(0.452, abs=0.001)
     for r in results.values():
         assert 0.0 <= r.definition <= 1.0 and 0.0 <= r.bag_of_words <= 1.0
+
+
+WORLDS = Path(__file__).resolve().parents[1] / "worlds"
+
+
+def test_a_decision_point_cue_in_the_shipped_worlds_fails(tmp_path: Path) -> None:
+    """Broken copy of all four users: an inexperience line at five Guided decision points."""
+    import shutil
+
+    from mempa_tui.scripts._shortcut import decision_items
+
+    worlds = tmp_path / "worlds"
+    shutil.copytree(WORLDS, worlds)
+    bundles = [load_user(worlds, label) for label in "ABCD"]
+    guided = [i for i in decision_items(bundles) if i.attribute == "guidance_level" and i.target == "Guided"]
+    by_user: dict[str, list[str]] = {}
+    for i in sorted(guided, key=lambda i: i.id):
+        by_user.setdefault(i.user, []).append(i.id)
+    picked = [ids[k] for k in range(2) for ids in by_user.values() if k < len(ids)][:6]
+    assert len({sid[0] for sid in picked}) >= 3
+    for sid in picked:
+        path = worlds / "users" / sid[0] / "sessions" / f"{sid}.yaml"
+        text = path.read_text()
+        first = re.search(r"\nfacts:\n( *)- id:", text)
+        assert first is not None, sid
+        pad = first.group(1)
+        fact = f"{pad}- id: cue_test\n{pad}  text: I have never done anything like this in my life.\n"
+        path.write_text(text[: first.start(1)] + fact + text[first.start(1) :])
+    cue = [v for v in check_worlds(worlds) if "decision-point cue" in v.message]
+    assert cue and {Path(v.path).stem for v in cue} >= set(picked)
+    assert all("guidance_level" in v.message and "Guided" in v.message for v in cue)

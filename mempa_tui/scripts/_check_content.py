@@ -34,6 +34,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from mempa_tui.scripts._check_base import CheckerBase, Violation
+from mempa_tui.scripts._check_timeline import FULL_COUNTS
 from mempa_tui.scripts._shortcut import ShortcutItem, decision_items, tokens
 from mempa_tui.scripts._yamldoc import Loc, YamlDoc
 from mempa_tui.scripts.loader import UserBundle, UserScan, WorldFileError
@@ -345,7 +346,12 @@ def similar_siblings(bundle: UserBundle) -> list[tuple[str, str, float]]:
 
 
 def content_violations(scans: Sequence[UserScan]) -> list[Violation]:
-    """The rules over many sessions: within-cell similarity per user, cue balance across users."""
+    """The rules over many sessions: within-cell similarity per user, cue balance across users.
+
+    Cue balance needs the whole benchmark (four users, every timeline ``full``), as the other
+    cross-user rules do (:func:`._check_timeline.check_across_users`): over fewer sessions, or over
+    copies of one user, every storyline word looks like a cue.
+    """
     bundles: list[UserBundle] = []
     sources: dict[str, YamlDoc] = {}
     for scan in scans:
@@ -367,5 +373,9 @@ def content_violations(scans: Sequence[UserScan]) -> list[Violation]:
                     f"(above {SIBLING_MAX_OVERLAP:.0%}): give them different tasks and domains",
                 )
             )
-    out.extend(cue_violations(bundles, sources))
+    full = len(scans) == FULL_COUNTS["users"] and all(
+        s.timeline is not None and s.timeline.scope == "full" for s in scans
+    )
+    if full and len(bundles) == len(scans):
+        out.extend(cue_violations(bundles, sources))
     return out
