@@ -18,6 +18,7 @@ from mempa_tui.scripts._check_content import (
 )
 from mempa_tui.scripts._shortcut import (
     ShortcutItem,
+    cue_accuracy,
     definition_accuracy,
     naive_bayes_accuracy,
     shortcut_results,
@@ -129,6 +130,13 @@ def test_naive_bayes_reads_a_cue_across_users_and_scores_chance_without_one() ->
     assert naive_bayes_accuracy(blank) == pytest.approx(0.5)
 
 
+def test_cue_voting_reads_a_cue_across_users_and_scores_chance_without_one() -> None:
+    cued = _items({"Guided": ["I have never done it"] * 8, "Assumed": ["sort it by thursday"] * 8})
+    assert cue_accuracy(cued) == 1.0
+    blank = _items({"Guided": ["same words here"] * 8, "Assumed": ["same words here"] * 8})
+    assert cue_accuracy(blank) == pytest.approx(0.5)
+
+
 def test_definition_similarity_picks_the_setting_whose_behaviour_is_restated() -> None:
     attr = attribute("process_visibility")
     items = [ShortcutItem("A", f"A-{s.name}", Context.WORK, attr.key, s.name, s.behaviour) for s in attr.settings]
@@ -151,7 +159,7 @@ def test_shortcut_results_cover_probes_decisions_and_personas(worlds: Path) -> N
     assert results["probe"].items == 28 and results["decision"].items == 2 and results["persona"].items == 28
     assert results["persona"].chance == pytest.approx(0.452, abs=0.001)
     for r in results.values():
-        assert 0.0 <= r.definition <= 1.0 and 0.0 <= r.bag_of_words <= 1.0
+        assert 0.0 <= r.definition <= 1.0 and 0.0 <= r.bag_of_words <= 1.0 and 0.0 <= r.cues <= 1.0
 
 
 WORLDS = Path(__file__).resolve().parents[1] / "worlds"

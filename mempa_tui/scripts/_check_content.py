@@ -35,7 +35,7 @@ from dataclasses import dataclass
 
 from mempa_tui.scripts._check_base import CheckerBase, Violation
 from mempa_tui.scripts._check_timeline import FULL_COUNTS
-from mempa_tui.scripts._shortcut import ShortcutItem, decision_items, tokens
+from mempa_tui.scripts._shortcut import CUE_RULE, Cue, decision_items, find_cues
 from mempa_tui.scripts._yamldoc import Loc, YamlDoc
 from mempa_tui.scripts.loader import UserBundle, UserScan, WorldFileError
 from mempa_tui.scripts.schema import AccumulationSession, ChangeEvent, Probe, ToolStep
@@ -103,26 +103,6 @@ MANNER_PATTERNS: tuple[str, ...] = (
 )
 _MANNER_RE = re.compile("|".join(MANNER_PATTERNS), re.IGNORECASE)
 
-
-@dataclass(frozen=True)
-class _CueRule:
-    """Thresholds of the cue-balance rule.
-
-    Attributes:
-        min_sessions: the phrase occurs in at least this many decision points of the setting.
-        min_users: ... of at least this many users (one user's storyline words are not a cue).
-        min_share: ... in at least this share of the setting's decision points (0-1).
-        ratio: ... and that share is at least this many times its share under the other settings
-            (the other share is floored at half a decision point, so absence elsewhere counts).
-    """
-
-    min_sessions: int = 5
-    min_users: int = 3
-    min_share: float = 0.4
-    ratio: float = 4.0
-
-
-CUE_RULE = _CueRule()
 
 #: Word 4-gram Jaccard overlap above which two sessions of one cell are reported.
 SIBLING_MAX_OVERLAP = 0.15
@@ -235,59 +215,6 @@ class ContentRules(CheckerBase):
 
 
 # ---- across a user's sessions and across users ------------------------------------------
-
-
-@dataclass(frozen=True)
-class Cue:
-    """A phrase whose presence at decision points predicts one setting of an attribute.
-
-    Attributes:
-        attribute: the attribute key.
-        setting: the setting it points to.
-        phrase: the (stemmed) word or two-word phrase.
-        sessions: ids of the setting's decision points holding it.
-        share: share of the setting's decision points holding it (0-1).
-        other_share: share of the other settings' decision points holding it (0-1).
-    """
-
-    attribute: str
-    setting: str
-    phrase: str
-    sessions: tuple[str, ...]
-    share: float
-    other_share: float
-
-
-def _features(text: str) -> set[str]:
-    words = tokens(text)
-    return set(words) | {f"{a} {b}" for a, b in zip(words, words[1:])}
-
-
-def find_cues(items: Sequence[ShortcutItem]) -> list[Cue]:
-    """The phrases that break :data:`CUE_RULE` among ``items`` (grouped per attribute)."""
-    by_attr: dict[str, list[ShortcutItem]] = defaultdict(list)
-    for i in items:
-        by_attr[i.attribute].append(i)
-    out: list[Cue] = []
-    for key, group in sorted(by_attr.items()):
-        totals: dict[str, int] = defaultdict(int)
-        holding: dict[str, dict[str, list[ShortcutItem]]] = defaultdict(lambda: defaultdict(list))
-        for i in group:
-            totals[i.target] += 1
-            for f in _features(i.text):
-                holding[f][i.target].append(i)
-        for phrase, per_setting in sorted(holding.items()):
-            for setting, its in sorted(per_setting.items()):
-                others = sum(n for s, n in totals.items() if s != setting)
-                if others == 0 or len(its) < CUE_RULE.min_sessions:
-                    continue
-                if len({i.user for i in its}) < CUE_RULE.min_users:
-                    continue
-                share = len(its) / totals[setting]
-                other = sum(len(v) for s, v in per_setting.items() if s != setting) / others
-                if share >= CUE_RULE.min_share and share >= CUE_RULE.ratio * max(other, 0.5 / others):
-                    out.append(Cue(key, setting, phrase, tuple(sorted(i.id for i in its)), share, other))
-    return out
 
 
 def cue_violations(bundles: Sequence[UserBundle], sources: dict[str, YamlDoc]) -> list[Violation]:

@@ -21,6 +21,9 @@ Two classifiers, both deterministic and free of any model:
   the same kind and attribute of the *other* users, with a uniform prior (so that an uneven mix of
   targets is not mistaken for a text cue) and add-one smoothing.
 
+- ``cues``: leave-one-user-out cue voting: the phrases that break the cue-balance rule of
+  ``worlds check`` among the other users (:func:`find_cues`) vote for their setting.
+
 Ties are scored as the expected accuracy of breaking them at random (``1/len(tied)`` when the target
 is among them), so a classifier that learns nothing scores chance exactly. Chance is the mean over
 items of ``1/len(settings)`` (the paper's 45.2% for a set that weighs every attribute equally).
@@ -39,11 +42,15 @@ from mempa_tui.scripts.schema import AccumulationSession, Probe, ProbeKind
 from mempa_tui.taxonomy import ATTRIBUTES, Context, attribute
 
 __all__ = [
+    "CUE_RULE",
+    "Cue",
     "ShortcutItem",
     "ShortcutResult",
+    "cue_accuracy",
     "decision_items",
     "decision_text",
     "definition_accuracy",
+    "find_cues",
     "naive_bayes_accuracy",
     "persona_items",
     "persona_text",
@@ -111,6 +118,7 @@ class ShortcutResult:
         chance: mean of ``1/len(settings)`` over the items (fraction, 0-1).
         definition: accuracy of the definition-similarity classifier (fraction, 0-1).
         bag_of_words: accuracy of the leave-one-user-out naive Bayes (fraction, 0-1).
+        cues: accuracy of leave-one-user-out cue voting (:func:`cue_accuracy`, fraction, 0-1).
     """
 
     kind: str
@@ -118,6 +126,7 @@ class ShortcutResult:
     chance: float
     definition: float
     bag_of_words: float
+    cues: float
 
 
 def probe_text(probe: Probe) -> str:
@@ -260,6 +269,109 @@ def _chance(items: Sequence[ShortcutItem]) -> float:
     return sum(1.0 / len(attribute(i.attribute).setting_names) for i in items) / len(items)
 
 
+@dataclass(frozen=True)
+class _CueRule:
+    """Thresholds of the cue-balance rule.
+
+    Attributes:
+        min_sessions: the phrase occurs in at least this many decision points of the setting.
+        min_users: ... of at least this many users (one user's storyline words are not a cue).
+        min_share: ... in at least this share of the setting's decision points (0-1).
+        ratio: ... and that share is at least this many times its share under the other settings
+            (the other share is floored at half a decision point, so absence elsewhere counts).
+    """
+
+    min_sessions: int = 5
+    min_users: int = 3
+    min_share: float = 0.4
+    ratio: float = 4.0
+
+
+CUE_RULE = _CueRule()
+
+@dataclass(frozen=True)
+class Cue:
+    """A phrase whose presence at decision points predicts one setting of an attribute.
+
+    Attributes:
+        attribute: the attribute key.
+        setting: the setting it points to.
+        phrase: the (stemmed) word or two-word phrase.
+        sessions: ids of the setting's decision points holding it.
+        share: share of the setting's decision points holding it (0-1).
+        other_share: share of the other settings' decision points holding it (0-1).
+    """
+
+    attribute: str
+    setting: str
+    phrase: str
+    sessions: tuple[str, ...]
+    share: float
+    other_share: float
+
+
+def _features(text: str) -> set[str]:
+    words = tokens(text)
+    return set(words) | {f"{a} {b}" for a, b in zip(words, words[1:])}
+
+
+def find_cues(items: Sequence[ShortcutItem], rule: _CueRule | None = None) -> list[Cue]:
+    """The phrases that break ``rule`` (default :data:`CUE_RULE`) among ``items``, per attribute."""
+    rule = rule or CUE_RULE
+    by_attr: dict[str, list[ShortcutItem]] = defaultdict(list)
+    for i in items:
+        by_attr[i.attribute].append(i)
+    out: list[Cue] = []
+    for key, group in sorted(by_attr.items()):
+        totals: dict[str, int] = defaultdict(int)
+        holding: dict[str, dict[str, list[ShortcutItem]]] = defaultdict(lambda: defaultdict(list))
+        for i in group:
+            totals[i.target] += 1
+            for f in _features(i.text):
+                holding[f][i.target].append(i)
+        for phrase, per_setting in sorted(holding.items()):
+            for setting, its in sorted(per_setting.items()):
+                others = sum(n for s, n in totals.items() if s != setting)
+                if others == 0 or len(its) < rule.min_sessions:
+                    continue
+                if len({i.user for i in its}) < rule.min_users:
+                    continue
+                share = len(its) / totals[setting]
+                other = sum(len(v) for s, v in per_setting.items() if s != setting) / others
+                if share >= rule.min_share and share >= rule.ratio * max(other, 0.5 / others):
+                    out.append(Cue(key, setting, phrase, tuple(sorted(i.id for i in its)), share, other))
+    return out
+
+
+def cue_accuracy(items: Sequence[ShortcutItem]) -> float:
+    """Accuracy (0-1) of leave-one-user-out cue voting.
+
+    For each item, the cues of :func:`find_cues` are found among the other users' items of its
+    attribute (with one user held out, a cue needs one session and one user fewer than
+    :data:`CUE_RULE`); each cue present in the item votes for its setting; the most voted settings share
+    the guess (no cue present: every setting ties, which scores chance).
+    """
+    if not items:
+        return 0.0
+    users = sorted({i.user for i in items})
+    held_out = _CueRule(
+        min_sessions=CUE_RULE.min_sessions - 1,
+        min_users=CUE_RULE.min_users - 1,
+        min_share=CUE_RULE.min_share,
+        ratio=CUE_RULE.ratio,
+    )
+    cues_without = {u: find_cues([i for i in items if i.user != u], held_out) for u in users}
+    total = 0.0
+    for i in items:
+        present = _features(i.text)
+        votes = {s: 0.0 for s in attribute(i.attribute).setting_names}
+        for cue in cues_without[i.user]:
+            if cue.attribute == i.attribute and cue.phrase in present:
+                votes[cue.setting] += 1.0
+        total += _tied_score(votes, i.target)
+    return total / len(items)
+
+
 def shortcut_results(bundles: Sequence[UserBundle]) -> list[ShortcutResult]:
     """Both classifiers on final probes, decision points and personas of ``bundles``."""
     out: list[ShortcutResult] = []
@@ -275,6 +387,7 @@ def shortcut_results(bundles: Sequence[UserBundle]) -> list[ShortcutResult]:
                 chance=_chance(items),
                 definition=definition_accuracy(items),
                 bag_of_words=naive_bayes_accuracy(items),
+                cues=cue_accuracy(items),
             )
         )
     return out

@@ -201,6 +201,7 @@ def format_stats(stats: WorldStats) -> str:
         for r in stats.shortcut:
             lines.append(
                 f"  {names.get(r.kind, r.kind)}: {r.items} items, chance {r.chance:.1%}, "
-                f"definition similarity {r.definition:.1%}, leave-one-user-out bag of words {r.bag_of_words:.1%}"
+                f"definition similarity {r.definition:.1%}, leave-one-user-out bag of words {r.bag_of_words:.1%}, "
+                f"leave-one-user-out cue words {r.cues:.1%}"
             )
     return "\n".join(lines)
