@@ -46,6 +46,7 @@ __all__ = [
     "MANNER_PATTERNS",
     "SETTING_WORDS",
     "SIBLING_MAX_OVERLAP",
+    "SIBLING_REVIEW_OVERLAP",
     "ContentRules",
     "Cue",
     "content_violations",
@@ -104,8 +105,10 @@ MANNER_PATTERNS: tuple[str, ...] = (
 _MANNER_RE = re.compile("|".join(MANNER_PATTERNS), re.IGNORECASE)
 
 
-#: Word 4-gram Jaccard overlap above which two sessions of one cell are reported.
+#: Word 4-gram Jaccard overlap above which two sessions of one cell fail ``worlds check``.
 SIBLING_MAX_OVERLAP = 0.15
+#: Lower overlap above which ``worlds stats`` lists a pair for review (not a failure).
+SIBLING_REVIEW_OVERLAP = 0.10
 
 
 def setting_words(text: str) -> list[str]:
@@ -257,8 +260,12 @@ def sibling_text(session: AccumulationSession) -> str:
     return "\n".join(parts)
 
 
-def similar_siblings(bundle: UserBundle) -> list[tuple[str, str, float]]:
-    """Pairs of sessions of one cell whose 4-gram Jaccard overlap exceeds :data:`SIBLING_MAX_OVERLAP`."""
+def similar_siblings(bundle: UserBundle, threshold: float = SIBLING_MAX_OVERLAP) -> list[tuple[str, str, float]]:
+    """Pairs of sessions of one cell whose word 4-gram Jaccard overlap exceeds ``threshold``.
+
+    Returns:
+        ``(first id, second id, overlap 0-1)`` per pair, ids in order.
+    """
     cells: dict[tuple[str, str], list[AccumulationSession]] = defaultdict(list)
     for s in bundle.sessions.values():
         cells[(s.context.value, s.attribute)].append(s)
@@ -267,7 +274,7 @@ def similar_siblings(bundle: UserBundle) -> list[tuple[str, str, float]]:
         for x, y in itertools.combinations(sorted(sessions, key=lambda s: s.id), 2):
             gx, gy = _grams(sibling_text(x)), _grams(sibling_text(y))
             overlap = len(gx & gy) / len(gx | gy) if gx | gy else 0.0
-            if overlap > SIBLING_MAX_OVERLAP:
+            if overlap > threshold:
                 out.append((x.id, y.id, overlap))
     return out
 
