@@ -151,6 +151,11 @@ def test_phrase_lists_match_the_reported_leaks() -> None:
     assert setting_words("a high wall and a low gate") == []
     assert manner_feedback("Say you wanted all three at once.") == ["wanted all"]
     assert manner_feedback("Give me all three at once.") == ["all three at once"]
+    assert manner_feedback("Say you only needed the day, not the case for it.") == ["only needed", "the case for it"]
+    assert manner_feedback("Say it could have picked sensible defaults instead of asking.") == [
+        "could have picked",
+        "instead of asking",
+    ]
     assert manner_feedback("Ask whether Teo can walk.") == []
 
 

@@ -101,6 +101,13 @@ MANNER_PATTERNS: tuple[str, ...] = (
     r"\b(?:didn't|did not|don't|do not) need (?:the|all the|an?) (?:explanation|reasoning|options|list|steps|sympathy|update)\b",
     r"\bshould have (?:asked|checked|told|explained|said|warned|listed)\b",
     r"\b(?:wish|would have liked|would've liked) (?:it|you|the assistant) (?:had|to)\b",
+    r"\b(?:only|just) needed\b",
+    r"\bcould have (?:picked|guessed|assumed|chosen|decided|just)\b",
+    r"\b(?:instead of|without) asking\b",
+    r"\bexpected to be asked\b",
+    r"\ba lot at once\b",
+    r"\b(?:wanted|wished|meant) to (?:read|see|check|approve) [^.]{0,40}\bbefore\b",
+    r"\bthe case for it\b",
 )
 _MANNER_RE = re.compile("|".join(MANNER_PATTERNS), re.IGNORECASE)
 
