@@ -88,6 +88,13 @@ def test_setting_words_in_a_change_event_transcript_fail(worlds: Path) -> None:
     assert v.path.endswith("T-ev1.yaml") and "'one step at a time'" in v.message
 
 
+def test_a_scope_limiter_before_a_task_expansion_decision_fails(worlds: Path) -> None:
+    probe = worlds / USER / "probes" / "final-work-task_expansion.yaml"
+    edit(probe, "conveys: Asks to save the plumber.", "conveys: Asks to save the plumber. Nothing else.")
+    v = only(check_worlds(worlds))
+    assert v.line == line_of(probe, "Nothing else.") and "scope limiter 'Nothing else'" in v.message
+
+
 def test_similar_sessions_of_one_cell_are_reported(worlds: Path) -> None:
     sessions = worlds / USER / "sessions"
     copy = (sessions / "T-s1.yaml").read_text().replace("id: T-s1", "id: T-s3")

@@ -16,6 +16,8 @@ played; these make sure that playing it tests memory, not reading:
   lines and change-event transcripts do not use a setting's own words (e.g. 'formal', 'one at a
   time', 'step by step', 'full narration'); :data:`SETTING_WORDS` lists the phrases, over all 14
   attributes, since a phrase of one attribute leaks into another's (A-E04's 'one step at a time').
+- **scope limiters** (:data:`SCOPE_LIMITERS`): no 'Nothing else.' / 'Just that.' before a Task
+  Expansion decision (it rules the High setting out before the PA acts; Table 8 condition 3).
 - **cue balance** (:func:`cue_violations`, across all users): at decision points, no word or
   two-word phrase occurs much more often under one setting of an attribute than under the others
   (thresholds in :data:`CUE_RULE`); such a word tells the PA the target without any memory.
@@ -44,6 +46,7 @@ from mempa_tui.tools import ToolResult
 __all__ = [
     "CUE_RULE",
     "MANNER_PATTERNS",
+    "SCOPE_LIMITERS",
     "SETTING_WORDS",
     "SIBLING_MAX_OVERLAP",
     "SIBLING_REVIEW_OVERLAP",
@@ -110,6 +113,14 @@ MANNER_PATTERNS: tuple[str, ...] = (
     r"\bthe case for it\b",
 )
 _MANNER_RE = re.compile("|".join(MANNER_PATTERNS), re.IGNORECASE)
+
+#: Scope limiters that, at a Task Expansion decision point, leave the High setting no reasonable
+#: role (Table 8 condition 3): the user has already said nothing beyond the request is wanted.
+SCOPE_LIMITERS = re.compile(
+    r"\b(?:nothing else|nothing more|just that|only that|that's all|that is all|no more than that|"
+    r"only the \w+\.)",
+    re.IGNORECASE,
+)
 
 
 #: Word 4-gram Jaccard overlap above which two sessions of one cell fail ``worlds check``.
@@ -199,6 +210,19 @@ class ContentRules(CheckerBase):
                 for hit in setting_words(turn.user):
                     self.add(doc, ("transcript", t, "user"), f"user turn uses the setting phrase {hit!r}")
             return
+        dp_index = script.decision_beat_index()
+        if script.attribute == "task_expansion":
+            upto = [(("facts", f, "text"), fact.text) for f, fact in enumerate(script.facts)]
+            for b, beat in enumerate(script.beats[: dp_index + 1]):
+                upto += [(("beats", b, "goal"), beat.goal), (("beats", b, "conveys"), beat.conveys)]
+            for loc, text in upto:
+                for m in SCOPE_LIMITERS.finditer(text.replace("\u2019", "'")):
+                    self.add(
+                        doc,
+                        loc,
+                        f"scope limiter {m.group(0)!r} before a Task Expansion decision leaves the "
+                        "other setting no role (Table 8 condition 3)",
+                    )
         for b, beat in enumerate(script.beats):
             dp = beat.decision_point
             if dp is not None:
