@@ -37,6 +37,7 @@ Rules, each reported at the file and line it concerns:
 - content that would give the target away (:mod:`._check_content`): an update/delete tool step
   targets a record the beats bind or an earlier step created, of the tool's domain; no manner
   feedback in probes (D.2); no setting phrase in reactions or change-event transcripts; no
+  scope limiter ('Nothing else.') before a Task Expansion decision; no
   decision-point cue word unbalanced across an attribute's settings (across users); no two
   sessions of a cell above the word 4-gram overlap threshold.
 
