@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import math
 import re
+from functools import lru_cache
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -198,6 +199,7 @@ def _tied_score(scores: dict[str, float], target: str) -> float:
     return 1.0 / len(tied) if target in tied else 0.0
 
 
+@lru_cache(maxsize=1)
 def _setting_vectors() -> tuple[dict[tuple[str, str], dict[str, float]], dict[str, float]]:
     docs = {(a.key, s.name): Counter(tokens(f"{s.name}. {s.behaviour}")) for a in ATTRIBUTES for s in a.settings}
     df: Counter[str] = Counter()
