@@ -279,13 +279,11 @@ def _grams(text: str) -> set[tuple[str, ...]]:
 def sibling_text(session: AccumulationSession) -> str:
     """The text compared between siblings: task, facts, every beat's goal and conveys.
 
-    The reaction beat (the one right after the decision point, and any beat with id
-    ``reaction``) is left out: it answers the PA's manner, not the task.
+    Beats with id ``reaction`` are left out: they answer the PA's manner, not the task.
     """
     parts = [session.task, *(f.text for f in session.facts)]
-    dp = session.decision_beat_index()
-    for i, beat in enumerate(session.beats):
-        if i == dp + 1 or beat.id == "reaction":
+    for beat in session.beats:
+        if beat.id == "reaction":
             continue
         parts += [beat.goal, beat.conveys]
     return "\n".join(parts)
