@@ -11,7 +11,7 @@ from pathlib import Path
 
 from mempa_tui.scripts._yamldoc import Loc, WorldFileError, YamlDoc
 from mempa_tui.scripts.loader import UserScan
-from mempa_tui.tools import ToolRegistry
+from mempa_tui.tools import ToolRegistry, ToolResult
 from mempa_tui.world import (
     COLLECTIONS,
     FixtureError,
@@ -151,16 +151,21 @@ class CheckerBase:
         tool: str,
         args: dict[str, object],
         expect_error: bool = False,
-    ) -> None:
-        """Run one scripted call through the real tools; report an unexpected outcome."""
+    ) -> ToolResult | None:
+        """Run one scripted call through the real tools; report an unexpected outcome.
+
+        Returns:
+            The tool's result, or None when the tool is unknown or the fixture tree is broken.
+        """
         if self.registry.get(tool) is None:
             self.add(doc, (*loc, "tool"), f"tool: {self.registry.unknown_tool_message(tool)}")
-            return
+            return None
         try:
             result = self.registry.call(wc, tool, args)
         except FixtureError:
-            return  # reported with the fixture tree
+            return None  # reported with the fixture tree
         if not result.ok and not expect_error:
             self.add(doc, loc, f"tool step fails: {result.error}")
         elif result.ok and expect_error:
             self.add(doc, loc, f"tool step {tool!r} was expected to fail (expect_error) but succeeded")
+        return result

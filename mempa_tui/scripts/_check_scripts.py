@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from mempa_tui.scripts._check_base import CheckerBase
+from mempa_tui.scripts._check_content import ContentRules
 from mempa_tui.scripts._yamldoc import YamlDoc
 from mempa_tui.scripts.schema import AccumulationSession, Probe, ToolStep
 from mempa_tui.world import WorkingCopy
@@ -14,7 +14,7 @@ from mempa_tui.world import WorkingCopy
 __all__ = ["ScriptRules"]
 
 
-class ScriptRules(CheckerBase):
+class ScriptRules(ContentRules):
     """Rules that look at one session or probe at a time."""
 
     # ---- sessions and probes ------------------------------------------------------------
@@ -98,7 +98,9 @@ class ScriptRules(CheckerBase):
 
         The clock is the script's start, or its last world event's time. The write lock is in
         place and every fact the beats release is released, as by the end of play; a declared lock
-        must also refuse at least one of the steps while its fact is still withheld.
+        must also refuse at least one of the steps while its fact is still withheld. An update or
+        delete step must target a record the beats bind or an earlier step created
+        (:meth:`~._check_content.ContentRules.check_target_record`).
         """
         if self.state is None or self.bad_collections:
             return
@@ -111,10 +113,16 @@ class ScriptRules(CheckerBase):
         for fid in released:
             wc.release_fact(fid)
         lock_bites = False
+        bound = self.bound_records(script)
+        created: dict[str, set[str]] = {}
         for k, step in enumerate(script.tool_steps):
             if lock is not None and self._refused_by_lock(locked, step):
                 lock_bites = True
-            self.replay(doc, ("tool_steps", k), wc, step.tool, step.args, step.expect_error)
+            self.check_target_record(doc, ("tool_steps", k), step, bound, created)
+            result = self.replay(doc, ("tool_steps", k), wc, step.tool, step.args, step.expect_error)
+            tdef = self.registry.get(step.tool)
+            if result is not None and tdef is not None:
+                self.note_created(step, tdef.domain, result, created)
         if lock is not None and script.tool_steps and not lock_bites:
             self.add(
                 doc,

@@ -5,6 +5,12 @@ differ between work and personal, settings used, sessions per cell, change event
 probes, and the size of the sessions. Exchanges and tool calls are those *planned by the scripts*
 (beats and ``tool_steps``); the measured numbers of a played run come from its store.
 
+The totals list the pairs of sessions of one cell whose scripted task text overlaps above the
+review threshold (:data:`._check_content.SIBLING_REVIEW_OVERLAP`). The last block is the shortcut check (:mod:`._shortcut`): how well two deterministic text
+classifiers predict the target setting from the final probes' scripted text, from the text up to
+each accumulation session's decision point, and from the persona alone (paper Appendix B.4:
+46.4% against 45.2% chance), each next to chance.
+
 Users whose files do not load are listed with the first problem instead of numbers
 (``mempa worlds check`` lists them all).
 """
@@ -17,6 +23,8 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from mempa_tui.scripts._check_timeline import FULL_COUNTS, change_direction
+from mempa_tui.scripts._check_content import SIBLING_MAX_OVERLAP, SIBLING_REVIEW_OVERLAP, similar_siblings
+from mempa_tui.scripts._shortcut import ShortcutResult, shortcut_results
 from mempa_tui.scripts.loader import UserBundle, WorldFileError, list_users, load_user
 from mempa_tui.scripts.schema import ProbeKind
 from mempa_tui.taxonomy import ATTRIBUTES, Context
@@ -63,6 +71,13 @@ class WorldStats(BaseModel):
 
     users: list[UserStats]
     unreadable: dict[str, str] = Field(default_factory=dict, description="Label -> first problem.")
+    similar_siblings: list[tuple[str, str, float]] = Field(
+        default_factory=list,
+        description="Sessions of one cell above the review overlap (first id, second id, 0-1).",
+    )
+    shortcut: list[ShortcutResult] = Field(
+        default_factory=list, description="Shortcut classifiers over the loaded users (:mod:`._shortcut`)."
+    )
 
     @property
     def differing_pairs(self) -> int:
@@ -122,13 +137,23 @@ def user_stats(bundle: UserBundle) -> UserStats:
 def world_stats(worlds_dir: str | Path) -> WorldStats:
     """Counts of every user under ``<worlds_dir>/users``; unreadable users are listed, not counted."""
     users: list[UserStats] = []
+    bundles: list[UserBundle] = []
     unreadable: dict[str, str] = {}
     for label in list_users(worlds_dir):
         try:
-            users.append(user_stats(load_user(worlds_dir, label)))
+            bundle = load_user(worlds_dir, label)
         except WorldFileError as exc:
             unreadable[label] = str(exc)
-    return WorldStats(users=users, unreadable=unreadable)
+            continue
+        bundles.append(bundle)
+        users.append(user_stats(bundle))
+    pairs = [p for b in bundles for p in similar_siblings(b, SIBLING_REVIEW_OVERLAP)]
+    return WorldStats(
+        users=users,
+        unreadable=unreadable,
+        similar_siblings=sorted(pairs, key=lambda p: -p[2]),
+        shortcut=shortcut_results(bundles),
+    )
 
 
 def _cells_line(per_cell: dict[str, int]) -> str:
@@ -178,4 +203,24 @@ def format_stats(stats: WorldStats) -> str:
         f"  settings used: {len(stats.settings_used)} of 32 (benchmark: at least {FULL_COUNTS['min_settings_used']})",
         events,
     ]
+    if stats.users:
+        lines.append(
+            f"  sessions of one cell sharing over {SIBLING_REVIEW_OVERLAP:.0%} of their word 4-grams "
+            f"(review; worlds check fails over {SIBLING_MAX_OVERLAP:.0%}): {len(stats.similar_siblings)}"
+        )
+        for a, b, overlap in stats.similar_siblings:
+            lines.append(f"    {a} / {b}: {overlap:.1%}")
+    if stats.shortcut:
+        lines += ["", "Shortcut check (target setting from text alone; should be near chance)"]
+        names = {
+            "probe": "final probes (facts, beats, reactions)",
+            "decision": "decision points (text up to the decision)",
+            "persona": "persona alone, per cell (benchmark: 46.4% vs 45.2% chance)",
+        }
+        for r in stats.shortcut:
+            lines.append(
+                f"  {names.get(r.kind, r.kind)}: {r.items} items, chance {r.chance:.1%}, "
+                f"definition similarity {r.definition:.1%}, leave-one-user-out bag of words {r.bag_of_words:.1%}, "
+                f"leave-one-user-out cue words {r.cues:.1%}"
+            )
     return "\n".join(lines)

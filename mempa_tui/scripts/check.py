@@ -33,7 +33,13 @@ Rules, each reported at the file and line it concerns:
   30 of 32 settings used; with every user ``full``, events over at least 9 attributes and in both
   directions (:func:`._check_timeline.check_across_users`);
 - no scripted user line names an attribute, or a setting as a preference (:mod:`._filter`,
-  Appendix D.4).
+  Appendix D.4);
+- content that would give the target away (:mod:`._check_content`): an update/delete tool step
+  targets a record the beats bind or an earlier step created, of the tool's domain; no manner
+  feedback in probes (D.2); no setting phrase in reactions or change-event transcripts; no
+  scope limiter ('Nothing else.') before a Task Expansion decision; no
+  decision-point cue word unbalanced across an attribute's settings (across users); no two
+  sessions of a cell above the word 4-gram overlap threshold.
 
 :func:`check_worlds` collects every violation of every user (it never stops at the first) and
 returns them sorted by path and line; each prints as ``path:line: message``.
@@ -44,6 +50,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from mempa_tui.scripts._check_base import Violation
+from mempa_tui.scripts._check_content import content_violations
 from mempa_tui.scripts._check_scripts import ScriptRules
 from mempa_tui.scripts._check_timeline import TimelineRules, check_across_users
 from mempa_tui.scripts._filter import filter_user
@@ -71,6 +78,7 @@ def check_worlds(worlds_dir: str | Path, registry: ToolRegistry | None = None) -
     for scan in scans:
         out.extend(_check_scan(scan, registry))
     out.extend(check_across_users(worlds_dir, scans))
+    out.extend(content_violations(scans))
     return sorted(out)
 
 
@@ -97,6 +105,8 @@ class _UserChecker(ScriptRules, TimelineRules):
             self.check_script(s)
         for p in self.scan.probes.values():
             self.check_script(p)
+        for script in [*self.scan.sessions.values(), *self.scan.probes.values(), *self.scan.events.values()]:
+            self.check_lines(script)
         self.check_probes()
         self.check_events()
         self.check_counts()
