@@ -81,12 +81,19 @@ async def cmd_runs(args: argparse.Namespace, out: TextIO | None = None) -> int:
     if not database.is_file():
         print(f"no runs yet (no run database at {database}; start one with `mempa run`)", file=out)
         return 0
+    from mempa_tui.runner._health import runs_health
+    from mempa_tui.runner._pooling import is_play
+
     async with RunStore(database) as store:
         summaries = await store.summaries()
+        plays = [s for s in summaries if is_play(s.run.id)]
+        if not getattr(args, "plays", False):
+            summaries = [s for s in summaries if not is_play(s.run.id)]
+        health = await runs_health(store, [s.run for s in summaries])
     if not summaries:
-        print("no runs yet", file=out)
+        print("no runs yet" + (f" ({len(plays)} play(s); --plays lists them)" if plays else ""), file=out)
         return 0
-    rows = [["RUN", "STATUS", "STEPS", "PROBES", "TOKENS", "UPDATED"]]
+    rows = [["RUN", "STATUS", "STEPS", "PROBES", "TOKENS", "MEMORY", "UPDATED"]]
     for s in summaries:
         run = s.run
         steps = f"{s.steps_done}/{run.total_steps}" + (
@@ -94,11 +101,19 @@ async def cmd_runs(args: argparse.Namespace, out: TextIO | None = None) -> int:
         )
         rows.append([
             run.id, _shown_status(database, run.id, run.status.value), steps, f"{s.probes_done}/{run.total_probes}",
-            f"{s.tokens.total:,}", f"{run.updated_at:%Y-%m-%d %H:%M}",
+            f"{s.tokens.total:,}", health[run.id].short(), f"{run.updated_at:%Y-%m-%d %H:%M}",
         ])
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     for r in rows:
         print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip(), file=out)
+    if any(s.steps_done > s.steps_completed for s in summaries):
+        print("(N discarded): steps that ended invalid, failed or floored after every attempt; they were "
+              "not committed and the run went on from the step before (Appendix C.3)", file=out)
+    for s in summaries:
+        if health[s.run.id].broken:
+            print(f"{s.run.id}: {health[s.run.id].text()}", file=out)
+    if plays and not getattr(args, "plays", False):
+        print(f"not shown: {len(plays)} play(s) (a person in a seat); --plays lists them", file=out)
     for s in summaries:
         if s.run.error:
             print(f"{s.run.id}: {s.run.error}", file=out)
@@ -114,7 +129,8 @@ async def cmd_report(args: argparse.Namespace, out: TextIO | None = None) -> int
 
     out = out or sys.stdout
     async with RunStore(_need_database(args.saves)) as store:
-        if await store.get_run(args.run_id) is None:
+        run = await store.get_run(args.run_id)
+        if run is None:
             known = [r.id for r in await store.list_runs()]
             raise UserError(f"no run {args.run_id!r} in {database_path(args.saves)}"
                             + (f" (runs: {', '.join(known)})" if known else ""))
@@ -129,6 +145,10 @@ async def cmd_report(args: argparse.Namespace, out: TextIO | None = None) -> int
     if report.memory_stats:
         counters = ", ".join(f"{k} {v:g}" for k, v in sorted(report.memory_stats.items()))
         print(f"\nmemory counters after the last step: {counters}", file=out)
+    from mempa_tui.runner._health import health_of_stats
+
+    health = health_of_stats(run.id, run.memory, report.memory_stats)
+    print(("\n" if not report.memory_stats else "") + health.text(), file=out)
     print(f"\nreport: {report.paths.main_md}\ntables: {report.paths.main_csv}", file=out)
     return 0
 

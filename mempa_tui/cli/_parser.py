@@ -152,6 +152,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     runs = sub.add_parser("runs", help="list stored runs with their progress")
     runs.add_argument("--saves", default="saves", metavar="DIR", help="run database folder (default saves)")
+    runs.add_argument("--plays", action="store_true", help="also list plays (play-* runs, a person in a seat)")
 
     report = sub.add_parser("report", help="score a stored run again and write its report")
     report.add_argument("run_id", metavar="RUN", help="run id, as `mempa runs` lists it")
@@ -175,6 +176,8 @@ def build_parser() -> argparse.ArgumentParser:
                          help="also write Markdown and CSV tables to <saves>/results-<UTC time>/")
     results.add_argument("--out", metavar="DIR",
                          help="export to DIR/results-<UTC time>/ instead of the saves folder (implies --export)")
+    results.add_argument("--plays", action="store_true",
+                         help="also include plays (play-* runs, a person in a seat) when no run is named")
 
     models = sub.add_parser("models", help="model profiles")
     msub = models.add_subparsers(dest="models_command", metavar="ACTION", parser_class=_Parser)

@@ -58,6 +58,7 @@ async def print_results(
         results_text,
         stored_outcomes,
     )
+    from mempa_tui.runner._health import row_annotations, runs_health
     from mempa_tui.scoring import condition_label
 
     records = {r.id: r for r in await store.list_runs()}
@@ -80,7 +81,11 @@ async def print_results(
             continue
         shown = True
         rows = results_rows(outcomes, by)
-        print(results_text(rows, by), file=out)
+        notes = row_annotations([records[i] for i in group.run_ids],
+                                await runs_health(store, [records[i] for i in group.run_ids]), outcomes)
+        print(results_text(rows, by, notes.columns()), file=out)
+        for note in notes.notes:
+            print(f"  {note}", file=out)
         conditions = {o.memory for o in outcomes}
         if "none" in conditions and len(conditions) > 1:
             diffs, dropped = paired_differences(outcomes, resamples=resamples)
@@ -110,6 +115,7 @@ async def print_results(
 
 async def cmd_results(args: argparse.Namespace, out: TextIO | None = None) -> int:
     """``mempa results``: the side-by-side table of stored runs (all, or those named)."""
+    from mempa_tui.runner._pooling import is_play
     from mempa_tui.store import RunStore
 
     out = out or sys.stdout
@@ -120,7 +126,10 @@ async def cmd_results(args: argparse.Namespace, out: TextIO | None = None) -> in
         if missing:
             raise UserError(f"no run {', '.join(map(repr, missing))} in {database_path(args.saves)}"
                             + (f" (runs: {', '.join(known)})" if known else ""))
-        chosen = list(args.run_ids) or [r.id for r in runs if "~" not in r.id]
+        chosen = list(args.run_ids) or [r.id for r in runs if "~" not in r.id and (args.plays or not is_play(r.id))]
+        plays = [r.id for r in runs if is_play(r.id)]
+        if plays and not args.run_ids and not args.plays:
+            print(f"not shown: {len(plays)} play(s) (a person in a seat; --plays to include them)", file=out)
         archived = [r.id for r in runs if "~" in r.id and (not args.user or r.user in {u.upper() for u in args.user})]
         if archived and not args.run_ids:
             print(f"not shown: {len(archived)} archived run(s) (moved aside by --fresh; name them to compare "
