@@ -179,6 +179,26 @@ def build_parser() -> argparse.ArgumentParser:
     results.add_argument("--plays", action="store_true",
                          help="also include plays (play-* runs, a person in a seat) when no run is named")
 
+    show = sub.add_parser(
+        "show", help="a stored run's steps and probes, one in full (transcript, model calls, evidence, "
+                     "scores), or runs compared probe by probe (--compare)")
+    show.add_argument("targets", nargs="+", metavar="RUN [STEP|PROBE]",
+                      help="a run (lists its steps and probes) and optionally a step or probe id (prints it "
+                           "in full); with --compare, two or more runs of one user")
+    show.add_argument("--saves", default="saves", metavar="DIR", help="run database folder (default saves)")
+    show.add_argument("--repeat", type=_positive, metavar="N", help="only this repeat of the probe")
+    show.add_argument("--context", choices=("work", "personal"), help="only probes of this context")
+    show.add_argument("--attribute", metavar="NAME", help="only probes of this attribute (key or name)")
+    show.add_argument("--dimension", metavar="NAME", help="only probes of this dimension (name or its start)")
+    show.add_argument("--outcome", choices=("correct", "wrong", "floored", "incomplete"),
+                      help="only probe repeats with this outcome (with --compare: in any compared run)")
+    show.add_argument("--compare", action="store_true",
+                      help="per probe and repeat: each run's selection, target, BRS, PRS and evidence")
+    show.add_argument("--where", metavar="FILTER",
+                      help="with --compare: e.g. \"file right, none wrong\" (RUN [not] right|wrong|floored|"
+                           "incomplete|missing; RUN is a run id, #N, or a part naming one run)")
+    show.add_argument("--out", metavar="FILE", help="with --compare: also write the comparison as Markdown")
+
     models = sub.add_parser("models", help="model profiles")
     msub = models.add_subparsers(dest="models_command", metavar="ACTION", parser_class=_Parser)
     msub.required = True

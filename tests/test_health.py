@@ -1,0 +1,107 @@
+"""Memory health (issue 16, point 1): a memory's counted failures become a run problem shown by
+``mempa runs``, ``mempa report`` and every results table, and a broken run is marked, never an
+ordinary row; results rows say what they pool, and plays are left out unless asked for."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from test_browse_support import FILE_RUN, MEM0AI_RUN, NONE_RUN, PLAY_RUN, seed
+
+from mempa_tui.cli.main import main
+from mempa_tui.runner._health import BROKEN_RATE, EMPTY_AFTER_WRITES, health_of_stats, health_summary
+from mempa_tui.runner._pooling import coverage_by_row, mixed_coverage
+from mempa_tui.scoring import ProbeOutcome, ProbeStatus
+from mempa_tui.scripts.schema import ProbeKind
+from mempa_tui.taxonomy import Context
+
+
+def test_the_two_broken_memories_of_the_issue_are_broken_and_a_healthy_one_is_ok() -> None:
+    # mem0ai: 66 of 66 replies malformed, 0 memories stored
+    mem0ai = health_of_stats("r1", "mem0ai", {"turns_written": 66, "model_calls": 66, "malformed_replies": 66,
+                                              "memories_stored": 0})
+    assert mem0ai.broken and mem0ai.short() == "BROKEN"
+    assert "66/66 malformed memory-model replies (100%)" in mem0ai.problems
+    assert "empty store after 66 turn(s) written" in mem0ai.problems
+    # prefstate: 43 items dropped, 0 cells kept
+    prefstate = health_of_stats("r2", "prefstate", {"turns_written": 50, "turns_extracted": 43, "items_accepted": 0,
+                                                    "items_dropped": 43, "cells": 0})
+    assert prefstate.broken and "43/43 extracted items dropped (100%)" in prefstate.problems
+    ok = health_of_stats("r3", "file", {"turns_written": 40, "consolidations": 2, "consolidation_failures": 0,
+                                        "history_entries": 2, "pending_turns": 5})
+    assert ok.state == "ok" and ok.stored == 7 and not ok.problems
+    assert health_of_stats("r4", "none", {}).state == "n/a"
+
+
+def test_the_stated_rate_and_the_empty_store_rule_have_exact_edges() -> None:
+    assert BROKEN_RATE == 0.20 and EMPTY_AFTER_WRITES == 5
+    at_rate = health_of_stats("r", "file", {"turns_written": 10, "turns_archived_raw": 2, "history_entries": 3})
+    assert at_rate.state == "warning" and at_rate.short() == "warn: 2 failure(s)"  # 20% is not above 20%
+    above = health_of_stats("r", "file", {"turns_written": 10, "turns_archived_raw": 3, "history_entries": 3})
+    assert above.broken and above.problems == ["3/10 turns archived raw after a failed consolidation (30%)"]
+    # an empty Simple RAG store: broken from 5 writes on, not before
+    assert health_of_stats("r", "rag", {"turns_written": 4, "turns_stored": 0}).state == "ok"
+    assert health_of_stats("r", "rag", {"turns_written": 5, "turns_stored": 0}).broken
+    # a counter of a memory system added later is still counted
+    later = health_of_stats("r", "memos", {"turns_written": 10, "add_failures": 9, "memories_stored": 1})
+    assert later.broken and later.failures[0].counter == "add_failures"
+    assert health_summary([ok_h := health_of_stats("a", "file", {"turns_written": 1}), above]) == "BROKEN 1/2"
+    assert health_summary([ok_h]) == "ok"
+
+
+def _outcome(memory: str, user: str, probe: int, repeat: int) -> ProbeOutcome:
+    return ProbeOutcome(user=user, context=Context.WORK, attribute="verbosity", probe_kind=ProbeKind.FINAL,
+                        repeat=repeat, target="Terse", selection="Terse", status=ProbeStatus.COMPLETED,
+                        memory=memory, model="m", probe_id=f"{user}-final-{probe}")
+
+
+def test_rows_that_pool_other_users_or_repeats_are_marked() -> None:
+    outcomes = [_outcome("file", u, p, r) for u in "AB" for p in range(3) for r in (1, 2, 3)]
+    outcomes += [_outcome("none", u, p, r) for u in "AB" for p in range(3) for r in (1, 2, 3)]
+    outcomes += [_outcome("mem0ai", "C", p, r) for p in range(3) for r in (1, 2)]
+    cover = coverage_by_row(outcomes)
+    assert cover[("file", "m")].text() == "A+B 6x3"
+    assert cover[("mem0ai", "m")].text() == "C 3x2"
+    assert mixed_coverage(cover) == {("mem0ai", "m")}
+    assert mixed_coverage({k: v for k, v in cover.items() if k[0] != "mem0ai"}) == set()
+
+
+@pytest.fixture
+def saves(tmp_path: Path) -> Path:
+    import anyio
+
+    folder = tmp_path / "saves"
+    folder.mkdir()
+    anyio.run(seed, folder / "mempa.sqlite")
+    return folder
+
+
+def test_runs_report_and_results_show_the_broken_memory(saves: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["runs", "--saves", str(saves)]) == 0
+    out = capsys.readouterr().out
+    header, *lines = out.splitlines()
+    assert "MEMORY" in header.split()
+    row = next(ln for ln in lines if ln.startswith(MEM0AI_RUN))
+    assert "BROKEN" in row.split()
+    assert next(ln for ln in lines if ln.startswith(FILE_RUN)).split()[5] == "ok"
+    assert next(ln for ln in lines if ln.startswith(NONE_RUN)).split()[5] == "n/a"
+    assert f"{MEM0AI_RUN}: memory health: BROKEN" in out and "66/66 malformed memory-model replies" in out
+    assert PLAY_RUN not in out and "not shown: 1 play(s)" in out
+    assert main(["runs", "--saves", str(saves), "--plays"]) == 0
+    assert PLAY_RUN in capsys.readouterr().out
+
+    assert main(["report", MEM0AI_RUN, "--saves", str(saves)]) == 0
+    assert "memory health: BROKEN, 66 turn(s) written, 0 item(s) stored" in capsys.readouterr().out
+
+    assert main(["results", "--saves", str(saves), "--resamples", "100"]) == 0
+    out = capsys.readouterr().out
+    table = out.split("\n\n")[0].splitlines()
+    head = next(ln for ln in table if ln.startswith("Memory"))
+    assert head.split()[-2:] == ["Health", "Covers"]
+    mem0ai_row = next(ln for ln in table if ln.startswith("Mem0 library (mem0ai)"))
+    assert "BROKEN 1/1" in mem0ai_row
+    assert f"BROKEN memory in {MEM0AI_RUN}: 66/66 malformed memory-model replies (100%)" in out
+    assert "not shown: 1 play(s)" in out
+    file_row = next(ln for ln in table if ln.startswith("File memory"))
+    assert "R 2x2" in file_row and " ok " in f" {file_row} "
