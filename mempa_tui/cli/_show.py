@@ -45,8 +45,8 @@ def listing_text(listing: RunListing, probe_filter: object | None = None) -> str
     probes = listing.probes
     if probe_filter is not None:
         probes = [p for p in probes if probe_filter.keeps(p)]  # type: ignore[attr-defined]
-    lines += ["", f"probes ({len(probes)} of {len(listing.probes)} repeat(s) stored"
-              + (", filtered" if probe_filter is not None else "") + f"; {run.total_probes} planned):"]
+    shown = f"{len(probes)} shown by the filter, " if probe_filter is not None else ""
+    lines += ["", f"probes ({shown}{len(listing.probes)} repeat(s) stored of {run.total_probes} planned):"]
     if probes:
         rows = [["PROBE", "REP", "KIND", "CONTEXT", "ATTRIBUTE", "STATUS", "SELECTION", "TARGET", "OUTCOME", "BRS", "PRS"]]
         rows += [[p.probe_id, str(p.repeat), p.kind, p.context, p.attribute, p.status, p.selection or "-", p.target,
@@ -130,8 +130,8 @@ def detail_text(detail: StepDetail) -> str:
     return "\n".join(lines)
 
 
-def _compare_text(rows: list, run_ids: list[str]) -> str:  # type: ignore[type-arg]
-    lines = ["runs: " + ", ".join(f"#{i} {r}" for i, r in enumerate(run_ids, 1)), ""]
+def _compare_text(rows: list, run_ids: list[str], health: dict[str, str]) -> str:  # type: ignore[type-arg]
+    lines = ["runs: " + ", ".join(f"#{i} {r} (memory {health.get(r, 'n/a')})" for i, r in enumerate(run_ids, 1)), ""]
     table = [["PROBE", "REP", "TARGET", *(f"#{i}" for i in range(1, len(run_ids) + 1))]]
     for row in rows:
         cells = []
@@ -193,7 +193,15 @@ async def cmd_show(args: argparse.Namespace, out: TextIO | None = None) -> int:
                             and (f.outcome is None or any(c and c.outcome == f.outcome for c in r.cells.values()))]
                 if args.where:
                     rows = filter_compare(rows, parse_where(args.where, names))
-                print(_compare_text(rows, names), file=out)
+                from mempa_tui.runner._health import runs_health
+
+                health = {k: h.short() for k, h in (await runs_health(
+                    store, [r for r in await store.list_runs() if r.id in names])).items()}
+                print(_compare_text(rows, names, health), file=out)
+                for rid, state in health.items():
+                    if state == "BROKEN":
+                        print(f"\n{rid}: its memory is BROKEN (see `mempa show {rid}`); its outcomes are a "
+                              "broken memory's, not the condition's", file=out)
                 if args.out:
                     title = "Probe-by-probe comparison" + (f" where {args.where}" if args.where else "")
                     try:

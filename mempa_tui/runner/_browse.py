@@ -182,8 +182,11 @@ class ProbeFilter(BaseModel):
             except KeyError:
                 try:
                     update["attribute"] = attribute(self.attribute.replace("-", " ").title()).key
-                except KeyError as exc:
-                    raise BrowseError(f"--attribute: {exc.args[0]}") from None
+                except KeyError:
+                    from mempa_tui.taxonomy import ATTRIBUTES
+
+                    raise BrowseError(f"--attribute: unknown attribute {self.attribute!r}; valid attributes: "
+                                      + ", ".join(a.key for a in ATTRIBUTES)) from None
         if self.dimension is not None:
             found = [d.value for d in Dimension if d.value.lower().startswith(self.dimension.lower())]
             if len(found) != 1:
