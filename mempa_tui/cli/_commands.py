@@ -205,7 +205,17 @@ async def cmd_models(args: argparse.Namespace, out: TextIO | None = None) -> int
     if missing:
         print(f"missing API key variable(s): {', '.join(missing)}", file=out)
         return 1
-    print(f"profile {profile.name} ({profile.runtime}) is valid; its endpoints are checked on the first call", file=out)
+    from mempa_tui.llm.endpoint_check import check_endpoints
+
+    checks = await check_endpoints(profile)
+    for check in checks:
+        print(check.text(), file=out)
+    down = [c for c in checks if not c.ok]
+    if down:
+        print(f"{len(down)} of {len(checks)} endpoint(s) of profile {profile.name} did not answer; start the "
+              "server(s) above or fix their api_base / model in the profile, then check again", file=out)
+        return 1
+    print(f"profile {profile.name} ({profile.runtime}): all {len(checks)} endpoint(s) answered", file=out)
     return 0
 
 
