@@ -93,6 +93,9 @@ async def print_results(
                 print("\nDifference from No Memory (percentage points; paired over the same probes and "
                       "repeats, 95% cluster-bootstrap interval):", file=out)
                 print(differences_text(diffs), file=out)
+                if any(cell.startswith("BROKEN") for cell in notes.health.values()):
+                    print("  (a condition marked BROKEN above has a broken memory: its difference is not the "
+                          "condition's)", file=out)
             for memory, count in dropped.items():
                 if count:
                     print(f"  {condition_label(memory)}: {count} probe repeat(s) without a No Memory "
