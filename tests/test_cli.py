@@ -126,6 +126,7 @@ def test_run_prints_progress_and_scores_then_runs_and_report(
     for line in ("step 1/3 R-s1 completed", "step 3/3 R-ev1 completed", "probe 3/3"):
         assert line in out
     assert "PSA" in out and "File memory" in out
+    assert "memory health: ok," in out  # the memory's counters judged (issue 16)
     report = tmp_path / "saves" / "R-file-scripted-s0" / "report.md"
     assert f"report: {report}" in out and report.is_file()
 

@@ -105,3 +105,11 @@ def test_runs_report_and_results_show_the_broken_memory(saves: Path, capsys: pyt
     assert "not shown: 1 play(s)" in out
     file_row = next(ln for ln in table if ln.startswith("File memory"))
     assert "R 2x2" in file_row and " ok " in f" {file_row} "
+
+
+def test_exported_screen_table_keeps_the_health_column(saves: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["results", "--saves", str(saves), "--export", "--resamples", "100"]) == 0
+    capsys.readouterr()
+    screen = next(saves.glob("results-*")) / "screen.md"
+    text = screen.read_text()
+    assert "| Health | Covers |" in text and "BROKEN 1/1" in text

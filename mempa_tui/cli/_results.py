@@ -108,7 +108,7 @@ async def print_results(
             print("\nnot every probe is stored yet for: " + "; ".join(waiting), file=out)
         if export_to is not None:
             try:
-                exported = export_results(outcomes, export_to, by=by, resamples=resamples)
+                exported = export_results(outcomes, export_to, by=by, resamples=resamples, extra=notes.columns())
             except OSError as exc:
                 raise unwritable(exc, "the exported tables") from exc
             print(f"\nexported: {exported.report.main_md} (with intervals; CSV tables in {exported.folder})",

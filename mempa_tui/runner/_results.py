@@ -279,7 +279,7 @@ class ExportedResults(BaseModel):
 
 def export_results(
     outcomes: Sequence[ProbeOutcome], saves_dir: Path, *, by: Grouping = "condition",
-    resamples: int = 5000, stamp: datetime | None = None,
+    resamples: int = 5000, stamp: datetime | None = None, extra: ExtraColumns | None = None,
 ) -> ExportedResults:
     """Write the results as Markdown and CSV into ``<saves_dir>/results-<UTC stamp>[-N]/`` (a new
     folder each time: two exports in the same second get ``-2``, ``-3``..., never one folder).
@@ -290,6 +290,7 @@ def export_results(
         by: the grouping of ``screen.md``.
         resamples: bootstrap resamples of the report's intervals (paper: 5,000).
         stamp: the folder's time stamp (default: now, UTC).
+        extra: extra columns of ``screen.md`` (memory health, coverage), as in :func:`results_text`.
 
     Raises:
         ValueError: no outcomes.
@@ -316,7 +317,7 @@ def export_results(
                 ])
     screen = folder / "screen.md"
     screen.write_text(
-        f"# MemPABench results by {by}\n\n" + results_markdown(results_rows(outcomes, by), by),
+        f"# MemPABench results by {by}\n\n" + results_markdown(results_rows(outcomes, by), by, extra),
         encoding="utf-8",
     )
     return ExportedResults(folder=folder, report=report, by_user_csv=by_user, screen_md=screen)
