@@ -118,3 +118,42 @@ def test_show_prints_a_run_a_probe_and_a_comparison(saves: Path, tmp_path: Path,
     assert FILE_RUN in capsys.readouterr().err  # the stored runs are named
     assert main(["show", FILE_RUN, "--where", "file right", *s]) == 2
     assert "--where and --out are for --compare" in capsys.readouterr().err
+
+
+async def _add_other_user_run(db: Path) -> str:
+    from test_runner_support import WORLDS
+
+    from mempa_tui.runner import RunConfig
+    from mempa_tui.store import ProbeResultRecord, RunRecord, RunStatus, utc_now
+
+    config = RunConfig(user="Q", profile="scripted", memory="none", repeats=1, worlds_dir=WORLDS)
+    async with RunStore(db) as store:
+        await store.create_run(RunRecord(
+            id=config.run_id, user="Q", profile="scripted", memory="none", seed=0, repeats=1,
+            config_json=config.model_dump_json(), config_hash=config.config_hash(), status=RunStatus.COMPLETED,
+            total_probes=1))
+        await store.save_probe_result(config.run_id, ProbeResultRecord(
+            probe_id="Q-final-work-verbosity", repeat=1, kind="final", context="work", attribute="verbosity",
+            target="Terse", selection="Terse", status="completed", brs=4, prs=4, started_at=utc_now(),
+            finished_at=utc_now()))
+    return config.run_id
+
+
+def test_compare_refuses_other_users_and_results_mark_rows_that_pool_other_users(
+    saves: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    other = anyio.run(_add_other_user_run, saves / "mempa.sqlite")
+    assert main(["show", "--compare", FILE_RUN, other, "--saves", str(saves)]) == 2
+    assert f"compare runs of one user: {FILE_RUN} is user R, {other} is user Q" in capsys.readouterr().err
+    assert main(["show", "--compare", FILE_RUN, NONE_RUN, "--repeat", "2", "--saves", str(saves)]) == 0
+    out = capsys.readouterr().out
+    assert "R-final-work-verbosity         2" in out and "R-final-work-verbosity         1" not in out
+
+    # No Memory now pools users Q and R (3 probes, one with 1 repeat): its row says so
+    assert main(["results", "--saves", str(saves), "--resamples", "100"]) == 0
+    out = capsys.readouterr().out
+    none_row = next(ln for ln in out.splitlines() if ln.startswith("No Memory"))
+    assert none_row.rstrip().endswith("Q+R 3x1-2 *")
+    file_row = next(ln for ln in out.splitlines() if ln.startswith("File memory"))
+    assert file_row.rstrip().endswith("R 2x2")
+    assert "rows marked * in Covers pool other users, probes or repeat counts" in out
