@@ -186,7 +186,7 @@ def build_parser() -> argparse.ArgumentParser:
                       help="a run (lists its steps and probes) and optionally a step or probe id (prints it "
                            "in full); with --compare, two or more runs of one user")
     show.add_argument("--saves", default="saves", metavar="DIR", help="run database folder (default saves)")
-    show.add_argument("--repeat", type=_positive, metavar="N", help="only this repeat of the probe")
+    show.add_argument("--repeat", type=_positive, metavar="N", help="only this repeat of the probe (with --compare: of every probe)")
     show.add_argument("--context", choices=("work", "personal"), help="only probes of this context")
     show.add_argument("--attribute", metavar="NAME", help="only probes of this attribute (key or name)")
     show.add_argument("--dimension", metavar="NAME", help="only probes of this dimension (name or its start)")

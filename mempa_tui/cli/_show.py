@@ -191,6 +191,8 @@ async def cmd_show(args: argparse.Namespace, out: TextIO | None = None) -> int:
                             and (f.attribute is None or r.attribute == f.attribute)
                             and (f.dimension is None or _dim(r.attribute) == f.dimension)
                             and (f.outcome is None or any(c and c.outcome == f.outcome for c in r.cells.values()))]
+                if args.repeat is not None:
+                    rows = [r for r in rows if r.repeat == args.repeat]
                 if args.where:
                     rows = filter_compare(rows, parse_where(args.where, names))
                 from mempa_tui.runner._health import runs_health
