@@ -87,7 +87,7 @@ def test_runs_report_and_results_show_the_broken_memory(saves: Path, capsys: pyt
     assert next(ln for ln in lines if ln.startswith(FILE_RUN)).split()[5] == "ok"
     assert next(ln for ln in lines if ln.startswith(NONE_RUN)).split()[5] == "n/a"
     assert f"{MEM0AI_RUN}: memory health: BROKEN" in out and "66/66 malformed memory-model replies" in out
-    assert PLAY_RUN not in out and "not shown: 1 play(s)" in out
+    assert PLAY_RUN not in out and "not shown: 1 finished play(s)" in out
     assert main(["runs", "--saves", str(saves), "--plays"]) == 0
     assert PLAY_RUN in capsys.readouterr().out
 

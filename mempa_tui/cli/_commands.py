@@ -83,12 +83,14 @@ async def cmd_runs(args: argparse.Namespace, out: TextIO | None = None) -> int:
         return 0
     from mempa_tui.runner._health import runs_health
     from mempa_tui.runner._pooling import is_play
+    from mempa_tui.store import RunStatus
 
     async with RunStore(database) as store:
         summaries = await store.summaries()
-        plays = [s for s in summaries if is_play(s.run.id)]
+        # finished plays are hidden unless --plays; an unfinished one stays listed with its hint
+        plays = [s for s in summaries if is_play(s.run.id) and s.run.status is RunStatus.COMPLETED]
         if not getattr(args, "plays", False):
-            summaries = [s for s in summaries if not is_play(s.run.id)]
+            summaries = [s for s in summaries if s not in plays]
         health = await runs_health(store, [s.run for s in summaries])
     if not summaries:
         print("no runs yet" + (f" ({len(plays)} play(s); --plays lists them)" if plays else ""), file=out)
@@ -113,7 +115,7 @@ async def cmd_runs(args: argparse.Namespace, out: TextIO | None = None) -> int:
         if health[s.run.id].broken:
             print(f"{s.run.id}: {health[s.run.id].text()}", file=out)
     if plays and not getattr(args, "plays", False):
-        print(f"not shown: {len(plays)} play(s) (a person in a seat); --plays lists them", file=out)
+        print(f"not shown: {len(plays)} finished play(s) (a person in a seat); --plays lists them", file=out)
     for s in summaries:
         if s.run.error:
             print(f"{s.run.id}: {s.run.error}", file=out)
