@@ -13,7 +13,9 @@ from mempa_tui.cli._commands import _need_database
 from mempa_tui.cli._errors import UserError, unwritable
 
 if TYPE_CHECKING:
-    from mempa_tui.runner._browse import RunListing, StepDetail
+    from collections.abc import Sequence
+
+    from mempa_tui.runner._browse import CompareRow, ProbeFilter, RunListing, StepDetail
     from mempa_tui.runner._episode_events import EpisodeEvent
 
 __all__ = ["cmd_show", "detail_text", "event_lines", "listing_text"]
@@ -28,7 +30,7 @@ def _score(value: int | None) -> str:
     return "-" if value is None else str(value)
 
 
-def listing_text(listing: RunListing, probe_filter: object | None = None) -> str:
+def listing_text(listing: RunListing, probe_filter: ProbeFilter | None = None) -> str:
     """The run's header, its steps, and its probe repeats (filtered by ``probe_filter``, a
     :class:`~mempa_tui.runner._browse.ProbeFilter`, when given)."""
     run = listing.run
@@ -44,7 +46,7 @@ def listing_text(listing: RunListing, probe_filter: object | None = None) -> str
         lines += ["  " + ln for ln in _aligned(rows)]
     probes = listing.probes
     if probe_filter is not None:
-        probes = [p for p in probes if probe_filter.keeps(p)]  # type: ignore[attr-defined]
+        probes = [p for p in probes if probe_filter.keeps(p)]
     shown = f"{len(probes)} shown by the filter, " if probe_filter is not None else ""
     lines += ["", f"probes ({shown}{len(listing.probes)} repeat(s) stored of {run.total_probes} planned):"]
     if probes:
@@ -130,7 +132,7 @@ def detail_text(detail: StepDetail) -> str:
     return "\n".join(lines)
 
 
-def _compare_text(rows: list, run_ids: list[str], health: dict[str, str]) -> str:  # type: ignore[type-arg]
+def _compare_text(rows: Sequence[CompareRow], run_ids: list[str], health: dict[str, str]) -> str:
     lines = ["runs: " + ", ".join(f"#{i} {r} (memory {health.get(r, 'n/a')})" for i, r in enumerate(run_ids, 1)), ""]
     table = [["PROBE", "REP", "TARGET", *(f"#{i}" for i in range(1, len(run_ids) + 1))]]
     for row in rows:
