@@ -113,3 +113,28 @@ def test_exported_screen_table_keeps_the_health_column(saves: Path, capsys: pyte
     screen = next(saves.glob("results-*")) / "screen.md"
     text = screen.read_text()
     assert "| Health | Covers |" in text and "BROKEN 1/1" in text
+
+
+def test_a_run_whose_memory_breaks_says_so_while_it_plays(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # The scripted protocol model answers the preference-state extractor with text that is no
+    # extraction reply, so every turn fails: the run warns after its first step, and its
+    # report and the runs list mark it.
+    import yaml
+    from test_runner_support import WORLDS, protocol_responder
+
+    from mempa_tui.llm import ScriptedModelServer
+
+    with ScriptedModelServer(protocol_responder) as server:
+        profile = tmp_path / "scripted.yaml"
+        profile.write_text(yaml.safe_dump(server.profile(context_window=131072).model_dump(mode="json")))
+        saves = tmp_path / "saves"
+        assert main(["run", "--user", "R", "--memory", "prefstate", "--model", str(profile), "--repeats", "1",
+                     "--worlds", str(WORLDS), "--saves", str(saves), "--local-memory", str(tmp_path / "lm")]) == 0
+    out = capsys.readouterr().out
+    first = out.index("step 1/3 R-s1 completed")
+    warning = out.index("warning: memory health: BROKEN")
+    assert first < warning < out.index("step 2/3")  # said as soon as it shows, not at the end
+    assert "turns with no usable extraction reply (100%)" in out
+    assert out.count("warning: memory health: BROKEN") == 1  # once per run, not once per step
+    assert main(["runs", "--saves", str(saves)]) == 0
+    assert "BROKEN" in capsys.readouterr().out
