@@ -157,3 +157,12 @@ def test_compare_refuses_other_users_and_results_mark_rows_that_pool_other_users
     file_row = next(ln for ln in out.splitlines() if ln.startswith("File memory"))
     assert file_row.rstrip().endswith("R 2x2")
     assert "rows marked * in Covers pool other users, probes or repeat counts" in out
+
+
+def test_results_by_user_give_each_row_its_users_coverage(saves: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    anyio.run(_add_other_user_run, saves / "mempa.sqlite")
+    assert main(["results", "--saves", str(saves), "--by", "user", "--resamples", "100"]) == 0
+    out = capsys.readouterr().out
+    rows = [ln for ln in out.splitlines() if ln.startswith("No Memory")]
+    assert [ln.rstrip().rsplit("  ", 1)[-1] for ln in rows] == ["Q 1x1", "R 2x2"]  # one user each, alone: unmarked
+    assert "rows marked *" not in out

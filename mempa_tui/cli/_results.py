@@ -82,7 +82,7 @@ async def print_results(
         shown = True
         rows = results_rows(outcomes, by)
         notes = row_annotations([records[i] for i in group.run_ids],
-                                await runs_health(store, [records[i] for i in group.run_ids]), outcomes)
+                                await runs_health(store, [records[i] for i in group.run_ids]), outcomes, by=by)
         print(results_text(rows, by, notes.columns()), file=out)
         for note in notes.notes:
             print(f"  {note}", file=out)

@@ -245,30 +245,36 @@ class RowAnnotations(BaseModel):
     printed under it (broken runs with their reasons; rows that pool different users, probes or
     repeat counts)."""
 
-    health: dict[tuple[str, str], str]
-    """(memory condition, model) -> the Health cell (:func:`health_summary` of the row's runs)."""
-    covers: dict[tuple[str, str], str]
+    health: dict[tuple[str, ...], str]
+    """(memory condition, model) -> the Health cell (:func:`health_summary` of the row's runs);
+    also (memory condition, model, user) -> that user's runs' cell."""
+    covers: dict[tuple[str, ...], str]
     """(memory condition, model) -> the Covers cell (``A+B 66x3``; ``*`` marks a row that covers
-    other users, probes or repeats than most rows)."""
+    other users, probes or repeats than most rows); with rows per user also (memory condition,
+    model, user) -> that user's cell, compared among that user's rows."""
     notes: list[str]
     """Lines to print under the table."""
 
     def columns(self) -> dict[str, Callable[[ConditionScores], str]]:
         """The extra columns for :func:`~mempa_tui.runner._results.results_text`."""
         return {
-            "Health": lambda r: self.health.get((r.memory, r.model), "n/a"),
-            "Covers": lambda r: self.covers.get((r.memory, r.model), ""),
+            "Health": lambda r: self.health.get((r.memory, r.model, r.breakdown or ""))
+            or self.health.get((r.memory, r.model), "n/a"),
+            "Covers": lambda r: self.covers.get((r.memory, r.model, r.breakdown or ""))
+            or self.covers.get((r.memory, r.model), ""),
         }
 
 
 def row_annotations(runs: Sequence[RunRecord], healths: Mapping[str, MemoryHealth],
-                    outcomes: Sequence[ProbeOutcome]) -> RowAnnotations:
+                    outcomes: Sequence[ProbeOutcome], *, by: str = "condition") -> RowAnnotations:
     """Health and coverage of each (memory condition, model) row of one results table.
 
     Args:
         runs: the table's runs.
         healths: :func:`runs_health` of them.
         outcomes: the table's probe outcomes.
+        by: the table's grouping; with ``user`` each row's Covers cell is its user's coverage
+            (other groupings show the condition's whole coverage).
 
     Returns:
         The cells and notes; a note names each broken run with its reasons, and one says which
@@ -277,19 +283,29 @@ def row_annotations(runs: Sequence[RunRecord], healths: Mapping[str, MemoryHealt
     from mempa_tui.runner._pooling import coverage_by_row, mixed_coverage
     from mempa_tui.runner.report import backbone_label
 
-    by_row: dict[tuple[str, str], list[MemoryHealth]] = {}
+    by_row: dict[tuple[str, ...], list[MemoryHealth]] = {}
+    by_user: dict[tuple[str, ...], list[MemoryHealth]] = {}
     for run in runs:
         if run.id in healths:
             by_row.setdefault((run.memory, backbone_label(run)), []).append(healths[run.id])
+            by_user.setdefault((run.memory, backbone_label(run), run.user), []).append(healths[run.id])
     coverage = coverage_by_row(outcomes)
     mixed = mixed_coverage(coverage)
+    covers: dict[tuple[str, ...], str] = {k: c.text() + (" *" if k in mixed else "") for k, c in coverage.items()}
+    if by == "user":
+        mixed = set()
+        for user in sorted({o.user for o in outcomes}):
+            mine = coverage_by_row([o for o in outcomes if o.user == user])
+            odd = mixed_coverage(mine)
+            mixed |= odd
+            covers.update({(*k, user): c.text() + (" *" if k in odd else "") for k, c in mine.items()})
     notes = [f"BROKEN memory in {h.run_id}: {'; '.join(h.problems)} - its row is marked, read its "
              "scores as a broken memory's, not the condition's" for hs in by_row.values() for h in hs if h.broken]
     if mixed:
         notes.append("rows marked * in Covers pool other users, probes or repeat counts (users probes x repeats) "
                      "than the rest: their scores are not over the same probes")
     return RowAnnotations(
-        health={k: health_summary(v) for k, v in by_row.items()},
-        covers={k: c.text() + (" *" if k in mixed else "") for k, c in coverage.items()},
+        health={k: health_summary(v) for k, v in (by_row | (by_user if by == "user" else {})).items()},
+        covers=covers,
         notes=notes,
     )
