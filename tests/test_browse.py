@@ -166,3 +166,21 @@ def test_results_by_user_give_each_row_its_users_coverage(saves: Path, capsys: p
     rows = [ln for ln in out.splitlines() if ln.startswith("No Memory")]
     assert [ln.rstrip().rsplit("  ", 1)[-1] for ln in rows] == ["Q 1x1", "R 2x2"]  # one user each, alone: unmarked
     assert "rows marked *" not in out
+
+
+def test_show_lists_the_memory_store_at_the_checkpoint(saves: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    s = ["--saves", str(saves)]
+    assert main(["show", FILE_RUN, "R-final-work-verbosity", "--repeat", "1", "--memory-store", *s]) == 0
+    out = capsys.readouterr().out
+    assert f"memory store where the probe started (checkpoint 0 of {FILE_RUN}): 1 item(s)" in out
+    assert "  MEMORY.md\n  - The user prefers terse replies at work." in out
+    assert main(["show", FILE_RUN, "R-s1", "--memory-store", *s]) == 0
+    assert "memory store after the step (checkpoint 0 of" in capsys.readouterr().out
+    # No Memory probes from its donor's checkpoint with the memory cleared: nothing to list
+    assert main(["show", NONE_RUN, "R-final-work-verbosity", "--memory-store", *s]) == 0
+    assert "(none: no accumulated memory" in capsys.readouterr().out
+    # a snapshot that cannot be rebuilt is said, not hidden
+    assert main(["show", MEM0AI_RUN, "R-s1", "--memory-store", *s]) == 0
+    assert "could not rebuild the mem0ai memory from the snapshot" in capsys.readouterr().out
+    assert main(["show", FILE_RUN, "--memory-store", *s]) == 2
+    assert "--memory-store needs RUN STEP|PROBE" in capsys.readouterr().err

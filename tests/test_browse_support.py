@@ -21,6 +21,7 @@ from test_runner_support import WORLDS
 
 from mempa_tui.ix.types import CallStatus, ExecutedCall
 from mempa_tui.llm.types import LLMCallRecord, Role
+from mempa_tui.memory._file import FileMemoryState
 from mempa_tui.memory.base import EvidenceItem
 from mempa_tui.runner import RunConfig
 from mempa_tui.runner._episode_events import (
@@ -53,6 +54,10 @@ HEALTHY = {"turns_written": 12.0, "consolidations": 1.0, "consolidation_failures
            "pending_turns": 3.0, "turns_archived_raw": 0.0}
 BROKEN = {"turns_written": 66.0, "model_calls": 66.0, "malformed_replies": 66.0, "model_errors": 0.0,
           "failed_writes": 0.0, "memories_stored": 0.0}
+SNAPSHOTS = {  # the memory after step R-s1: File memory's consolidated note; mem0ai: a snapshot that is not its own
+    "file": FileMemoryState(memory_md="- The user prefers terse replies at work.").model_dump_json().encode(),
+    "mem0ai": b"not a mem0ai snapshot",
+}
 EVIDENCE = {"file": "MEMORY.md\n- The user prefers terse replies at work.", "none": "", "mem0ai": ""}
 
 
@@ -96,7 +101,8 @@ async def seed(db: Path) -> None:
                     finished_at=now, result_json=json.dumps({"memory_stats": HEALTHY if memory == "file" else BROKEN}),
                 ), _events(memory, "verbosity", "Terse"), CheckpointData(
                     step_index=0, step_id="R-s1", story_time=datetime(2026, 3, 2, 9, 0), world_files={},
-                    world_manifest={}), [_call("R-s1", 0, 0), _call("R-s1", 0, 1, Role.MEMORY)])
+                    world_manifest={}, memory_snapshot=SNAPSHOTS[memory]),
+                    [_call("R-s1", 0, 0), _call("R-s1", 0, 1, Role.MEMORY)])
             for probe_id, (attribute, target, wrong) in PROBES.items():
                 for repeat in (1, 2):
                     if memory == "play" and (repeat == 2 or attribute != "verbosity"):
@@ -108,6 +114,8 @@ async def seed(db: Path) -> None:
                         probe_id=probe_id, repeat=repeat, kind="final", context="work", attribute=attribute,
                         target=target, selection=selection, status="floored" if floored else "completed",
                         reason="no IX call after the reminder" if floored else None,
+                        checkpoint_run=None if memory == "play" else (FILE_RUN if memory == "none" else run_id),
+                        checkpoint_index=None if memory == "play" else 0,
                         brs=4 if right else (1 if floored else 2), brs_reason="judge: matches" if right else "judge: no",
                         prs=5 if right else 3, prs_reason="user: fine" if right else "user: too long",
                         started_at=utc_now(), finished_at=utc_now(),

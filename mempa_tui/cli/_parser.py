@@ -192,6 +192,9 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("--dimension", metavar="NAME", help="only probes of this dimension (name or its start)")
     show.add_argument("--outcome", choices=("correct", "wrong", "floored", "incomplete"),
                       help="only probe repeats with this outcome (with --compare: in any compared run)")
+    show.add_argument("--memory-store", action="store_true",
+                      help="with STEP|PROBE: also list what the memory held at its checkpoint (after the "
+                           "step; where the probe started), rebuilt from the snapshot")
     show.add_argument("--compare", action="store_true",
                       help="per probe and repeat: each run's selection, target, BRS, PRS and evidence")
     show.add_argument("--where", metavar="FILTER",

@@ -168,6 +168,7 @@ async def cmd_show(args: argparse.Namespace, out: TextIO | None = None) -> int:
     from mempa_tui.runner._browse import (
         BrowseError,
         ProbeFilter,
+        checkpoint_memory,
         compare_markdown,
         compare_runs,
         filter_compare,
@@ -214,6 +215,8 @@ async def cmd_show(args: argparse.Namespace, out: TextIO | None = None) -> int:
                         raise unwritable(exc, "the comparison") from exc
                     print(f"\nwritten: {args.out}", file=out)
                 return 0 if rows else 1
+            if args.memory_store and len(names) != 2:
+                raise UserError("--memory-store needs RUN STEP|PROBE")
             if args.where or args.out:
                 raise UserError("--where and --out are for --compare RUN1 RUN2 ...")
             if len(names) > 2:
@@ -223,9 +226,19 @@ async def cmd_show(args: argparse.Namespace, out: TextIO | None = None) -> int:
                 print(listing_text(listing, probe_filter.check() if probe_filter else None), file=out)
                 return 0
             details = await step_details(store, names[0], names[1], args.repeat)
+            view = await checkpoint_memory(store, names[0], names[1], args.repeat) if args.memory_store else None
         except BrowseError as exc:
             raise UserError(str(exc)) from None
     print("\n\n".join(detail_text(d) for d in details), file=out)
+    if view is not None:
+        when = "after the step" if details[0].repeat == 0 else "where the probe started"
+        where = (f"checkpoint {view.checkpoint_index} of {view.checkpoint_run}"
+                 if view.checkpoint_run is not None else "no checkpoint")
+        print(f"\nmemory store {when} ({where}): {len(view.stored)} item(s)", file=out)
+        for item in view.stored:
+            print(*_indent(item, "  "), sep="\n", file=out)
+        if view.note:
+            print(f"  ({view.note})", file=out)
     return 0
 
 

@@ -38,6 +38,7 @@ __all__ = [
     "BrowseError",
     "CompareCell",
     "CompareRow",
+    "MemoryView",
     "ModelCallLine",
     "Outcome",
     "ProbeFilter",
@@ -46,6 +47,7 @@ __all__ = [
     "StepDetail",
     "StepLine",
     "WhereClause",
+    "checkpoint_memory",
     "compare_markdown",
     "compare_runs",
     "filter_compare",
@@ -514,3 +516,87 @@ def compare_markdown(rows: Sequence[CompareRow], run_ids: Sequence[str], *, titl
                       f"({c.evidence_items} item(s)):", ""]
             lines += ["> " + ln for ln in (c.evidence.strip() or "(the memory handed the PA nothing)").splitlines()]
     return "\n".join(lines) + "\n"
+
+
+class MemoryView(BaseModel):
+    """What a run's memory held at a checkpoint (``inspect().stored`` after restoring the
+    checkpoint's snapshot into a fresh memory in a scratch folder)."""
+
+    checkpoint_run: str | None
+    """The run whose checkpoint it is (a No Memory or Oracle run's donor, for probes)."""
+    checkpoint_index: int | None
+    """Index of the checkpoint's last step (-1: the run's start)."""
+    stored: list[str] = []
+    """The memory's stored items as its side panel lists them."""
+    note: str | None = None
+    """Why nothing is listed (a condition without a store, no snapshot, or the error met)."""
+
+
+class _NoModelCalls:
+    """A stand-in model client for rebuilding a memory only to read it: a model call is an error."""
+
+    profile = None
+
+    async def complete(self, *args: object, **kwargs: object) -> object:
+        """Refuse: reading a stored memory needs no model."""
+        raise RuntimeError("reading a stored memory makes no model call")
+
+    async def embed(self, *args: object, **kwargs: object) -> object:
+        """Refuse: reading a stored memory needs no model."""
+        raise RuntimeError("reading a stored memory makes no model call")
+
+    def count_tokens(self, text: str) -> int:
+        """The client's rough estimate: about four characters a token."""
+        return max(1, len(text) // 4) if text else 0
+
+
+async def checkpoint_memory(store: RunStore, run_id: str, step_id: str, repeat: int | None = None) -> MemoryView:
+    """The memory's contents at the checkpoint a step ended with, or a probe started from.
+
+    A memory of the run's condition (with its stored options) is built without a model client in a
+    temporary folder and restored from the checkpoint's snapshot; nothing is written to the store
+    or to ``local_memory/``. A failure to rebuild is returned as the view's ``note``, never raised
+    silently past.
+
+    Raises:
+        BrowseError: no such run, step or probe repeat.
+    """
+    import tempfile
+    from pathlib import Path
+
+    from mempa_tui.memory import make_memory
+
+    run = await _need_run(store, run_id)
+    if run.memory in ("none", "oracle"):
+        return MemoryView(checkpoint_run=None, checkpoint_index=None,
+                          note=f"{run.memory}: no accumulated memory (its probes start with the memory cleared)")
+    step = next((s for s in await store.steps(run_id) if s.step_id == step_id), None)
+    if step is not None:
+        source, index = run_id, step.index
+    else:
+        probes = [p for p in await store.probe_results(run_id) if p.probe_id == step_id
+                  and (repeat is None or p.repeat == repeat)]
+        if not probes:
+            await step_details(store, run_id, step_id, repeat)  # raises the listing error
+            raise BrowseError(f"run {run_id} has no probe {step_id!r}")  # pragma: no cover - raised above
+        source, index = probes[0].checkpoint_run or run_id, probes[0].checkpoint_index
+    if index is None:
+        return MemoryView(checkpoint_run=source, checkpoint_index=None, note="the probe started from no checkpoint")
+    checkpoint = await store.checkpoint(source, index)
+    if checkpoint is None or checkpoint.memory_blob is None:
+        return MemoryView(checkpoint_run=source, checkpoint_index=index, note="the checkpoint holds no memory snapshot")
+    snapshot = await store.load_blob(checkpoint.memory_blob)
+    try:
+        options = json.loads(run.config_json).get("memory_options") or {}
+    except (json.JSONDecodeError, AttributeError):
+        options = {}
+    with tempfile.TemporaryDirectory(prefix="mempa-show-") as folder:
+        try:
+            memory = make_memory(run.memory, client=_NoModelCalls(), folder=Path(folder), **options)
+            memory.restore(snapshot)
+            stored = list(memory.inspect().stored)
+        except Exception as exc:  # noqa: BLE001 - shown to the reader as the view's note
+            return MemoryView(checkpoint_run=source, checkpoint_index=index,
+                              note=f"could not rebuild the {run.memory} memory from the snapshot: {exc!r}")
+    return MemoryView(checkpoint_run=source, checkpoint_index=index, stored=stored,
+                      note=None if stored else "the memory held nothing at this checkpoint")
