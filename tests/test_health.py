@@ -138,3 +138,21 @@ def test_a_run_whose_memory_breaks_says_so_while_it_plays(tmp_path: Path, capsys
     assert out.count("warning: memory health: BROKEN") == 1  # once per run, not once per step
     assert main(["runs", "--saves", str(saves)]) == 0
     assert "BROKEN" in capsys.readouterr().out
+
+
+async def test_health_reads_only_the_last_step_and_falls_back_to_earlier_counters(saves: Path) -> None:
+    from mempa_tui.runner._health import run_health
+    from mempa_tui.store import CheckpointData, RunStore, StepRecord, utc_now
+
+    async with RunStore(saves / "mempa.sqlite") as store:
+        assert (await store.last_step(NONE_RUN)) is None
+        last = await store.last_step(MEM0AI_RUN)
+        assert last is not None and last.step_id == "R-s1" and "malformed_replies" in last.result_json
+        # a later step stored without counters (an older build): the earlier step's counters still count
+        now = utc_now()
+        await store.commit_step(MEM0AI_RUN, StepRecord(index=1, step_id="R-s2", kind="accumulation",
+                                                       status="completed", started_at=now, finished_at=now,
+                                                       result_json="{}"),
+                                [], CheckpointData(step_index=1, step_id="R-s2", world_files={}, world_manifest={}))
+        run = await store.get_run(MEM0AI_RUN)
+        assert run is not None and (await run_health(store, run)).broken

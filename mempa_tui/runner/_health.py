@@ -214,8 +214,19 @@ async def run_health(store: RunStore, run: RunRecord) -> MemoryHealth:
     Raises:
         StoreError: a stored step result is not JSON.
     """
+    import json
+
     from mempa_tui.runner.report import last_memory_stats
 
+    last = await store.last_step(run.id)
+    if last is None:
+        return health_of_stats(run.id, run.memory, {})
+    try:
+        stats = json.loads(last.result_json).get("memory_stats") if last.result_json else None
+    except (json.JSONDecodeError, AttributeError):
+        stats = None
+    if stats:  # the usual case: the last step carries the counters (one row read)
+        return health_of_stats(run.id, run.memory, {str(k): float(v) for k, v in stats.items()})
     return health_of_stats(run.id, run.memory, await last_memory_stats(store, run.id))
 
 
