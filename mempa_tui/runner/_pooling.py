@@ -16,9 +16,9 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel
 
-from mempa_tui.scoring import ConditionScores, ProbeOutcome
+from mempa_tui.scoring import ProbeOutcome
 
-__all__ = ["PLAY_PREFIX", "RowCoverage", "coverage_by_row", "is_play", "mixed_coverage", "row_coverage", "row_key"]
+__all__ = ["PLAY_PREFIX", "RowCoverage", "coverage_by_row", "is_play", "mixed_coverage", "row_coverage"]
 
 PLAY_PREFIX = "play-"
 """Run ids of plays (``runner/play.py``) start with this."""
@@ -83,7 +83,3 @@ def mixed_coverage(coverage: dict[tuple[str, str], RowCoverage]) -> set[tuple[st
     common = max(counts, key=lambda k: (counts[k], k[1], len(k[0])))
     return {row for row, c in coverage.items() if c.key() != common}
 
-
-def row_key(row: ConditionScores) -> tuple[str, str]:
-    """A results row's (memory condition, model) key."""
-    return (row.memory, row.model)
