@@ -130,6 +130,7 @@ def test_run_prints_progress_and_scores_then_runs_and_report(
     header = "  settings: File memory consolidates at 20,000 -> 10,000 tokens of PA prompt (the paper's values)"
     assert header in out
     assert "Run settings: File memory consolidates at 20,000 -> 10,000" in out and "decoding: pa t=" in out
+    assert "memory health: ok," in out  # the memory's counters judged (issue 16)
     report = tmp_path / "saves" / "R-file-scripted-s0" / "report.md"
     assert f"report: {report}" in out and report.is_file()
 
@@ -258,7 +259,26 @@ def test_models_list_and_check(profile_file: Path, capsys: pytest.CaptureFixture
     assert "embedded" in listing and "ollama" in listing
     assert main(["models", "check", str(profile_file)]) == 0
     out = capsys.readouterr().out
-    assert "scripted-pa" in out and "valid" in out
+    assert "scripted-pa" in out and "all 5 endpoint(s) answered" in out  # one request per chat role's endpoint
+    assert "ok    pa " in out
+
+
+def test_models_check_sends_a_request_and_reports_a_dead_port(
+    profile_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import socket
+
+    with socket.socket() as sock:  # a loopback port nobody listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    data = yaml.safe_load(profile_file.read_text())
+    data["roles"]["judge"]["api_base"] = f"http://127.0.0.1:{port}"
+    dead = tmp_path / "dead.yaml"
+    dead.write_text(yaml.safe_dump(data))
+    assert main(["models", "check", str(dead)]) == 1
+    out = capsys.readouterr().out
+    assert "DOWN  judge" in out and f"127.0.0.1:{port}" in out
+    assert "ok    pa " in out and "1 of 5 endpoint(s) of profile" in out and "did not answer" in out
 
 
 def test_output_cut_short_by_a_closed_pipe_ends_quietly() -> None:

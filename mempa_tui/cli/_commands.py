@@ -81,12 +81,21 @@ async def cmd_runs(args: argparse.Namespace, out: TextIO | None = None) -> int:
     if not database.is_file():
         print(f"no runs yet (no run database at {database}; start one with `mempa run`)", file=out)
         return 0
+    from mempa_tui.runner._health import runs_health
+    from mempa_tui.runner._pooling import is_play
+    from mempa_tui.store import RunStatus
+
     async with RunStore(database) as store:
         summaries = await store.summaries()
+        # finished plays are hidden unless --plays; an unfinished one stays listed with its hint
+        plays = [s for s in summaries if is_play(s.run.id) and s.run.status is RunStatus.COMPLETED]
+        if not getattr(args, "plays", False):
+            summaries = [s for s in summaries if s not in plays]
+        health = await runs_health(store, [s.run for s in summaries])
     if not summaries:
-        print("no runs yet", file=out)
+        print("no runs yet" + (f" ({len(plays)} play(s); --plays lists them)" if plays else ""), file=out)
         return 0
-    rows = [["RUN", "STATUS", "STEPS", "PROBES", "TOKENS", "UPDATED"]]
+    rows = [["RUN", "STATUS", "STEPS", "PROBES", "TOKENS", "MEMORY", "UPDATED"]]
     for s in summaries:
         run = s.run
         steps = f"{s.steps_done}/{run.total_steps}" + (
@@ -94,11 +103,19 @@ async def cmd_runs(args: argparse.Namespace, out: TextIO | None = None) -> int:
         )
         rows.append([
             run.id, _shown_status(database, run.id, run.status.value), steps, f"{s.probes_done}/{run.total_probes}",
-            f"{s.tokens.total:,}", f"{run.updated_at:%Y-%m-%d %H:%M}",
+            f"{s.tokens.total:,}", health[run.id].short(), f"{run.updated_at:%Y-%m-%d %H:%M}",
         ])
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     for r in rows:
         print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip(), file=out)
+    if any(s.steps_done > s.steps_completed for s in summaries):
+        print("(N discarded): steps that ended invalid, failed or floored after every attempt; they were "
+              "not committed and the run went on from the step before (Appendix C.3)", file=out)
+    for s in summaries:
+        if health[s.run.id].broken:
+            print(f"{s.run.id}: {health[s.run.id].text()}", file=out)
+    if plays and not getattr(args, "plays", False):
+        print(f"not shown: {len(plays)} finished play(s) (a person in a seat); --plays lists them", file=out)
     for s in summaries:
         if s.run.error:
             print(f"{s.run.id}: {s.run.error}", file=out)
@@ -114,7 +131,8 @@ async def cmd_report(args: argparse.Namespace, out: TextIO | None = None) -> int
 
     out = out or sys.stdout
     async with RunStore(_need_database(args.saves)) as store:
-        if await store.get_run(args.run_id) is None:
+        run = await store.get_run(args.run_id)
+        if run is None:
             known = [r.id for r in await store.list_runs()]
             raise UserError(f"no run {args.run_id!r} in {database_path(args.saves)}"
                             + (f" (runs: {', '.join(known)})" if known else ""))
@@ -129,6 +147,10 @@ async def cmd_report(args: argparse.Namespace, out: TextIO | None = None) -> int
     if report.memory_stats:
         counters = ", ".join(f"{k} {v:g}" for k, v in sorted(report.memory_stats.items()))
         print(f"\nmemory counters after the last step: {counters}", file=out)
+    from mempa_tui.runner._health import health_of_stats
+
+    health = health_of_stats(run.id, run.memory, report.memory_stats)
+    print(("\n" if not report.memory_stats else "") + health.text(), file=out)
     print(f"\nreport: {report.paths.main_md}\ntables: {report.paths.main_csv}", file=out)
     return 0
 
@@ -185,7 +207,17 @@ async def cmd_models(args: argparse.Namespace, out: TextIO | None = None) -> int
     if missing:
         print(f"missing API key variable(s): {', '.join(missing)}", file=out)
         return 1
-    print(f"profile {profile.name} ({profile.runtime}) is valid; its endpoints are checked on the first call", file=out)
+    from mempa_tui.llm.endpoint_check import check_endpoints
+
+    checks = await check_endpoints(profile)
+    for check in checks:
+        print(check.text(), file=out)
+    down = [c for c in checks if not c.ok]
+    if down:
+        print(f"{len(down)} of {len(checks)} endpoint(s) of profile {profile.name} did not answer; start the "
+              "server(s) above or fix their api_base / model in the profile, then check again", file=out)
+        return 1
+    print(f"profile {profile.name} ({profile.runtime}): all {len(checks)} endpoint(s) answered", file=out)
     return 0
 
 

@@ -153,6 +153,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     runs = sub.add_parser("runs", help="list stored runs with their progress")
     runs.add_argument("--saves", default="saves", metavar="DIR", help="run database folder (default saves)")
+    runs.add_argument("--plays", action="store_true", help="also list plays (play-* runs, a person in a seat)")
 
     report = sub.add_parser("report", help="score a stored run again and write its report")
     report.add_argument("run_id", metavar="RUN", help="run id, as `mempa runs` lists it")
@@ -176,6 +177,31 @@ def build_parser() -> argparse.ArgumentParser:
                          help="also write Markdown and CSV tables to <saves>/results-<UTC time>/")
     results.add_argument("--out", metavar="DIR",
                          help="export to DIR/results-<UTC time>/ instead of the saves folder (implies --export)")
+    results.add_argument("--plays", action="store_true",
+                         help="also include plays (play-* runs, a person in a seat) when no run is named")
+
+    show = sub.add_parser(
+        "show", help="a stored run's steps and probes, one in full (transcript, model calls, evidence, "
+                     "scores), or runs compared probe by probe (--compare)")
+    show.add_argument("targets", nargs="+", metavar="RUN [STEP|PROBE]",
+                      help="a run (lists its steps and probes) and optionally a step or probe id (prints it "
+                           "in full); with --compare, two or more runs of one user")
+    show.add_argument("--saves", default="saves", metavar="DIR", help="run database folder (default saves)")
+    show.add_argument("--repeat", type=_positive, metavar="N", help="only this repeat of the probe (with --compare: of every probe)")
+    show.add_argument("--context", choices=("work", "personal"), help="only probes of this context")
+    show.add_argument("--attribute", metavar="NAME", help="only probes of this attribute (key or name)")
+    show.add_argument("--dimension", metavar="NAME", help="only probes of this dimension (name or its start)")
+    show.add_argument("--outcome", choices=("correct", "wrong", "floored", "incomplete"),
+                      help="only probe repeats with this outcome (with --compare: in any compared run)")
+    show.add_argument("--memory-store", action="store_true",
+                      help="with STEP|PROBE: also list what the memory held at its checkpoint (after the "
+                           "step; where the probe started), rebuilt from the snapshot")
+    show.add_argument("--compare", action="store_true",
+                      help="per probe and repeat: each run's selection, target, BRS, PRS and evidence")
+    show.add_argument("--where", metavar="FILTER",
+                      help="with --compare: e.g. \"file right, none wrong\" (RUN [not] right|wrong|floored|"
+                           "incomplete|missing; RUN is a run id, #N, or a part naming one run)")
+    show.add_argument("--out", metavar="FILE", help="with --compare: also write the comparison as Markdown")
 
     models = sub.add_parser("models", help="model profiles")
     msub = models.add_subparsers(dest="models_command", metavar="ACTION", parser_class=_Parser)

@@ -59,6 +59,7 @@ async def print_results(
         stored_outcomes,
     )
     from mempa_tui.runner import settings_lines
+    from mempa_tui.runner._health import row_annotations, runs_health
     from mempa_tui.scoring import condition_label
 
     records = {r.id: r for r in await store.list_runs()}
@@ -81,7 +82,11 @@ async def print_results(
             continue
         shown = True
         rows = results_rows(outcomes, by)
-        print(results_text(rows, by), file=out)
+        notes = row_annotations([records[i] for i in group.run_ids],
+                                await runs_health(store, [records[i] for i in group.run_ids]), outcomes, by=by)
+        print(results_text(rows, by, notes.columns()), file=out)
+        for note in notes.notes:
+            print(f"  {note}", file=out)
         settings = settings_lines([records[i] for i in group.run_ids], list(records.values()))  # issue 11.4
         print("\nrun settings (donor, File memory thresholds, decoding):\n"
               + "\n".join(f"  {line}" for line in settings), file=out)
@@ -92,6 +97,9 @@ async def print_results(
                 print("\nDifference from No Memory (percentage points; paired over the same probes and "
                       "repeats, 95% cluster-bootstrap interval):", file=out)
                 print(differences_text(diffs), file=out)
+                if any(cell.startswith("BROKEN") for cell in notes.health.values()):
+                    print("  (a condition marked BROKEN above has a broken memory: its difference is not the "
+                          "condition's)", file=out)
             for memory, count in dropped.items():
                 if count:
                     print(f"  {condition_label(memory)}: {count} probe repeat(s) without a No Memory "
@@ -104,7 +112,8 @@ async def print_results(
             print("\nnot every probe is stored yet for: " + "; ".join(waiting), file=out)
         if export_to is not None:
             try:
-                exported = export_results(outcomes, export_to, by=by, resamples=resamples, settings=settings)
+                exported = export_results(outcomes, export_to, by=by, resamples=resamples, settings=settings,
+                                          extra=notes.columns())
             except OSError as exc:
                 raise unwritable(exc, "the exported tables") from exc
             print(f"\nexported: {exported.report.main_md} (with intervals; CSV tables in {exported.folder})",
@@ -114,6 +123,7 @@ async def print_results(
 
 async def cmd_results(args: argparse.Namespace, out: TextIO | None = None) -> int:
     """``mempa results``: the side-by-side table of stored runs (all, or those named)."""
+    from mempa_tui.runner._pooling import is_play
     from mempa_tui.store import RunStore
 
     out = out or sys.stdout
@@ -124,7 +134,10 @@ async def cmd_results(args: argparse.Namespace, out: TextIO | None = None) -> in
         if missing:
             raise UserError(f"no run {', '.join(map(repr, missing))} in {database_path(args.saves)}"
                             + (f" (runs: {', '.join(known)})" if known else ""))
-        chosen = list(args.run_ids) or [r.id for r in runs if "~" not in r.id]
+        chosen = list(args.run_ids) or [r.id for r in runs if "~" not in r.id and (args.plays or not is_play(r.id))]
+        plays = [r.id for r in runs if is_play(r.id)]
+        if plays and not args.run_ids and not args.plays:
+            print(f"not shown: {len(plays)} play(s) (a person in a seat; --plays to include them)", file=out)
         archived = [r.id for r in runs if "~" in r.id and (not args.user or r.user in {u.upper() for u in args.user})]
         if archived and not args.run_ids:
             print(f"not shown: {len(archived)} archived run(s) (moved aside by --fresh; name them to compare "

@@ -263,6 +263,9 @@ async def cmd_run(args: argparse.Namespace, out: TextIO | None = None) -> int:
         if outcome.report.memory_stats:
             counters = ", ".join(f"{k} {v:g}" for k, v in sorted(outcome.report.memory_stats.items()))
             print(f"\nmemory counters after the last step: {counters}", file=out)
+        from mempa_tui.runner._health import health_of_stats
+
+        print(health_of_stats(config.run_id, config.memory, outcome.report.memory_stats).text(), file=out)
         print(f"\nreport: {outcome.report.paths.main_md}\ntables: {outcome.report.paths.main_csv}", file=out)
     if outcome.status is not RunStatus.COMPLETED:
         print(f"run {outcome.run_id} is not complete: " + "; ".join(outcome.notes), file=out)

@@ -45,6 +45,10 @@ async def _dispatch(args: argparse.Namespace) -> int:
         from mempa_tui.cli._results import cmd_results
 
         return await cmd_results(args)
+    if args.command == "show":
+        from mempa_tui.cli._show import cmd_show
+
+        return await cmd_show(args)
     if args.command == "models":
         return await _commands.cmd_models(args)
     if args.command == "worlds":

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import csv
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
@@ -189,21 +189,27 @@ def bar_chart(rows: Sequence[ConditionScores], metric: str) -> list[Bar]:
     return bars
 
 
-def _table(rows: Sequence[ConditionScores], by: Grouping) -> tuple[list[str], list[list[str]]]:
+ExtraColumns = Mapping[str, Callable[[ConditionScores], str]]
+"""Extra columns after the fixed ones: header -> the row's cell (memory health, coverage)."""
+
+
+def _table(rows: Sequence[ConditionScores], by: Grouping,
+           extra: ExtraColumns | None = None) -> tuple[list[str], list[list[str]]]:
     header = ["Memory", "Model"] + ([by.capitalize()] if by != "condition" else [])
-    header += [*SHOWN_METRICS, "Probes", "Floored", "Incomplete"]
+    header += [*SHOWN_METRICS, "Probes", "Floored", "Incomplete", *(extra or {})]
     body = []
     for r in rows:
         cells = [r.label, r.model] + ([r.breakdown or ""] if by != "condition" else [])
         cells += [_cell(r.metric(m)) for m in SHOWN_METRICS]
-        cells += [str(r.probes), str(r.floored), str(r.incomplete)]
+        cells += [str(r.probes), str(r.floored), str(r.incomplete), *(f(r) for f in (extra or {}).values())]
         body.append(cells)
     return header, body
 
 
-def results_markdown(rows: Sequence[ConditionScores], by: Grouping) -> str:
-    """The rows as one Markdown table (cells ``mean ± SD``, with intervals when computed)."""
-    header, body = _table(rows, by)
+def results_markdown(rows: Sequence[ConditionScores], by: Grouping, extra: ExtraColumns | None = None) -> str:
+    """The rows as one Markdown table (cells ``mean ± SD``, with intervals when computed);
+    ``extra`` adds columns (header -> cell of a row) after the fixed ones."""
+    header, body = _table(rows, by, extra)
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
     lines += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in body]
     return "\n".join(lines) + "\n"
@@ -218,13 +224,14 @@ def _aligned(header: list[str], body: list[list[str]]) -> str:
     return "\n".join([line(header), "  ".join("-" * w for w in widths), *(line(b) for b in body)])
 
 
-def results_text(rows: Sequence[ConditionScores], by: Grouping = "condition") -> str:
+def results_text(rows: Sequence[ConditionScores], by: Grouping = "condition",
+                 extra: ExtraColumns | None = None) -> str:
     """The rows as an aligned plain-text table (cells ``mean ± SD [low, high]``), for the terminal.
 
     Same columns as :func:`results_markdown`: memory, model, the breakdown (unless ``by`` is
-    ``condition``), PSA, CS, PET (%), BRS, PRS (1-5), probes, floored, incomplete.
+    ``condition``), PSA, CS, PET (%), BRS, PRS (1-5), probes, floored, incomplete, then ``extra``.
     """
-    return _aligned(*_table(rows, by))
+    return _aligned(*_table(rows, by, extra))
 
 
 def differences_text(diffs: Sequence[Difference]) -> str:
@@ -273,6 +280,7 @@ class ExportedResults(BaseModel):
 def export_results(
     outcomes: Sequence[ProbeOutcome], saves_dir: Path, *, by: Grouping = "condition",
     resamples: int = 5000, stamp: datetime | None = None, settings: Sequence[str] = (),
+    extra: ExtraColumns | None = None,
 ) -> ExportedResults:
     """Write the results as Markdown and CSV into ``<saves_dir>/results-<UTC stamp>[-N]/`` (a new
     folder each time: two exports in the same second get ``-2``, ``-3``..., never one folder).
@@ -285,6 +293,7 @@ def export_results(
         stamp: the folder's time stamp (default: now, UTC).
         settings: each run's settings line (``<run>: donor ...; thresholds; decoding``, from
             :func:`~mempa_tui.runner._settings.settings_lines`), written under both tables.
+        extra: extra columns of ``screen.md`` (memory health, coverage), as in :func:`results_text`.
 
     Raises:
         ValueError: no outcomes.
@@ -313,7 +322,7 @@ def export_results(
               + "".join(f"- {line}\n" for line in settings)) if settings else ""
     screen = folder / "screen.md"
     screen.write_text(
-        f"# MemPABench results by {by}\n\n" + results_markdown(results_rows(outcomes, by), by) + footer,
+        f"# MemPABench results by {by}\n\n" + results_markdown(results_rows(outcomes, by), by, extra) + footer,
         encoding="utf-8",
     )
     if footer:

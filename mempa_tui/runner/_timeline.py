@@ -194,6 +194,17 @@ def _result_json(result: StepResult, memory: MemorySystem) -> str:
     return json.dumps(payload)
 
 
+def _warn_if_broken(run: RunContext, memory: MemorySystem) -> bool:
+    """Make a broken memory a run problem as soon as it shows (issue 16): a warning in the run's
+    progress (the dashboard's problem count, ``mempa run``'s ``warning:`` line). True if warned."""
+    from mempa_tui.runner._health import health_of_stats
+
+    health = health_of_stats(run.run_id, run.config.memory, memory.inspect().stats)
+    if health.broken:
+        run.warn(f"warning: {health.text()}")
+    return health.broken
+
+
 def _checkpoint(index: int, step_id: str, when: datetime, world: WorldState, snapshot: bytes,
                 sim: SimulatorMemoryState, tokens: TokenTotals) -> CheckpointData:
     return CheckpointData(
@@ -222,6 +233,10 @@ async def play_timeline(run: RunContext) -> None:
     run.progress.steps_discarded = sum(
         1 for s in await run.store.steps(run.run_id) if s.status != "completed"
     )
+    warned = False
     for index in range(state.step_index + 1, len(steps)):
         state = await _play_step(run, index, state, memory)
+        warned = warned or _warn_if_broken(run, memory)
+    if not warned:
+        _warn_if_broken(run, memory)
     run.progress.current = None

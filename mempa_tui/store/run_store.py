@@ -282,6 +282,12 @@ class RunStore(StoreBase):
         rows = await self._fetchall(f"SELECT {cols} FROM steps WHERE run_id = ? ORDER BY idx", (run_id,))
         return [_sql.step_from_row(r, with_result=with_results) for r in rows]
 
+    async def last_step(self, run_id: str) -> StepRecord | None:
+        """The run's last stored timeline step with its ``result_json`` (None: no step yet); one
+        row read, for readers that need only the latest counters (``mempa runs``)."""
+        row = await self._fetchone("SELECT * FROM steps WHERE run_id = ? ORDER BY idx DESC LIMIT 1", (run_id,))
+        return None if row is None else _sql.step_from_row(row, with_result=True)
+
     async def latest_checkpoint(self, run_id: str) -> CheckpointRecord | None:
         """The run's last checkpoint, or None when it has none."""
         row = await self._fetchone(

@@ -1,0 +1,251 @@
+"""``mempa show``: a stored run's steps and probes, one step or probe in full, or runs compared
+probe by probe (issue 16). The logic is in :mod:`mempa_tui.runner._browse`; this module prints."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, TextIO
+
+from mempa_tui.cli._commands import _need_database
+from mempa_tui.cli._errors import UserError, unwritable
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from mempa_tui.runner._browse import CompareRow, ProbeFilter, RunListing, StepDetail
+    from mempa_tui.runner._episode_events import EpisodeEvent
+
+__all__ = ["cmd_show", "detail_text", "event_lines", "listing_text"]
+
+
+def _aligned(rows: list[list[str]]) -> list[str]:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+
+
+def _score(value: int | None) -> str:
+    return "-" if value is None else str(value)
+
+
+def listing_text(listing: RunListing, probe_filter: ProbeFilter | None = None) -> str:
+    """The run's header, its steps, and its probe repeats (filtered by ``probe_filter``, a
+    :class:`~mempa_tui.runner._browse.ProbeFilter`, when given)."""
+    run = listing.run
+    lines = [f"run {run.id}: user {run.user}, memory {run.memory}, profile {run.profile}, seed {run.seed}, "
+             f"{run.repeats} repeat(s), {run.status.value}", listing.health.text()]
+    if run.donor_run:
+        lines.append(f"probes start from the checkpoints of {run.donor_run}")
+    if listing.steps:
+        lines += ["", f"steps ({len(listing.steps)} of {run.total_steps}):"]
+        rows = [["#", "STEP", "KIND", "STATUS", "TRIES", "SELECTION", "REASON"]]
+        rows += [[str(s.index + 1), s.step_id, s.kind, s.status, str(s.attempts), s.selection or "-", s.reason or ""]
+                 for s in listing.steps]
+        lines += ["  " + ln for ln in _aligned(rows)]
+    probes = listing.probes
+    if probe_filter is not None:
+        probes = [p for p in probes if probe_filter.keeps(p)]
+    shown = f"{len(probes)} shown by the filter, " if probe_filter is not None else ""
+    lines += ["", f"probes ({shown}{len(listing.probes)} repeat(s) stored of {run.total_probes} planned):"]
+    if probes:
+        rows = [["PROBE", "REP", "KIND", "CONTEXT", "ATTRIBUTE", "STATUS", "SELECTION", "TARGET", "OUTCOME", "BRS", "PRS"]]
+        rows += [[p.probe_id, str(p.repeat), p.kind, p.context, p.attribute, p.status, p.selection or "-", p.target,
+                  p.outcome, _score(p.brs), _score(p.prs)] for p in probes]
+        lines += ["  " + ln for ln in _aligned(rows)]
+    lines += ["", f"`mempa show {run.id} STEP|PROBE` prints one in full."]
+    return "\n".join(lines)
+
+
+def _indent(text: str, prefix: str = "    ") -> list[str]:
+    return [prefix + ln for ln in (text.splitlines() or [""])]
+
+
+def event_lines(event: EpisodeEvent) -> list[str]:
+    """One stored episode event as text lines (the full content: messages, tool arguments and
+    results, the memory section the PA was handed, with every item's score)."""
+    from mempa_tui.runner import _episode_events as ev
+
+    if isinstance(event, ev.UserMessageEvent):
+        return [f"USER{f' [{event.beat_id}]' if event.beat_id else ''}:", *_indent(event.text)]
+    if isinstance(event, ev.PAReplyEvent):
+        return [f"PA{' (capped)' if event.status == 'capped' else ''}:", *_indent(event.text)]
+    if isinstance(event, ev.ToolCallEvent):
+        c = event.call
+        args = json.dumps(c.arguments, ensure_ascii=False)
+        tag = f" {c.tag}" if c.tag else ""
+        head = f"TOOL {c.tool}({args}) -> {c.status.value}{tag}{' ERROR' if c.error else ''}"
+        return [head + (f" held as {c.held_id}" if c.held_id else ""), *(_indent(c.result) if c.result else [])]
+    if isinstance(event, ev.IXSelectionEvent):
+        verdict = "" if event.ok else f" REJECTED: {event.message}"
+        return [f"IX SELECTION {event.attribute} = {event.setting or '(none)'}{verdict}"]
+    if isinstance(event, ev.HeldItemsEvent):
+        return ["HELD " + ", ".join(f"{h.id} ({h.kind}: {h.tool or h.label or h.text[:60]})" for h in event.items)]
+    if isinstance(event, ev.ConsentEvent):
+        decisions = ", ".join(f"{k} {'approved' if v else 'denied'}" for k, v in event.decisions.items())
+        return [f"CONSENT {decisions or '(none)'}" + (f"; unknown ids {', '.join(event.unknown)}" if event.unknown else "")]
+    if isinstance(event, ev.EvidenceEvent):
+        head = f"EVIDENCE handed to the PA: {len(event.items)} item(s), {event.prior_messages} prior message(s)"
+        lines = [head, *(_indent(event.system_text) if event.system_text.strip() else ["    (empty memory section)"])]
+        lines += [f"    - [{'-' if i.score is None else f'{i.score:.3f}'}] {i.text}" for i in event.items]
+        return lines
+    if isinstance(event, ev.BeatChangeEvent):
+        return [f"-- beat {event.beat_id or '(end)'}"]
+    if isinstance(event, ev.NoticeEvent):
+        return [f"NOTICE {event.at:%Y-%m-%d %H:%M}:", *_indent(event.text)]
+    if isinstance(event, ev.StepStatusEvent):
+        return [f"STATUS {event.status}" + (f": {event.reason}" if event.reason else "")]
+    return [f"{event.kind}"]  # pragma: no cover - every kind is handled above
+
+
+def detail_text(detail: StepDetail) -> str:
+    """One step or probe repeat in full: header, transcript, model calls, and for a probe its
+    selection, target and scores with reasons (paper Section 3.5)."""
+    where = f"{detail.step_id}" + (f" repeat {detail.repeat}" if detail.repeat else "")
+    lines = [f"== {detail.run_id} {where} ({detail.kind}) {detail.status}"
+             + (f": {detail.reason}" if detail.reason else "") + " =="]
+    if detail.context:
+        lines.append(f"cell: {detail.context} / {detail.attribute}")
+    lines += ["", "transcript:"]
+    for event in detail.events:
+        lines += ["  " + ln for ln in event_lines(event)]
+    if not detail.events:
+        lines.append("  (no stored events)")
+    if detail.unreadable_events:
+        lines.append(f"  ({detail.unreadable_events} stored event(s) could not be read and are not shown)")
+    lines += ["", f"model calls ({len(detail.calls)}):"]
+    if detail.calls:
+        rows = [["#", "ROLE", "MODEL", "PROMPT", "REUSED", "COMPLETION", "SECONDS", "OK"]]
+        rows += [[str(i), c.role, c.model, str(c.prompt_tokens), str(c.reused_prefix_tokens), str(c.completion_tokens),
+                  f"{c.latency_s:.2f}", "ok" if c.ok else f"FAILED {c.error or ''}".strip()]
+                 for i, c in enumerate(detail.calls, 1)]
+        lines += ["  " + ln for ln in _aligned(rows)]
+    lines += ["", f"IX selection: {detail.selection or '(none)'}"]
+    if detail.target is not None:
+        lines.append(f"target: {detail.target}  -> {detail.outcome}")
+        lines.append(f"BRS: {_score(detail.brs)}" + (f"  ({detail.brs_reason})" if detail.brs_reason else ""))
+        lines.append(f"PRS: {_score(detail.prs)}" + (f"  ({detail.prs_reason})" if detail.prs_reason else ""))
+    if detail.memory_stats:
+        lines.append("memory counters after the step: "
+                     + ", ".join(f"{k} {v:g}" for k, v in sorted(detail.memory_stats.items())))
+    return "\n".join(lines)
+
+
+def _compare_text(rows: Sequence[CompareRow], run_ids: list[str], health: dict[str, str]) -> str:
+    lines = ["runs: " + ", ".join(f"#{i} {r} (memory {health.get(r, 'n/a')})" for i, r in enumerate(run_ids, 1)), ""]
+    table = [["PROBE", "REP", "TARGET", *(f"#{i}" for i in range(1, len(run_ids) + 1))]]
+    for row in rows:
+        cells = []
+        for rid in run_ids:
+            c = row.cells.get(rid)
+            cells.append("-" if c is None else f"{c.selection or '(none)'} {c.outcome} BRS {_score(c.brs)} PRS {_score(c.prs)}")
+        table.append([row.probe_id, str(row.repeat), row.target, *cells])
+    lines += _aligned(table) if rows else ["(no probe repeat matches)"]
+    for row in rows:
+        lines += ["", f"{row.probe_id} repeat {row.repeat}: target {row.target}"]
+        for i, rid in enumerate(run_ids, 1):
+            c = row.cells.get(rid)
+            if c is None:
+                lines.append(f"  #{i} {rid}: not stored")
+                continue
+            lines.append(f"  #{i} {rid}: selected {c.selection or '(none)'} ({c.outcome}); evidence, "
+                         f"{c.evidence_items} item(s):")
+            lines += _indent(c.evidence.strip() or "(the memory handed the PA nothing)", "      ")
+    return "\n".join(lines)
+
+
+async def cmd_show(args: argparse.Namespace, out: TextIO | None = None) -> int:
+    """``mempa show RUN [STEP|PROBE]`` and ``mempa show --compare RUN1 RUN2 ...``.
+
+    Returns:
+        0, or 1 when a filter leaves nothing to show.
+
+    Raises:
+        UserError: an unknown run, step, probe or filter (from :class:`BrowseError`), or an
+            unwritable ``--out`` file.
+    """
+    from mempa_tui.runner._browse import (
+        BrowseError,
+        ProbeFilter,
+        checkpoint_memory,
+        compare_markdown,
+        compare_runs,
+        filter_compare,
+        parse_where,
+        run_listing,
+        step_details,
+    )
+    from mempa_tui.store import RunStore
+
+    out = out or sys.stdout
+    names = list(args.targets)
+    probe_filter = None
+    if any(getattr(args, k) for k in ("context", "attribute", "dimension", "outcome")):
+        probe_filter = ProbeFilter(context=args.context, attribute=args.attribute, dimension=args.dimension,
+                                   outcome=args.outcome)
+    async with RunStore(_need_database(args.saves)) as store:
+        try:
+            if args.compare:
+                rows = await compare_runs(store, names)
+                if probe_filter is not None:
+                    f = probe_filter.check()
+                    rows = [r for r in rows if (f.context is None or r.context == f.context.lower())
+                            and (f.attribute is None or r.attribute == f.attribute)
+                            and (f.dimension is None or _dim(r.attribute) == f.dimension)
+                            and (f.outcome is None or any(c and c.outcome == f.outcome for c in r.cells.values()))]
+                if args.repeat is not None:
+                    rows = [r for r in rows if r.repeat == args.repeat]
+                if args.where:
+                    rows = filter_compare(rows, parse_where(args.where, names))
+                from mempa_tui.runner._health import runs_health
+
+                health = {k: h.short() for k, h in (await runs_health(
+                    store, [r for r in await store.list_runs() if r.id in names])).items()}
+                print(_compare_text(rows, names, health), file=out)
+                for rid, state in health.items():
+                    if state == "BROKEN":
+                        print(f"\n{rid}: its memory is BROKEN (see `mempa show {rid}`); its outcomes are a "
+                              "broken memory's, not the condition's", file=out)
+                if args.out:
+                    title = "Probe-by-probe comparison" + (f" where {args.where}" if args.where else "")
+                    try:
+                        Path(args.out).write_text(compare_markdown(rows, names, title=title), encoding="utf-8")
+                    except OSError as exc:
+                        raise unwritable(exc, "the comparison") from exc
+                    print(f"\nwritten: {args.out}", file=out)
+                return 0 if rows else 1
+            if args.memory_store and len(names) != 2:
+                raise UserError("--memory-store needs RUN STEP|PROBE")
+            if args.where or args.out:
+                raise UserError("--where and --out are for --compare RUN1 RUN2 ...")
+            if len(names) > 2:
+                raise UserError("show takes RUN [STEP|PROBE]; to compare runs use --compare RUN1 RUN2 ...")
+            if len(names) == 1:
+                listing = await run_listing(store, names[0])
+                print(listing_text(listing, probe_filter.check() if probe_filter else None), file=out)
+                return 0
+            details = await step_details(store, names[0], names[1], args.repeat)
+            view = await checkpoint_memory(store, names[0], names[1], args.repeat) if args.memory_store else None
+        except BrowseError as exc:
+            raise UserError(str(exc)) from None
+    print("\n\n".join(detail_text(d) for d in details), file=out)
+    if view is not None:
+        when = "after the step" if details[0].repeat == 0 else "where the probe started"
+        where = (f"checkpoint {view.checkpoint_index} of {view.checkpoint_run}"
+                 if view.checkpoint_run is not None else "no checkpoint")
+        print(f"\nmemory store {when} ({where}): {len(view.stored)} item(s)", file=out)
+        for item in view.stored:
+            print(*_indent(item, "  "), sep="\n", file=out)
+        if view.note:
+            print(f"  ({view.note})", file=out)
+    return 0
+
+
+def _dim(key: str) -> str:
+    from mempa_tui.taxonomy import attribute
+
+    try:
+        return attribute(key).dimension.value
+    except KeyError:
+        return "?"

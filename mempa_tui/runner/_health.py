@@ -1,0 +1,322 @@
+"""Memory health: a memory system's counted failures become a run problem (SPEC 4.7, issue 16).
+
+Every memory adapter counts what it swallowed (malformed model replies, dropped items, failed
+consolidation rounds...) in ``inspect().stats``; the runner stores those counters with each
+settled timeline step (``memory_stats`` in the step's result JSON, read back by
+:func:`~mempa_tui.runner.report.last_memory_stats`). This module turns the counters of a run's last
+step into a :class:`MemoryHealth` verdict, so that a memory that silently stored nothing is never
+shown as an ordinary result: ``mempa runs``, ``mempa report`` and every results table carry it.
+
+The stated rule (documented in the README, section "Memory health"):
+
+* A **failure rate** is computed for each kind of counted failure the memory reports, over the
+  writes it could have failed on (see :data:`FAILURE_RULES`). A run whose rate is above
+  :data:`BROKEN_RATE` (20 %) for any kind is **broken**.
+* A memory that received at least :data:`EMPTY_AFTER_WRITES` (5) turn records but holds no item
+  (``memories_stored``, ``turns_stored``, ``cells`` or File memory's history plus pending turns
+  all 0) is **broken** ("empty store").
+* Any counted failure below the rate is a **warning**: shown, not marked.
+* Conditions without a store (No Memory, Oracle) and runs stored before the counters existed are
+  ``n/a``: nothing to judge.
+
+Broken runs keep their rows (their probes did run), but every table marks them and names the run
+and the reason, so they are never averaged in silently.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Literal
+
+from pydantic import BaseModel
+
+from mempa_tui.scoring import ConditionScores, ProbeOutcome
+from mempa_tui.store import RunRecord, RunStore
+
+__all__ = [
+    "BROKEN_RATE",
+    "EMPTY_AFTER_WRITES",
+    "FAILURE_RULES",
+    "FailureCount",
+    "HealthState",
+    "MemoryHealth",
+    "RowAnnotations",
+    "health_of_stats",
+    "health_summary",
+    "row_annotations",
+    "run_health",
+    "runs_health",
+]
+
+BROKEN_RATE = 0.20
+"""A failure rate above this (a fraction of the writes that could fail) marks a run broken."""
+
+EMPTY_AFTER_WRITES = 5
+"""A store still empty after at least this many written turn records marks a run broken."""
+
+HealthState = Literal["ok", "warning", "broken", "n/a"]
+"""``ok``: counters present, no failure; ``warning``: failures at or below the rate; ``broken``:
+above the rate or an empty store; ``n/a``: no counters (no store, or stored before counters)."""
+
+FAILURE_RULES: tuple[tuple[str, tuple[str, ...], str], ...] = (
+    # (failure counter, counters whose sum is the denominator, what failed)
+    ("turns_archived_raw", ("turns_written",), "turns archived raw after a failed consolidation"),
+    ("consolidation_failures", ("consolidations", "consolidation_failures"), "consolidation rounds failed"),
+    ("extraction_failures", ("turns_extracted",), "turns with no usable extraction reply"),
+    ("call_errors", ("turns_extracted",), "turns whose model call failed"),
+    ("items_dropped", ("items_accepted", "items_dropped"), "extracted items dropped"),
+    ("decision_failures", ("candidates",), "memory decisions unusable"),
+    ("malformed_replies", ("model_calls",), "malformed memory-model replies"),
+    ("failed_writes", ("turns_written",), "turn writes that ended in an error"),
+    ("model_errors", ("model_calls",), "memory-model calls that failed"),
+)
+"""Known failure counters. When a denominator counter is missing (``extraction_failures`` of the
+Mem0-style memory has no ``turns_extracted``), ``turns_written`` is used; a counter with no
+usable denominator is still shown as a count. Another counter whose name says ``fail``,
+``error``, ``malformed`` or ``dropped`` (a memory system added later) is counted over
+``turns_written`` the same way."""
+
+_STORE_COUNTERS = ("memories_stored", "turns_stored", "cells")
+_FAILURE_WORDS = ("fail", "error", "malformed", "dropped")
+
+
+class FailureCount(BaseModel):
+    """One kind of counted failure."""
+
+    counter: str
+    """The memory's counter name (``malformed_replies``...)."""
+    what: str
+    """What failed, in words."""
+    failures: int
+    """How many."""
+    out_of: int | None
+    """The writes that could have failed (None: no denominator counter)."""
+
+    @property
+    def rate(self) -> float | None:
+        """``failures / out_of`` (0-1), None without a denominator."""
+        return None if not self.out_of else min(1.0, self.failures / self.out_of)
+
+    def text(self) -> str:
+        """``66/66 malformed memory-model replies (100%)``."""
+        if self.out_of:
+            return f"{self.failures}/{self.out_of} {self.what} ({100 * (self.rate or 0):.0f}%)"
+        return f"{self.failures} {self.what}"
+
+
+class MemoryHealth(BaseModel):
+    """The health of one run's memory, from its last step's counters."""
+
+    run_id: str
+    """The run."""
+    memory: str
+    """Its memory condition."""
+    state: HealthState
+    """The verdict (see the module docstring for the rule)."""
+    writes: int | None = None
+    """Turn records the memory received (``turns_written``), if counted."""
+    stored: int | None = None
+    """Items the store holds, if the memory reports it."""
+    failures: list[FailureCount] = []
+    """Every kind of failure with a count above 0."""
+    problems: list[str] = []
+    """Why the run is broken (empty unless ``state`` is ``broken``)."""
+
+    @property
+    def broken(self) -> bool:
+        """True when the run must be marked in every table."""
+        return self.state == "broken"
+
+    def short(self) -> str:
+        """A table cell: ``ok``, ``n/a``, ``warn: 3 failures``, ``BROKEN``."""
+        if self.state == "broken":
+            return "BROKEN"
+        if self.state == "warning":
+            return f"warn: {sum(f.failures for f in self.failures)} failure(s)"
+        return self.state
+
+    def text(self) -> str:
+        """One line: the verdict, the problems and every counted failure."""
+        if self.state == "n/a":
+            return "memory health: n/a (no memory counters: a condition without a store, or a run stored before them)"
+        parts = [f"memory health: {self.state.upper() if self.broken else self.state}"]
+        if self.writes is not None:
+            parts.append(f"{self.writes} turn(s) written")
+        if self.stored is not None:
+            parts.append(f"{self.stored} item(s) stored")
+        line = ", ".join(parts)
+        if self.problems:
+            line += f" - {'; '.join(self.problems)}"
+        others = [f.text() for f in self.failures if not any(f.text() in p for p in self.problems)]
+        if others:
+            line += f" (counted: {'; '.join(others)})"
+        return line
+
+
+def _int(stats: Mapping[str, float], key: str) -> int | None:
+    value = stats.get(key)
+    return None if value is None else int(value)
+
+
+def _stored(stats: Mapping[str, float]) -> int | None:
+    for key in _STORE_COUNTERS:
+        if key in stats:
+            return int(stats[key])
+    if "history_entries" in stats or "pending_turns" in stats:  # File memory
+        return int(stats.get("history_entries", 0) + stats.get("pending_turns", 0))
+    return None
+
+
+def health_of_stats(run_id: str, memory: str, stats: Mapping[str, float]) -> MemoryHealth:
+    """Judge one memory's counters by the module's rule.
+
+    Args:
+        run_id / memory: which run and condition the counters belong to.
+        stats: the memory's ``inspect().stats`` (counter name -> value); empty means ``n/a``.
+
+    Returns:
+        The verdict with every counted failure and, when broken, the reasons.
+    """
+    if not stats:
+        return MemoryHealth(run_id=run_id, memory=memory, state="n/a")
+    writes = _int(stats, "turns_written")
+    failures: list[FailureCount] = []
+    known = set()
+    for counter, over, what in FAILURE_RULES:
+        known.add(counter)
+        count = _int(stats, counter)
+        if not count:
+            continue
+        if all(k in stats for k in over):
+            out_of: int | None = int(sum(stats[k] for k in over))
+        else:
+            out_of = writes
+        failures.append(FailureCount(counter=counter, what=what, failures=count, out_of=out_of or None))
+    for counter in sorted(stats):
+        if counter in known or counter.startswith("dropped_") or not any(w in counter for w in _FAILURE_WORDS):
+            continue
+        count = _int(stats, counter)
+        if count:
+            failures.append(FailureCount(counter=counter, what=counter.replace("_", " "), failures=count,
+                                         out_of=writes or None))
+    stored = _stored(stats)
+    problems = [f.text() for f in failures if f.rate is not None and f.rate > BROKEN_RATE]
+    if stored == 0 and (writes or 0) >= EMPTY_AFTER_WRITES:
+        problems.append(f"empty store after {writes} turn(s) written")
+    state: HealthState = "broken" if problems else ("warning" if failures else "ok")
+    return MemoryHealth(run_id=run_id, memory=memory, state=state, writes=writes, stored=stored,
+                        failures=failures, problems=problems)
+
+
+async def run_health(store: RunStore, run: RunRecord) -> MemoryHealth:
+    """The memory health of a stored run, from the counters of its last settled timeline step.
+
+    Raises:
+        StoreError: a stored step result is not JSON.
+    """
+    import json
+
+    from mempa_tui.runner.report import last_memory_stats
+
+    last = await store.last_step(run.id)
+    if last is None:
+        return health_of_stats(run.id, run.memory, {})
+    try:
+        stats = json.loads(last.result_json).get("memory_stats") if last.result_json else None
+    except (json.JSONDecodeError, AttributeError):
+        stats = None
+    if stats:  # the usual case: the last step carries the counters (one row read)
+        return health_of_stats(run.id, run.memory, {str(k): float(v) for k, v in stats.items()})
+    return health_of_stats(run.id, run.memory, await last_memory_stats(store, run.id))
+
+
+async def runs_health(store: RunStore, runs: Iterable[RunRecord]) -> dict[str, MemoryHealth]:
+    """:func:`run_health` of each run, keyed by run id."""
+    return {run.id: await run_health(store, run) for run in runs}
+
+
+def health_summary(healths: Sequence[MemoryHealth]) -> str:
+    """A results-table cell for the runs pooled in one row: ``ok``, ``n/a``, ``warn``, or
+    ``BROKEN 1/2`` (broken runs of the row's runs)."""
+    if not healths:
+        return "n/a"
+    broken = sum(h.broken for h in healths)
+    if broken:
+        return f"BROKEN {broken}/{len(healths)}"
+    if any(h.state == "warning" for h in healths):
+        return "warn"
+    if all(h.state == "n/a" for h in healths):
+        return "n/a"
+    return "ok"
+
+
+
+class RowAnnotations(BaseModel):
+    """What a results table adds to its rows: a ``Health`` and a ``Covers`` column, and the notes
+    printed under it (broken runs with their reasons; rows that pool different users, probes or
+    repeat counts)."""
+
+    health: dict[tuple[str, ...], str]
+    """(memory condition, model) -> the Health cell (:func:`health_summary` of the row's runs);
+    also (memory condition, model, user) -> that user's runs' cell."""
+    covers: dict[tuple[str, ...], str]
+    """(memory condition, model) -> the Covers cell (``A+B 66x3``; ``*`` marks a row that covers
+    other users, probes or repeats than most rows); with rows per user also (memory condition,
+    model, user) -> that user's cell, compared among that user's rows."""
+    notes: list[str]
+    """Lines to print under the table."""
+
+    def columns(self) -> dict[str, Callable[[ConditionScores], str]]:
+        """The extra columns for :func:`~mempa_tui.runner._results.results_text`."""
+        return {
+            "Health": lambda r: self.health.get((r.memory, r.model, r.breakdown or ""))
+            or self.health.get((r.memory, r.model), "n/a"),
+            "Covers": lambda r: self.covers.get((r.memory, r.model, r.breakdown or ""))
+            or self.covers.get((r.memory, r.model), ""),
+        }
+
+
+def row_annotations(runs: Sequence[RunRecord], healths: Mapping[str, MemoryHealth],
+                    outcomes: Sequence[ProbeOutcome], *, by: str = "condition") -> RowAnnotations:
+    """Health and coverage of each (memory condition, model) row of one results table.
+
+    Args:
+        runs: the table's runs.
+        healths: :func:`runs_health` of them.
+        outcomes: the table's probe outcomes.
+        by: the table's grouping; with ``user`` each row's Covers cell is its user's coverage
+            (other groupings show the condition's whole coverage).
+
+    Returns:
+        The cells and notes; a note names each broken run with its reasons, and one says which
+        rows pool different users, probes or repeat counts.
+    """
+    from mempa_tui.runner._pooling import coverage_by_row, mixed_coverage
+    from mempa_tui.runner.report import backbone_label
+
+    by_row: dict[tuple[str, ...], list[MemoryHealth]] = {}
+    by_user: dict[tuple[str, ...], list[MemoryHealth]] = {}
+    for run in runs:
+        if run.id in healths:
+            by_row.setdefault((run.memory, backbone_label(run)), []).append(healths[run.id])
+            by_user.setdefault((run.memory, backbone_label(run), run.user), []).append(healths[run.id])
+    coverage = coverage_by_row(outcomes)
+    mixed = mixed_coverage(coverage)
+    covers: dict[tuple[str, ...], str] = {k: c.text() + (" *" if k in mixed else "") for k, c in coverage.items()}
+    if by == "user":
+        mixed = set()
+        for user in sorted({o.user for o in outcomes}):
+            mine = coverage_by_row([o for o in outcomes if o.user == user])
+            odd = mixed_coverage(mine)
+            mixed |= odd
+            covers.update({(*k, user): c.text() + (" *" if k in odd else "") for k, c in mine.items()})
+    notes = [f"BROKEN memory in {h.run_id}: {'; '.join(h.problems)} - its row is marked, read its "
+             "scores as a broken memory's, not the condition's" for hs in by_row.values() for h in hs if h.broken]
+    if mixed:
+        notes.append("rows marked * in Covers pool other users, probes or repeat counts (users probes x repeats) "
+                     "than the rest: their scores are not over the same probes")
+    return RowAnnotations(
+        health={k: health_summary(v) for k, v in (by_row | (by_user if by == "user" else {})).items()},
+        covers=covers,
+        notes=notes,
+    )
