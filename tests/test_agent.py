@@ -338,3 +338,36 @@ async def test_a_prompt_that_outgrows_the_window_floors_the_turn_instead_of_rais
     assert 0 < len(rig.queue.pa_requests) < 40  # it stopped at the overflow, not at the call cap
     failed = [c for c in small._client.calls if not c.ok]  # type: ignore[attr-defined]
     assert [c.error_kind for c in failed] == ["ContextWindowError"]
+
+
+# ---- issue 15 point 3: an empty reply is retried once, then fails the turn -----------------------
+
+
+async def test_an_empty_reply_gets_one_reminder_and_the_retry_is_the_answer(rig: Rig) -> None:
+    rig.queue.push(ScriptedReply(text=""), "Colm has your message.")
+    result = await rig.agent.respond(_turn(), rig.actions())
+    assert result.status == "ok" and result.reply == "Colm has your message."
+    assert result.empty_retried and result.model_calls == 2
+    retry = rig.queue.pa_requests[1].messages
+    assert "no text and no tool call" in (retry[-1].content or "")
+    # the empty assistant message is not sent back (strict servers reject empty content)
+    assert not any(m.role == "assistant" and not m.content and not m.tool_calls for m in retry)
+
+
+async def test_an_empty_reply_twice_fails_the_turn_with_its_reason(rig: Rig) -> None:
+    rig.queue.push(
+        ScriptedReply(text="", finish_reason="length"),
+        ScriptedReply(text="<think>still thinking</think>", finish_reason="length"),
+    )
+    result = await rig.agent.respond(_turn(), rig.actions())
+    assert result.status == "failed" and result.reply == ""
+    assert result.reason is not None
+    assert "empty reply" in result.reason and "finish_reason length" in result.reason
+    assert result.model_calls == 2
+
+
+async def test_an_empty_reply_on_a_world_event_is_staying_quiet(rig: Rig) -> None:
+    rig.queue.push(ScriptedReply(text=""))
+    turn = AgentTurnInput(user_message=None, notice="A rota email arrived.", now=START)
+    result = await rig.agent.respond(turn, rig.actions())
+    assert result.status == "ok" and result.reply == "" and result.model_calls == 1

@@ -697,3 +697,19 @@ async def test_a_text_confirmation_that_ends_the_session_reaches_the_pa_first(
     assert [r.turn_index for r in memory.records] == [0, 1, 2]
     # the end signal came after that turn without another simulator turn: 4 turns + the entry
     assert len(rig.sim_requests()) == 5
+
+
+async def test_an_empty_pa_reply_twice_fails_the_step_and_memory_keeps_nothing(
+    rig: Rig,
+) -> None:
+    rig.sim_replies.append(sim("Can you text Colm that the review moved?"))
+    rig.queue.push(
+        ScriptedReply(tool_calls=[call("IX_autonomy_level", {"setting": "Reactive"})]),
+        ScriptedReply(text="", finish_reason="length"),
+        ScriptedReply(text=""),
+    )
+    memory = RecordingMemory()
+    result = await run_accumulation(autonomy_session(), ctx(rig, memory))
+    assert result.status == "failed" and "empty reply" in (result.reason or "")
+    assert memory.records == [] and result.world is None
+    assert not any(e.type == "pa_reply" for e in result.transcript)
