@@ -371,3 +371,17 @@ async def test_an_empty_reply_on_a_world_event_is_staying_quiet(rig: Rig) -> Non
     turn = AgentTurnInput(user_message=None, notice="A rota email arrived.", now=START)
     result = await rig.agent.respond(turn, rig.actions())
     assert result.status == "ok" and result.reply == "" and result.model_calls == 1
+
+
+async def test_an_empty_tool_name_is_never_sent_back_in_history(rig: Rig) -> None:
+    rig.queue.push(ScriptedReply(tool_calls=[call("", {"query": "Colm"})]), "Sorry.")
+    result = await rig.agent.respond(_turn(), rig.actions())
+    assert result.status == "ok"
+    sent = [
+        c.name
+        for m in rig.queue.pa_requests[1].messages
+        if m.role == "assistant"
+        for c in (m.tool_calls or [])
+    ]
+    assert sent == ["unnamed_tool_call"]
+    assert "must name a tool" in rig.tool_results(1)[0]

@@ -34,6 +34,9 @@ __all__ = ["MAX_MODEL_CALLS", "ChatClient", "PersonalAgent"]
 #: Model calls allowed per user turn (SPEC 4.5).
 MAX_MODEL_CALLS = 40
 
+#: The name a tool call without one carries in the history sent back (its result says why).
+UNNAMED_TOOL = "unnamed_tool_call"
+
 #: The one reminder after an empty reply to a user's message (no text and no tool call).
 EMPTY_REPLY_REMINDER = (
     f"{HARNESS_PREFIX} Your last turn reached the user as nothing: no text and no tool call. "
@@ -161,7 +164,12 @@ class PersonalAgent:
                 results: list[ChatMessage] = []
                 for raw in completion.tool_calls:
                     call_id, content = actions.dispatch(raw)
-                    calls.append(raw.model_copy(update={"id": call_id}))
+                    # an empty name is never sent back: strict servers reject the request
+                    calls.append(
+                        raw.model_copy(
+                            update={"id": call_id, "name": raw.name or UNNAMED_TOOL}
+                        )
+                    )
                     results.append(
                         ChatMessage(
                             role="tool",
