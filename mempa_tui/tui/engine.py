@@ -85,6 +85,9 @@ class LauncherChoices(BaseModel):
     """Registered memory conditions."""
     profiles: list[ProfileChoice] = Field(default_factory=list)
     """Profiles under the models folder."""
+    problems: list[str] = Field(default_factory=list)
+    """Why a picker is empty (a missing ``worlds/`` or models folder, no users, no profiles),
+    each naming the folder looked in; empty when every picker has choices."""
 
 
 @dataclass(frozen=True)
@@ -120,9 +123,32 @@ def discover_choices(settings: AppSettings) -> LauncherChoices:
             profiles.append(ProfileChoice(name=path.stem, description=str(exc), valid=False))
             continue
         profiles.append(ProfileChoice(name=path.stem, description=profile.description))
+    users = list_users(settings.worlds_dir)
     return LauncherChoices(
-        users=list_users(settings.worlds_dir), memories=list(MEMORY_BUILDERS), profiles=profiles
+        users=users, memories=list(MEMORY_BUILDERS), profiles=profiles,
+        problems=_empty_pickers(settings, users, profiles),
     )
+
+
+def _empty_pickers(settings: AppSettings, users: list[str], profiles: list[ProfileChoice]) -> list[str]:
+    """One line per empty picker saying why, with the folder that was read (absolute)."""
+    problems: list[str] = []
+    worlds, models = settings.worlds_dir.resolve(), settings.models_dir.resolve()
+    if not users:
+        if not worlds.is_dir():
+            problems.append(f"no users: the worlds folder {worlds} does not exist "
+                            "(start mempa where worlds/ is, or pass --worlds)")
+        elif not (worlds / "users").is_dir():
+            problems.append(f"no users: {worlds} has no users/ folder")
+        else:
+            problems.append(f"no users: {worlds / 'users'} holds no user folder")
+    if not profiles:
+        if not models.is_dir():
+            problems.append(f"no model profiles: the models folder {models} does not exist "
+                            "(start mempa where models/ is, or pass --models)")
+        else:
+            problems.append(f"no model profiles: {models} holds no *.yaml profile")
+    return problems
 
 
 def error_line(exc: BaseException) -> str:
