@@ -1,11 +1,14 @@
 """Issue 15 point 7: the app says why its pickers are empty, opens or closes thousands of calls
-at once without freezing, and does not call a run that another process plays "stopped".
+at once without freezing, does not call a run that another process plays "stopped", and leaves
+no coroutine never awaited when it quits right after a start.
 
 Pilot tests against the app, offline; no timing is measured (what is checked is the work done).
 """
 
 from __future__ import annotations
 
+import gc
+import warnings
 from pathlib import Path
 
 import pytest
@@ -18,8 +21,8 @@ from textual.widgets import DataTable, Label, SelectionList
 from mempa_tui.ix.types import CallStatus, ExecutedCall
 from mempa_tui.runner import StepEvent, lease_path
 from mempa_tui.runner._episode_events import PAReplyEvent, ToolCallEvent
-from mempa_tui.tui import MempaApp
-from mempa_tui.tui.screens import LauncherScreen, SessionScreen
+from mempa_tui.tui import MempaApp, RunRequest
+from mempa_tui.tui.screens import DashboardScreen, LauncherScreen, SessionScreen
 from mempa_tui.tui.widgets.transcript_view import TranscriptView
 
 
@@ -134,3 +137,22 @@ async def test_a_stored_run_another_process_plays_is_not_shown_stopped(tmp_path:
             assert entry is not None and entry.state == "elsewhere" and not entry.active
             label = str(app.screen.query_one("#run-label", Label).render())
             assert "playing in another process" in label and "stopped" not in label
+
+
+async def test_quitting_right_after_a_start_leaves_no_coroutine_never_awaited(tmp_path: Path) -> None:
+    """A run's worker cancelled before it runs (Ctrl-C, quit or cancel right after a start) was
+    handed a coroutine object, and Python warned it was never awaited."""
+    folders = make_folders(tmp_path)
+    app = MempaApp(folders.settings)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        async with app.run_test(size=(120, 40)):
+            await app.switch_mode("dashboard")
+            dashboard = app.screen
+            assert isinstance(dashboard, DashboardScreen)
+            entry = dashboard.start_run(RunRequest(user="R", memory="file", profile="scripted", repeats=1))
+            assert entry is not None
+            dashboard.cancel_run(entry)  # before its worker ran: what quitting at once does too
+        del app, dashboard, entry
+        gc.collect()
+    assert [str(w.message) for w in caught if "never awaited" in str(w.message)] == []
