@@ -143,11 +143,11 @@ class UserSimulator:
             if key not in targets:
                 raise ValueError(f"start: targets has no setting for {key!r}, active at {where} of {script.id}")
             attribute(key).setting(targets[key])  # KeyError names the valid settings
+        self._move_after_reply = None
         self._script = script
         self._targets = dict(targets)
         self._released, self._reported, self._dialogue, self._pending = [], set(), [], {}
         self._finished = self._after_event = False
-        self._move_after_reply = None
         material = [render_persona(self.persona), script.task]
         material += [f"{b.goal} {b.conveys}" for b in script.beats]
         material += [f.text for f in script.facts]

@@ -59,6 +59,7 @@ __all__ = [
     "RunnerOptions",
     "StoredEvent",
     "discover_choices",
+    "empty_pickers",
     "error_line",
     "play_from_record",
     "request_from_record",
@@ -85,9 +86,6 @@ class LauncherChoices(BaseModel):
     """Registered memory conditions."""
     profiles: list[ProfileChoice] = Field(default_factory=list)
     """Profiles under the models folder."""
-    problems: list[str] = Field(default_factory=list)
-    """Why a picker is empty (a missing ``worlds/`` or models folder, no users, no profiles),
-    each naming the folder looked in; empty when every picker has choices."""
 
 
 @dataclass(frozen=True)
@@ -123,15 +121,16 @@ def discover_choices(settings: AppSettings) -> LauncherChoices:
             profiles.append(ProfileChoice(name=path.stem, description=str(exc), valid=False))
             continue
         profiles.append(ProfileChoice(name=path.stem, description=profile.description))
-    users = list_users(settings.worlds_dir)
     return LauncherChoices(
-        users=users, memories=list(MEMORY_BUILDERS), profiles=profiles,
-        problems=_empty_pickers(settings, users, profiles),
+        users=list_users(settings.worlds_dir), memories=list(MEMORY_BUILDERS), profiles=profiles
     )
 
 
-def _empty_pickers(settings: AppSettings, users: list[str], profiles: list[ProfileChoice]) -> list[str]:
-    """One line per empty picker saying why, with the folder that was read (absolute)."""
+def empty_pickers(settings: AppSettings, choices: LauncherChoices) -> list[str]:
+    """Why the launcher's pickers are empty (issue 15.7): one line per empty user or profile list,
+    naming the folder that was read (absolute) and what is missing there; ``[]`` when both
+    have choices."""
+    users, profiles = choices.users, choices.profiles
     problems: list[str] = []
     worlds, models = settings.worlds_dir.resolve(), settings.models_dir.resolve()
     if not users:

@@ -30,6 +30,7 @@ from mempa_tui.tui.book import RunRequest
 from mempa_tui.tui.engine import (
     LauncherChoices,
     discover_choices,
+    empty_pickers,
     error_line,
     request_from_record,
 )
@@ -146,7 +147,7 @@ class LauncherScreen(PlainNotify, Screen[None]):
             (p.name if p.valid else f"{p.name} (invalid)", p.name) for p in self.choices.profiles
         ])
         self.set_class(not self.choices.users, "-no-users")
-        note = "\n".join(self.choices.problems)
+        note = "\n".join(empty_pickers(self.mempa.settings, self.choices))
         self.query_one("#choices-note", Label).update(note)
         self.query_one("#choices-note", Label).set_class(bool(note), "-shown")
         if note and note != self._told:
