@@ -150,7 +150,9 @@ class LauncherScreen(PlainNotify, Screen[None]):
         note = "\n".join(empty_pickers(self.mempa.settings, self.choices))
         self.query_one("#choices-note", Label).update(note)
         self.query_one("#choices-note", Label).set_class(bool(note), "-shown")
-        if note and note != self._told:
+        # without users nothing can start: say so once as a toast too (an empty profile list
+        # shows in the note only, beside the picker; some screens' work needs no profile)
+        if not self.choices.users and note != self._told:
             self.notify(note, severity="warning", title="Nothing to pick", markup=False)
         self._told = note
 
