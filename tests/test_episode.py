@@ -713,3 +713,34 @@ async def test_an_empty_pa_reply_twice_fails_the_step_and_memory_keeps_nothing(
     assert result.status == "failed" and "empty reply" in (result.reason or "")
     assert memory.records == [] and result.world is None
     assert not any(e.type == "pa_reply" for e in result.transcript)
+
+
+async def test_a_closing_thanks_after_a_plain_answer_is_not_sent_to_the_pa(rig: Rig) -> None:
+    rig.sim_replies.extend(
+        [
+            sim("Can you text Colm that the review moved?"),
+            sim("", "advance"),
+            sim("It's at 15:00 now."),
+            sim("Thanks, that's all.", "done"),  # nothing awaits the user's word: discarded
+        ]
+    )
+    rig.queue.push(
+        ScriptedReply(tool_calls=[call("IX_autonomy_level", {"setting": "Autonomous"})]),
+        "Happy to. What is the new time?",
+        ScriptedReply(
+            tool_calls=[
+                call(
+                    "mcp_state_message_send",
+                    {"contact": "Colm Averill", "text": "The review moved to 15:00."},
+                )
+            ]
+        ),
+        "Sent: Colm knows it is at 15:00.",
+    )
+    memory = RecordingMemory()
+    result = await run_accumulation(autonomy_session(), ctx(rig, memory))
+    assert result.status == "completed", result.reason
+    assert [e.user_message for e in result.exchanges] == [
+        "Can you text Colm that the review moved?",
+        "It's at 15:00 now.",
+    ]
