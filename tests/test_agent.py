@@ -385,3 +385,19 @@ async def test_an_empty_tool_name_is_never_sent_back_in_history(rig: Rig) -> Non
     ]
     assert sent == ["unnamed_tool_call"]
     assert "must name a tool" in rig.tool_results(1)[0]
+
+
+async def test_empty_text_after_ix_material_is_not_an_empty_reply(rig: Rig) -> None:
+    # the wrapper composes the public reply from the IX call's material, so no reminder
+    rig.queue.push(
+        ScriptedReply(
+            tool_calls=[
+                call("IX_information_elicitation", {"setting": "Structured", "questions": ["Which day?"]})
+            ]
+        ),
+        ScriptedReply(text=""),
+    )
+    result = await rig.agent.respond(_turn(), rig.actions(["information_elicitation"]))
+    assert result.status == "ok" and not result.empty_retried and result.model_calls == 2
+    delivered, _trace = rig.wrapper.render(result.reply)
+    assert "Which day?" in delivered.reply  # the user still gets words

@@ -5,7 +5,8 @@ is dispatched through :class:`~mempa_tui.agent.TurnActions`; text with no tool c
 When the tested attribute's IX call (or its required payload) is missing, the PA gets one reminder
 in the turn, then a forced call; if that also fails the turn is floored (Appendix F.2).
 An empty final reply to a user's message (no text and no tool call, e.g. ``finish_reason``
-``length`` with nothing written) gets one reminder too; a second empty reply fails the turn with
+``length`` with nothing written, and no IX material in the turn that the wrapper could compose
+the reply from) gets one reminder too; a second empty reply fails the turn with
 its reason, so an empty string is never taken as the PA's answer. On a world-event turn saying
 nothing is a legitimate way to stay quiet, so no reminder is sent there.
 """
@@ -208,7 +209,11 @@ class PersonalAgent:
                         result.forced = True
                         tool_choice = tool_name
                     continue
-                if not completion.text.strip() and turn.user_message is not None:
+                if (
+                    not completion.text.strip()
+                    and turn.user_message is not None
+                    and not self._gave_ix_payload(new)
+                ):
                     new.pop()  # the empty assistant message is not kept in the history
                     why = self._empty_reason(completion)
                     if not result.empty_retried:
@@ -226,6 +231,17 @@ class PersonalAgent:
             return self._finish(result, actions)
         finally:
             self._history.extend(new)
+
+    @staticmethod
+    def _gave_ix_payload(new: Sequence[ChatMessage]) -> bool:
+        """Whether an IX call of this turn carried material besides its setting (the wrapper may
+        compose the public reply from it, so empty text is not an empty reply then)."""
+        return any(
+            call.name.startswith("IX_") and set(call.arguments) - {"setting"}
+            for message in new
+            if message.role == "assistant"
+            for call in message.tool_calls
+        )
 
     @staticmethod
     def _empty_reason(completion: Completion) -> str:
