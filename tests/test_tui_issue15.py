@@ -156,3 +156,11 @@ async def test_quitting_right_after_a_start_leaves_no_coroutine_never_awaited(tm
         del app, dashboard, entry
         gc.collect()
     assert [str(w.message) for w in caught if "never awaited" in str(w.message)] == []
+
+
+async def test_the_dashboard_is_set_up_on_first_use_from_another_mode(tmp_path: Path) -> None:
+    app = MempaApp(make_folders(tmp_path).settings)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(app, pilot)
+        dashboard = await app.dashboard()  # never shown yet: Textual 8 raised KeyError here
+        assert isinstance(dashboard, DashboardScreen) and app.current_mode == "launcher"

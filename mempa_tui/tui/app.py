@@ -136,7 +136,11 @@ class MempaApp(App[None]):
 
     async def dashboard(self) -> DashboardScreen:
         """The dashboard screen (its mode is set up on first use, without switching to it)."""
-        if not self.get_screen_stack("dashboard"):
+        try:
+            stack = self.get_screen_stack("dashboard")
+        except KeyError:  # Textual 8 raises for a mode never shown yet instead of returning []
+            stack = []
+        if not stack:
             current = self.current_mode
             await self.switch_mode("dashboard")
             await self.switch_mode(current)
