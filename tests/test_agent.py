@@ -341,3 +341,66 @@ async def test_a_prompt_that_outgrows_the_window_is_no_floor_but_a_failed_call(r
     assert 0 < len(rig.queue.pa_requests) < 40  # it stopped at the overflow, not at the call cap
     failed = [c for c in small._client.calls if not c.ok]  # type: ignore[attr-defined]
     assert [c.error_kind for c in failed] == ["ContextWindowError"]
+
+
+# ---- issue 15 point 3: an empty reply is retried once, then fails the turn -----------------------
+
+
+async def test_an_empty_reply_gets_one_reminder_and_the_retry_is_the_answer(rig: Rig) -> None:
+    rig.queue.push(ScriptedReply(text=""), "Colm has your message.")
+    result = await rig.agent.respond(_turn(), rig.actions())
+    assert result.status == "ok" and result.reply == "Colm has your message."
+    assert result.empty_retried and result.model_calls == 2
+    retry = rig.queue.pa_requests[1].messages
+    assert "no text and no tool call" in (retry[-1].content or "")
+    # the empty assistant message is not sent back (strict servers reject empty content)
+    assert not any(m.role == "assistant" and not m.content and not m.tool_calls for m in retry)
+
+
+async def test_an_empty_reply_twice_fails_the_turn_with_its_reason(rig: Rig) -> None:
+    rig.queue.push(
+        ScriptedReply(text="", finish_reason="length"),
+        ScriptedReply(text="<think>still thinking</think>", finish_reason="length"),
+    )
+    result = await rig.agent.respond(_turn(), rig.actions())
+    assert result.status == "failed" and result.reply == ""
+    assert result.reason is not None
+    assert "empty reply" in result.reason and "finish_reason length" in result.reason
+    assert result.model_calls == 2
+
+
+async def test_an_empty_reply_on_a_world_event_is_staying_quiet(rig: Rig) -> None:
+    rig.queue.push(ScriptedReply(text=""))
+    turn = AgentTurnInput(user_message=None, notice="A rota email arrived.", now=START)
+    result = await rig.agent.respond(turn, rig.actions())
+    assert result.status == "ok" and result.reply == "" and result.model_calls == 1
+
+
+async def test_an_empty_tool_name_is_never_sent_back_in_history(rig: Rig) -> None:
+    rig.queue.push(ScriptedReply(tool_calls=[call("", {"query": "Colm"})]), "Sorry.")
+    result = await rig.agent.respond(_turn(), rig.actions())
+    assert result.status == "ok"
+    sent = [
+        c.name
+        for m in rig.queue.pa_requests[1].messages
+        if m.role == "assistant"
+        for c in (m.tool_calls or [])
+    ]
+    assert sent == ["unnamed_tool_call"]
+    assert "must name a tool" in rig.tool_results(1)[0]
+
+
+async def test_empty_text_after_ix_material_is_not_an_empty_reply(rig: Rig) -> None:
+    # the wrapper composes the public reply from the IX call's material, so no reminder
+    rig.queue.push(
+        ScriptedReply(
+            tool_calls=[
+                call("IX_information_elicitation", {"setting": "Structured", "questions": ["Which day?"]})
+            ]
+        ),
+        ScriptedReply(text=""),
+    )
+    result = await rig.agent.respond(_turn(), rig.actions(["information_elicitation"]))
+    assert result.status == "ok" and not result.empty_retried and result.model_calls == 2
+    delivered, _trace = rig.wrapper.render(result.reply)
+    assert "Which day?" in delivered.reply  # the user still gets words

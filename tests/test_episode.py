@@ -626,3 +626,123 @@ async def test_a_human_pa_seat_plugs_in_and_results_serialise(rig: Rig) -> None:
         again.transcript == result.transcript
         and again.turn_records == result.turn_records
     )
+
+
+# ---- issue 15 point 1: a user's consent or confirmation is never dropped -------------------------
+
+
+async def test_consent_in_a_turn_that_moves_to_the_next_beat_releases_the_item(
+    rig: Rig,
+) -> None:
+    rig.sim_replies.extend(
+        [
+            sim("Can you text Colm that the review moved?"),
+            # approves the held text and moves on in the same turn: the draft is discarded,
+            # its consent is not
+            sim("Yes, send it.", "advance", consent="held_0001: approve"),
+            sim("It's at 15:00 now."),
+            sim("", "advance"),
+            sim("Thanks."),
+            sim("", "done"),
+        ]
+    )
+    _push_autonomy_pa(rig, "Self-directed")
+    memory = RecordingMemory()
+    result = await run_accumulation(autonomy_session(), ctx(rig, memory))
+    assert result.status == "completed", result.reason
+    consent = [e for e in result.transcript if e.type == "consent"]
+    assert [e.decisions for e in consent] == [{"held_0001": True}]
+    assert [c.held_id for c in result.exchanges[1].delivered.executed] == ["held_0001"]
+    assert [(c.tool, c.op) for c in result.change_log] == [("message_send", "insert")]
+    # the PA heard of the release with the next beat's message
+    second_turn_user = [
+        m for m in rig.queue.pa_requests[2].messages if m.role == "user"
+    ][-1].content
+    assert "approved held_0001" in second_turn_user and "15:00" in second_turn_user
+
+
+async def test_a_text_confirmation_that_ends_the_session_reaches_the_pa_first(
+    rig: Rig,
+) -> None:
+    rig.sim_replies.extend(
+        [
+            sim("Can you text Colm that the review moved?"),
+            sim("", "advance"),
+            sim("It's at 15:00 now."),
+            # confirms in text and ends the session in the same message
+            sim("Yes, send it.", "done"),
+        ]
+    )
+    rig.queue.push(
+        ScriptedReply(tool_calls=[call("IX_autonomy_level", {"setting": "Autonomous"})]),
+        "Happy to. What is the new time?",
+        "Shall I text Colm that the review is at 15:00?",
+        ScriptedReply(
+            tool_calls=[
+                call(
+                    "mcp_state_message_send",
+                    {"contact": "Colm Averill", "text": "The review moved to 15:00."},
+                )
+            ]
+        ),
+        "Sent.",
+    )
+    memory = RecordingMemory()
+    result = await run_accumulation(autonomy_session(), ctx(rig, memory))
+    assert result.status == "completed", result.reason
+    # the confirmation was delivered, and the PA got the turn to act on it
+    assert [e.user_message for e in result.exchanges][-1] == "Yes, send it."
+    last_user = [m for m in rig.queue.pa_requests[-1].messages if m.role == "user"][-1]
+    assert "Yes, send it." in (last_user.content or "")
+    assert [(c.tool, c.op) for c in result.change_log] == [("message_send", "insert")]
+    assert result.exchanges[-1].delivered.reply == "Sent."
+    assert [r.turn_index for r in memory.records] == [0, 1, 2]
+    # the end signal came after that turn without another simulator turn: 4 turns + the entry
+    assert len(rig.sim_requests()) == 5
+
+
+async def test_an_empty_pa_reply_twice_fails_the_step_and_memory_keeps_nothing(
+    rig: Rig,
+) -> None:
+    rig.sim_replies.append(sim("Can you text Colm that the review moved?"))
+    rig.queue.push(
+        ScriptedReply(tool_calls=[call("IX_autonomy_level", {"setting": "Reactive"})]),
+        ScriptedReply(text="", finish_reason="length"),
+        ScriptedReply(text=""),
+    )
+    memory = RecordingMemory()
+    result = await run_accumulation(autonomy_session(), ctx(rig, memory))
+    assert result.status == "failed" and "empty reply" in (result.reason or "")
+    assert memory.records == [] and result.world is None
+    assert not any(e.type == "pa_reply" for e in result.transcript)
+
+
+async def test_a_closing_thanks_after_a_plain_answer_is_not_sent_to_the_pa(rig: Rig) -> None:
+    rig.sim_replies.extend(
+        [
+            sim("Can you text Colm that the review moved?"),
+            sim("", "advance"),
+            sim("It's at 15:00 now."),
+            sim("Thanks, that's all.", "done"),  # nothing awaits the user's word: discarded
+        ]
+    )
+    rig.queue.push(
+        ScriptedReply(tool_calls=[call("IX_autonomy_level", {"setting": "Autonomous"})]),
+        "Happy to. What is the new time?",
+        ScriptedReply(
+            tool_calls=[
+                call(
+                    "mcp_state_message_send",
+                    {"contact": "Colm Averill", "text": "The review moved to 15:00."},
+                )
+            ]
+        ),
+        "Sent: Colm knows it is at 15:00.",
+    )
+    memory = RecordingMemory()
+    result = await run_accumulation(autonomy_session(), ctx(rig, memory))
+    assert result.status == "completed", result.reason
+    assert [e.user_message for e in result.exchanges] == [
+        "Can you text Colm that the review moved?",
+        "It's at 15:00 now.",
+    ]

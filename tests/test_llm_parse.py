@@ -164,3 +164,68 @@ def test_parse_json_reply_tolerates_wrapping(text: str) -> None:
 def test_parse_json_reply_errors_name_the_problem(text: str, fragment: str) -> None:
     with pytest.raises(JSONReplyError, match=fragment):
         parse_json_reply(text)
+
+
+# ---- issue 15 point 5: repairs ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        '"\\"{\\\\\\"a\\\\\\": 1}\\""',  # encoded three times
+        '{\\"a\\": 1}',  # an encoded object's body: escaped quotes, no outer quotes
+        ' "{\\"a\\": 1}" ',
+    ],
+)
+def test_normalise_arguments_decodes_objects_encoded_more_than_once(raw: str) -> None:
+    assert normalise_arguments(raw) == ({"a": 1}, None)
+
+
+def test_normalise_arguments_still_names_a_plain_string() -> None:
+    arguments, error = normalise_arguments('"hello"')
+    assert arguments == {} and error is not None and "got str" in error
+
+
+@pytest.mark.parametrize("wire", ["ollama_chat", "openai"])
+async def test_double_encoded_arguments_over_either_wire_are_decoded(wire: str) -> None:
+    import json
+
+    from mempa_tui.llm import LLMClient, ScriptedModelServer, ScriptedReply, ScriptedToolCall
+    from mempa_tui.llm.types import ChatMessage, Role, ToolSpec
+
+    wanted = {"contact": "Colm Averill", "text": "running late"}
+    raw = json.dumps(wanted).replace('"', '\\"')  # the encoded body, no outer quotes
+
+    def responder(_request: object) -> ScriptedReply:
+        return ScriptedReply(tool_calls=[ScriptedToolCall(name="send", arguments=raw)])
+
+    async with ScriptedModelServer(responder) as server:
+        client = LLMClient(server.profile({r: f"{wire}/scripted-{r.value}" for r in Role}))
+        tools = [ToolSpec(name="send", description="send", parameters={"type": "object"})]
+        got = await client.complete(Role.PA, [ChatMessage(role="user", content="x")], tools=tools)
+    assert [(c.arguments, c.arguments_error) for c in got.tool_calls] == [(wanted, None)]
+
+
+async def test_a_json_reply_sent_as_a_tool_call_is_repaired_not_failed() -> None:
+    import json
+
+    from mempa_tui.llm import LLMClient, ScriptedModelServer, ScriptedReply, ScriptedToolCall
+    from mempa_tui.llm.structured import complete_json
+    from mempa_tui.llm.types import ChatMessage, Role
+
+    memory = {"memory": "Prefers short replies.", "history": "[2026-03-02] asked for a text."}
+
+    def responder(_request: object) -> ScriptedReply:
+        return ScriptedReply(tool_calls=[ScriptedToolCall(name="save_memory", arguments=memory)])
+
+    async with ScriptedModelServer(responder) as server:
+        client = LLMClient(server.profile())
+        got = await complete_json(
+            client,
+            Role.MEMORY,
+            [ChatMessage(role="user", content="consolidate")],
+            schema={"type": "object"},
+            read=json.loads,
+        )
+    assert got.value == memory and got.error is None
+    assert got.attempts == 1 and got.repaired == 1

@@ -27,6 +27,7 @@ from test_tui_support import (
     fixed_scorer,
     make_folders,
     run_responder,
+    until,
     write_profile,
 )
 from textual.binding import Binding
@@ -105,7 +106,7 @@ async def _held_at_step_two(tmp_path: Path) -> AsyncIterator[HeldEnv]:
         task = "Task: Answer Dana about the venue"
         if request.model.endswith("-simulator") and any(task in (m.content or "") for m in request.messages):
             reached.set()
-            release.wait(timeout=60)
+            release.wait(timeout=600)  # a hang guard; the test sets it when it is done
         return run_responder(request)
 
     async with ScriptedModelServer(responder) as server:
@@ -127,42 +128,40 @@ async def _start_from_launcher(app: MempaApp, pilot: Pilot[None], *, memory: str
     screen.query_one("#repeats", Select).value = repeats
     before = len(app.book)
     await pilot.click("#start")
-    with anyio.fail_after(30):  # the start request switches modes first; a busy machine takes passes
-        while len(app.book) == before:
-            await pilot.pause()
+    await until(pilot, lambda: len(app.book) != before)  # the request switches modes first
 
 
-async def _settle(app: MempaApp, pilot: Pilot[None], *, timeout_s: float = 60.0) -> list[BaseException]:
+async def _settle(app: MempaApp, pilot: Pilot[None]) -> list[BaseException]:
     """Wait until no worker is pending or running (finishing workers start others), then for messages.
+
+    It waits on worker states, never on a wall-clock deadline (issue 15.8).
 
     Returns:
         The errors of the workers that failed (the app shows them; the tests assert on them).
     """
     failures: list[BaseException] = []
     seen: set[int] = set()
-    with anyio.fail_after(timeout_s):
-        while True:
-            await pilot.pause()
-            live = [w for w in app.workers if w.state in (WorkerState.PENDING, WorkerState.RUNNING)]
-            finished = [w for w in app.workers if id(w) not in seen and w.state is WorkerState.ERROR]
-            for worker in finished:
-                seen.add(id(worker))
-                assert worker.error is not None
-                failures.append(worker.error)
-            if not live:
-                break
-            for worker in live:
-                if worker.state is WorkerState.PENDING:
-                    continue  # not started yet; the next pass waits for it
-                try:
-                    await worker.wait()
-                except WorkerFailed as exc:
-                    if id(worker) not in seen:
-                        seen.add(id(worker))
-                        failures.append(exc.error)
-                except WorkerCancelled:
-                    continue  # an exclusive worker (e.g. the saved-runs listing) replaced by a newer one
-            await anyio.sleep(0.01)
+    while True:
+        await pilot.pause()
+        live = [w for w in app.workers if w.state in (WorkerState.PENDING, WorkerState.RUNNING)]
+        finished = [w for w in app.workers if id(w) not in seen and w.state is WorkerState.ERROR]
+        for worker in finished:
+            seen.add(id(worker))
+            assert worker.error is not None
+            failures.append(worker.error)
+        if not live:
+            break
+        for worker in live:
+            if worker.state is WorkerState.PENDING:
+                continue  # not started yet; the next pass waits for it
+            try:
+                await worker.wait()
+            except WorkerFailed as exc:
+                if id(worker) not in seen:
+                    seen.add(id(worker))
+                    failures.append(exc.error)
+            except WorkerCancelled:
+                continue  # an exclusive worker (e.g. the saved-runs listing) replaced by a newer one
     await pilot.pause()
     return failures
 
@@ -284,10 +283,12 @@ async def test_two_runs_play_at_once_each_in_its_own_worker(env: Env) -> None:
                 RunRequest(user="R", memory="file", profile="scripted", repeats=1, seed=seed)
             ))
         started: set[str] = set()
-        with anyio.fail_after(30):  # each request switches modes first, so on a busy machine it takes passes
-            while len(started) < 2:
-                await pilot.pause()
-                started |= {w.name for w in app.workers if w.group.startswith("run:")}
+
+        def both_started() -> bool:  # each request switches modes first: that takes passes
+            started.update(w.name for w in app.workers if w.group.startswith("run:"))
+            return len(started) >= 2
+
+        await until(pilot, both_started)
         assert sorted(started) == ["R-file-scripted-s0", "R-file-scripted-s1"]
         await _settle(app, pilot)
         assert {e.label: e.state for e in app.book} == {
@@ -359,7 +360,7 @@ async def test_a_paused_run_resumes_from_its_last_checkpoint(tmp_path: Path) -> 
         folders, reached, release, app = held.folders, held.reached, held.release, held.app()
         async with app.run_test(size=(120, 40)) as pilot:
             await _start_from_launcher(app, pilot)
-            assert await anyio.to_thread.run_sync(reached.wait, 60)
+            assert await anyio.to_thread.run_sync(reached.wait, 600)  # a hang guard, not a deadline
             await pilot.press("x")
             failures = await _settle(app, pilot)
             assert failures == []
@@ -394,7 +395,7 @@ async def test_quitting_while_a_run_plays_stores_it_stopped_without_an_error(tmp
         folders, reached, app = held.folders, held.reached, held.app()
         async with app.run_test(size=(120, 40)) as pilot:
             await _start_from_launcher(app, pilot)
-            assert await anyio.to_thread.run_sync(reached.wait, 60)
+            assert await anyio.to_thread.run_sync(reached.wait, 600)  # a hang guard, not a deadline
         # leaving the block shuts the app down; before the fix this raised WorkerCancelled
 
     async with RunStore(folders.settings.saves_dir / "mempa.sqlite") as store:
@@ -410,7 +411,7 @@ async def test_a_cancelled_run_is_stored_as_cancelled_with_its_steps_kept(tmp_pa
         folders, reached, release, app = held.folders, held.reached, held.release, held.app()
         async with app.run_test(size=(120, 40)) as pilot:
             await _start_from_launcher(app, pilot)
-            assert await anyio.to_thread.run_sync(reached.wait, 60)
+            assert await anyio.to_thread.run_sync(reached.wait, 600)  # a hang guard, not a deadline
             await pilot.press("c")
             failures = await _settle(app, pilot)
             release.set()
@@ -562,9 +563,8 @@ async def test_the_launcher_starts_one_run_per_chosen_combination(env: Env) -> N
         memories.deselect_all()
         await pilot.pause()
         assert screen.requests() == []
-        with anyio.fail_after(10):  # the notification lands a message pass or two later
-            while not any("tick at least one memory" in m for _, m in _notifications(app)):
-                await pilot.pause()
+        # the notification lands a message pass or two later
+        await until(pilot, lambda: any("tick at least one memory" in m for _, m in _notifications(app)))
         for field, values in (("user", ["R"]), ("memory", ["file", "none"]), ("profile", ["scripted"])):
             picks = screen.query_one(f"#{field}", SelectionList)
             picks.deselect_all()

@@ -13,7 +13,6 @@ import csv
 from pathlib import Path
 from typing import Any
 
-import anyio
 import pytest
 from test_tui_support import WORLDS, make_folders
 from textual.pilot import Pilot
@@ -103,15 +102,14 @@ def test_bars_text_without_rows() -> None:
 
 
 async def _wait_workers(app: MempaApp, pilot: Pilot[None], group: str) -> None:
-    with anyio.fail_after(60):
-        while True:
-            await pilot.pause()
-            live = [w for w in app.workers if w.group == group and w.state in (WorkerState.PENDING, WorkerState.RUNNING)]
-            if not live:
-                return
-            for worker in live:
-                if worker.state is WorkerState.RUNNING:
-                    await worker.wait()
+    while True:  # worker states, no wall-clock deadline
+        await pilot.pause()
+        live = [w for w in app.workers if w.group == group and w.state in (WorkerState.PENDING, WorkerState.RUNNING)]
+        if not live:
+            return
+        for worker in live:
+            if worker.state is WorkerState.RUNNING:
+                await worker.wait()
 
 
 def _cells(table: DataTable[str]) -> list[list[str]]:

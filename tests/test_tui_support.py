@@ -9,6 +9,7 @@ YAML file into a temporary models folder, so the app loads it like any other pro
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -38,6 +39,7 @@ __all__ = [
     "fixed_scorer",
     "make_folders",
     "run_responder",
+    "until",
     "write_profile",
 ]
 
@@ -133,6 +135,16 @@ async def fixed_scorer(run: Any, probe: Probe, target: str, result: Any, world: 
     from mempa_tui.runner._scoring import RealizationScores
 
     return RealizationScores(brs=4, brs_reason="fixed in the TUI tests", prs=5, prs_reason="fixed")
+
+
+async def until(pilot: Pilot[None], check: Callable[[], bool]) -> None:
+    """Let the app work, one message pass at a time, until ``check`` holds.
+
+    No wall-clock deadline: a loaded machine only needs more passes. A state that never comes is
+    caught by the test's own pytest timeout (a hang guard, not a deadline the work must meet).
+    """
+    while not check():
+        await pilot.pause()
 
 
 async def settle(app: MempaApp, pilot: Pilot[None]) -> None:

@@ -4,6 +4,11 @@ One :meth:`PersonalAgent.respond` call plays one PA turn: at most 40 model calls
 is dispatched through :class:`~mempa_tui.agent.TurnActions`; text with no tool call ends the turn.
 When the tested attribute's IX call (or its required payload) is missing, the PA gets one reminder
 in the turn, then a forced call; if that also fails the turn is floored (Appendix F.2).
+An empty final reply to a user's message (no text and no tool call, e.g. ``finish_reason``
+``length`` with nothing written, and no IX material in the turn that the wrapper could compose
+the reply from) gets one reminder too; a second empty reply fails the turn with
+its reason, so an empty string is never taken as the PA's answer. On a world-event turn saying
+nothing is a legitimate way to stay quiet, so no reminder is sent there.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ from typing import Any, Protocol
 
 from mempa_tui.agent.actions import TurnActions
 from mempa_tui.agent.prompt import (
+    HARNESS_PREFIX,
     event_message,
     reminder_message,
     context_prompt,
@@ -28,6 +34,15 @@ __all__ = ["MAX_MODEL_CALLS", "ChatClient", "PersonalAgent"]
 
 #: Model calls allowed per user turn (SPEC 4.5).
 MAX_MODEL_CALLS = 40
+
+#: The name a tool call without one carries in the history sent back (its result says why).
+UNNAMED_TOOL = "unnamed_tool_call"
+
+#: The one reminder after an empty reply to a user's message (no text and no tool call).
+EMPTY_REPLY_REMINDER = (
+    f"{HARNESS_PREFIX} Your last turn reached the user as nothing: no text and no tool call. "
+    "Answer the user's message now, in words they will read."
+)
 
 
 class ChatClient(Protocol):
@@ -98,7 +113,8 @@ class PersonalAgent:
             actions: the turn's tool dispatcher (wrapper, registry, working copy).
 
         Returns:
-            :class:`AgentTurnResult`; ``floored`` when the required IX call failed after the
+            :class:`AgentTurnResult`; ``failed`` when the reply to a user's message was empty
+            (no text, no tool call) again after one reminder; ``floored`` when the required IX call failed after the
             reminder and the forced call, or when IX text was written into a task tool's
             arguments (the interaction-tool contract, Appendix F.2; reasons from
             :func:`mempa_tui.ix.floors.floor_reason`); ``capped`` when 40 model calls passed
@@ -147,7 +163,12 @@ class PersonalAgent:
                 results: list[ChatMessage] = []
                 for raw in completion.tool_calls:
                     call_id, content = actions.dispatch(raw)
-                    calls.append(raw.model_copy(update={"id": call_id}))
+                    # an empty name is never sent back: strict servers reject the request
+                    calls.append(
+                        raw.model_copy(
+                            update={"id": call_id, "name": raw.name or UNNAMED_TOOL}
+                        )
+                    )
                     results.append(
                         ChatMessage(
                             role="tool",
@@ -186,6 +207,20 @@ class PersonalAgent:
                         result.forced = True
                         tool_choice = tool_name
                     continue
+                if (
+                    not completion.text.strip()
+                    and turn.user_message is not None
+                    and not self._gave_ix_payload(new)
+                ):
+                    new.pop()  # the empty assistant message is not kept in the history
+                    why = self._empty_reason(completion)
+                    if not result.empty_retried:
+                        result.empty_retried = True
+                        new.append(ChatMessage(role="user", content=EMPTY_REPLY_REMINDER))
+                        continue
+                    result.status = "failed"
+                    result.reason = f"{why} again after a reminder; no reply to the user"
+                    return self._finish(result, actions)
                 result.reply = completion.text
                 return self._finish(result, actions)
             result.status = "capped"
@@ -194,6 +229,22 @@ class PersonalAgent:
             return self._finish(result, actions)
         finally:
             self._history.extend(new)
+
+    @staticmethod
+    def _gave_ix_payload(new: Sequence[ChatMessage]) -> bool:
+        """Whether an IX call of this turn carried material besides its setting (the wrapper may
+        compose the public reply from it, so empty text is not an empty reply then)."""
+        return any(
+            call.name.startswith("IX_") and set(call.arguments) - {"setting"}
+            for message in new
+            if message.role == "assistant"
+            for call in message.tool_calls
+        )
+
+    @staticmethod
+    def _empty_reason(completion: Completion) -> str:
+        cut = " (cut off: finish_reason length)" if completion.finish_reason == "length" else ""
+        return f"the PA sent an empty reply{cut}"
 
     @staticmethod
     def _failure_reason(turn: AgentTurnInput, missing: tuple[str, ...]) -> str:

@@ -29,8 +29,9 @@ __all__ = [
     "TurnStatus",
 ]
 
-TurnStatus = Literal["ok", "floored", "capped"]
-"""How a PA turn ended: a reply; floored (Appendix C.3 (4), F.2); or the 40-call cap was hit."""
+TurnStatus = Literal["ok", "floored", "capped", "failed"]
+"""How a PA turn ended: a reply; floored (Appendix C.3 (4), F.2); the 40-call cap was hit; or
+failed (no usable reply: the model sent an empty one again after one reminder)."""
 
 
 class OracleHint(BaseModel):
@@ -92,12 +93,13 @@ class AgentTurnResult(BaseModel):
 
     Attributes:
         reply: the PA's final reply text (before the wrapper renders it); empty when floored.
-        status: ok, floored or capped.
-        reason: why the turn was floored or capped.
+        status: ok, floored, capped or failed (an empty reply twice; the step fails).
+        reason: why the turn was floored, capped or failed.
         model_calls: model calls made in the turn (at most 40).
         reminded / forced: whether the missing-IX reminder and the forced call were used.
         calls: every world-tool call the PA proposed, with its status and result, in order.
         thinking: reasoning the model emitted (scoring record only; never delivered).
+        empty_retried: an empty reply got the one reminder this turn.
     """
 
     reply: str = ""
@@ -108,6 +110,7 @@ class AgentTurnResult(BaseModel):
     forced: bool = False
     calls: list[ExecutedCall] = Field(default_factory=list)
     thinking: list[str] = Field(default_factory=list)
+    empty_retried: bool = False
 
 
 @runtime_checkable

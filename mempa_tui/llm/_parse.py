@@ -73,7 +73,8 @@ def normalise_arguments(raw: object) -> tuple[dict[str, Any], str | None]:
     """Turn tool-call arguments in any shape into an object.
 
     Args:
-        raw: a dict, a JSON string (possibly JSON-encoded twice), ``None`` or ``""``.
+        raw: a dict, a JSON string (possibly JSON-encoded two to four times, or an encoded
+            object's body with escaped quotes and no outer quotes), ``None`` or ``""``.
 
     Returns:
         ``(arguments, error)``: ``({}, None)`` for none; ``({}, reason)`` when the arguments are
@@ -86,16 +87,42 @@ def normalise_arguments(raw: object) -> tuple[dict[str, Any], str | None]:
     if isinstance(raw, str):
         if not raw.strip():
             return {}, None
-        try:
-            value: object = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            return {}, f"arguments are not valid JSON ({exc.msg} at char {exc.pos}): {raw[:_EXCERPT]!r}"
-        if isinstance(value, str) and value.strip().startswith("{"):
-            return normalise_arguments(value)
+        value: object = raw
+        # Decode up to _MAX_ENCODINGS layers: a JSON object sent as a JSON string (once or more),
+        # or a string's body with its quotes escaped but no outer quotes (``{\"a\": 1}``).
+        for _layer in range(_MAX_ENCODINGS):
+            if not isinstance(value, str):
+                break
+            text = value.strip()
+            if value is not raw and not text.startswith(("{", "[", '"')):
+                break  # a plain string inside: not an encoded object
+            try:
+                value = json.loads(text)
+                continue
+            except json.JSONDecodeError as exc:
+                unescaped = _unescape_body(text)
+                if unescaped is None:
+                    return {}, f"arguments are not valid JSON ({exc.msg} at char {exc.pos}): {raw[:_EXCERPT]!r}"
+                value = unescaped
         if isinstance(value, dict):
             return value, None
         return {}, f"arguments must be a JSON object, got {type(value).__name__}: {raw[:_EXCERPT]!r}"
     return {}, f"arguments must be a JSON object, got {type(raw).__name__}: {str(raw)[:_EXCERPT]!r}"
+
+
+#: Layers of JSON string encoding :func:`normalise_arguments` takes off before giving up.
+_MAX_ENCODINGS = 4
+
+
+def _unescape_body(text: str) -> str | None:
+    """``{\"a\": 1}`` (an encoded object's body without its quotes) -> ``{"a": 1}``, else None."""
+    if not (text.startswith("{") and '\\"' in text):
+        return None
+    try:
+        decoded = json.loads(f'"{text}"')
+    except json.JSONDecodeError:
+        return None
+    return decoded if isinstance(decoded, str) else None
 
 
 @dataclass

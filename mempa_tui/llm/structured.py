@@ -2,13 +2,15 @@
 
 The judge, the PRS rater, the message checker and File memory's consolidation all ask for one JSON
 object under a schema and must survive malformed output (code fences, prose around the JSON, a
-reply cut off, an empty reply, values of the wrong type): the reader raises ``ValueError`` with the
+reply cut off, an empty reply, values of the wrong type, the reply sent as a tool call whose
+arguments hold the object, which is repaired and counted): the reader raises ``ValueError`` with the
 problem, the model is shown its reply and the problem once, and if the second reply fails too the
 caller gets every reply and the last problem to record - never an invented value.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from typing import Any, Generic, Protocol, TypeVar
 
@@ -43,6 +45,8 @@ class JSONAttempts(BaseModel, Generic[T]):
         value: what the reader returned for the first usable reply, else None.
         replies: every reply text, in order (for the record).
         error: the last problem when no reply was usable, else None.
+        repaired: replies that came as a tool call instead of text and whose call arguments
+            were read as the JSON reply (counted so the repair stays visible).
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -50,6 +54,7 @@ class JSONAttempts(BaseModel, Generic[T]):
     value: T | None = None
     replies: list[str] = Field(default_factory=list)
     error: str | None = None
+    repaired: int = 0
 
     @property
     def attempts(self) -> int:
@@ -89,16 +94,35 @@ async def complete_json(
     history = list(messages)
     for _ in range(attempts):
         completion = await client.complete(role, history, json_schema=schema)
-        outcome.replies.append(completion.text)
+        text = completion.text
+        if not text.strip():
+            from_call = _reply_from_tool_call(completion)
+            if from_call is not None:
+                text = from_call
+                outcome.repaired += 1
+        outcome.replies.append(text)
         try:
-            outcome.value = read(completion.text)
+            outcome.value = read(text)
         except (ValueError, JSONReplyError) as exc:
             outcome.error = str(exc) or type(exc).__name__
         else:
             outcome.error = None
             return outcome
         history += [
-            ChatMessage(role="assistant", content=completion.text),
+            ChatMessage(role="assistant", content=text),
             ChatMessage(role="user", content=f"That reply could not be used ({outcome.error}). {retry_hint}"),
         ]
     return outcome
+
+
+def _reply_from_tool_call(completion: Completion) -> str | None:
+    """The JSON text of a reply that a model sent as a tool call instead of as text.
+
+    Some models answer a JSON-schema request by calling a made-up tool (``save_memory``,
+    ``json``...) whose arguments hold the object asked for. The first call with usable object
+    arguments is taken as the reply; None when there is none.
+    """
+    for call in completion.tool_calls:
+        if call.arguments_error is None and call.arguments:
+            return json.dumps(call.arguments, ensure_ascii=False)
+    return None

@@ -245,6 +245,8 @@ class SessionDriver:
         result = await self.agent.respond(turn, actions)
         if result.status == "floored":
             return SessionOutcome(status="floored", reason=result.reason)
+        if result.status == "failed":  # e.g. an empty reply twice: never stored as the answer
+            return SessionOutcome(status="failed", reason=result.reason)
         delivered, trace = self.wrapper.render(result.reply)
         self.traces.append(trace)
         record = TurnRecord(

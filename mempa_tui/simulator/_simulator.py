@@ -8,7 +8,11 @@ is invalid and is never delivered.
 Beat progression (Appendix D.1-D.2): the private ``<turn_assessment>`` says whether the PA's
 latest reply met the current beat's goal. When it did, the simulator moves to the next beat and
 writes the turn there (the draft written for the finished beat is discarded, so no filler message
-reaches the PA). A beat whose ``max_turns`` runs out moves the session ahead to the next beat that
+reaches the PA), except its consent decisions, which are kept. When the move ends the session while
+the PA waits for the user's word (held items, or a question in its latest reply), no later user
+turn would carry the draft's words, so the draft is checked and delivered and the end waits for
+the PA's reply to it (a confirmation written with ``done`` reaches the PA, and the PA gets the
+turn to act on it). A beat whose ``max_turns`` runs out moves the session ahead to the next beat that
 declares skills, releasing the facts of any beat it passes. A beat that declares skills is never
 skipped, nor the beat after it, nor a world-event beat. The session is done after the last beat.
 Beats that open with a world event are not spoken by the user: the simulator reports
@@ -134,6 +138,7 @@ class UserSimulator:
         self._pending: dict[str, HeldItem] = {}
         self._finished = False
         self._after_event = False
+        self._move_after_reply: bool | None = None
         self._rules = LeakRules()
         self._checks: Counter[str] = Counter()
 
@@ -161,6 +166,7 @@ class UserSimulator:
             if key not in targets:
                 raise ValueError(f"start: targets has no setting for {key!r}, active at {where} of {script.id}")
             attribute(key).setting(targets[key])  # KeyError names the valid settings
+        self._move_after_reply = None
         self._script = script
         self._targets = dict(targets)
         self._released, self._reported, self._dialogue, self._pending = [], set(), [], {}
@@ -281,20 +287,36 @@ class UserSimulator:
                     self._released.append(fid)
         self._index, self._turns = index, 0
 
-    def _move_on(self, *, timeout: bool, done_requested: bool = False) -> None:
+    def _move_target(self, *, timeout: bool, done_requested: bool = False) -> int | None:
+        """The beat index a move would enter, or None when it ends the session."""
         beats = self.script.beats
         i = self._index
         later_protected = [j for j in range(i + 1, len(beats)) if self._protected(j)]
         if done_requested and not later_protected:
-            self._finished = True
-            return
+            return None
         target = i + 1
         if timeout and later_protected:
             target = later_protected[0]
-        if target >= len(beats):
+        return None if target >= len(beats) else target
+
+    def _move_on(self, *, timeout: bool, done_requested: bool = False) -> None:
+        target = self._move_target(timeout=timeout, done_requested=done_requested)
+        if target is None:
             self._finished = True
             return
-        self._enter(target, skipped=range(i + 1, target))
+        self._enter(target, skipped=range(self._index + 1, target))
+
+    def _last_word_counts(self, parsed: ParsedTurn) -> bool:
+        """Whether ``parsed`` moves on past the last beat while the PA waits for the user's word:
+        the draft decides held items, items are still waiting, or the PA's latest reply asked a
+        question. Such a draft is checked and delivered, and the PA gets the turn to act on it,
+        so a consent or a confirmation is never dropped; any other closing draft is discarded
+        like every draft for a finished beat."""
+        if self._move_target(timeout=False, done_requested=parsed.assessment == "done") is not None:
+            return False
+        last = next((e for e in reversed(self._dialogue) if e.speaker != "user"), None)
+        asked = last is not None and last.speaker == "assistant" and "?" in last.text
+        return bool(parsed.consent or self._pending or asked)
 
     def advance_beat(self) -> Beat | None:
         """Move one beat on (after the episode loop delivered a world event); the new beat or None."""
@@ -379,6 +401,9 @@ class UserSimulator:
         """
         script = self.script
         self._record(delivered)
+        if self._move_after_reply is not None:
+            done_requested, self._move_after_reply = self._move_after_reply, None
+            self._move_on(timeout=False, done_requested=done_requested)
         if self._finished:
             return self._closing_turn(done=True)
         if script.beats[self._index].event is not None:
@@ -391,12 +416,22 @@ class UserSimulator:
                 return self._closing_turn(waiting_for_event=True)
 
         outcome = await self._produce(allow_move=self._turns > 0)
+        early_consent: dict[str, bool] = {}
         if outcome.move and outcome.parsed is not None:
-            self._move_on(timeout=False, done_requested=outcome.parsed.assessment == "done")
+            done_requested = outcome.parsed.assessment == "done"
+            if self._last_word_counts(outcome.parsed) and outcome.parsed.message:
+                # the user's last word: deliver it now; the move, and so the end signal, waits
+                # for the next call, after the PA's turn
+                self._move_after_reply = done_requested
+                return self._deliver(outcome, beat_id=script.beats[self._index].id)
+            self._move_on(timeout=False, done_requested=done_requested)
+            closing = self._finished or script.beats[self._index].event is not None
             if self._finished:
                 return self._closing_turn(outcome, done=True)
-            if script.beats[self._index].event is not None:
+            if closing:
                 return self._closing_turn(outcome, waiting_for_event=True)
+            # the draft for the finished beat is discarded, but not its consent decisions
+            early_consent = self._consent(outcome.parsed)
             earlier = outcome
             outcome = await self._produce(allow_move=False)
             outcome.rejected = earlier.rejected + outcome.rejected
@@ -409,12 +444,18 @@ class UserSimulator:
             turn = self._closing_turn(outcome, invalid=True)
             turn.invalid_reason = f"{len(outcome.rejected)} attempts failed the checks; last: {reason}"
             return turn
-        beat_id = self.script.beats[self._index].id
+        turn = self._deliver(outcome, beat_id=self.script.beats[self._index].id)
+        turn.consent = {**early_consent, **turn.consent}
+        self._turns += 1
+        return turn
+
+    def _deliver(self, outcome: _Outcome, *, beat_id: str) -> UserTurn:
+        """The turn that delivers ``outcome``'s checked message (with its consent)."""
+        assert outcome.parsed is not None and outcome.parsed.message
         turn = self._closing_turn(outcome)
         turn.message = outcome.parsed.message
         turn.beat_id = beat_id
         self._dialogue.append(DialogueEntry(speaker="user", text=turn.message))
-        self._turns += 1
         return turn
 
     async def _produce(self, *, allow_move: bool) -> _Outcome:
@@ -429,8 +470,9 @@ class UserSimulator:
             else:
                 completion = await self._client.complete(Role.SIMULATOR, messages)
                 parsed = parse_turn(completion.text)
-            if allow_move and parsed.assessment in ("advance", "done"):
-                outcome.parsed, outcome.move = parsed, True
+            outcome.move = allow_move and parsed.assessment in ("advance", "done")
+            if outcome.move and not self._last_word_counts(parsed):
+                outcome.parsed = parsed  # moves on: the next beat's turn carries the words
                 return outcome
             decision = self._at_decision()
             problems = self._check_format(parsed) or rule_check(

@@ -17,7 +17,7 @@ from textual.signal import Signal
 
 from mempa_tui.runner import RunEvent, StepEvent
 from mempa_tui.runner.play import PlayRequest
-from mempa_tui.store import RunStatus
+from mempa_tui.store import RunRecord, RunStatus
 from mempa_tui.tui.book import RunBook, RunEntry, RunLifecycle
 from mempa_tui.tui.commands import MempaCommands
 from mempa_tui.tui.engine import (
@@ -43,7 +43,7 @@ __all__ = ["MempaApp", "RunUpdate"]
 
 _STORED_STATE: dict[RunStatus, RunLifecycle] = {
     RunStatus.CREATED: "stopped",
-    RunStatus.RUNNING: "stopped",  # nobody plays it in this session: it was killed
+    RunStatus.RUNNING: "stopped",  # nobody holds its lease: it was killed (else "elsewhere")
     RunStatus.STOPPED: "stopped",
     RunStatus.COMPLETED: "completed",
     RunStatus.FAILED: "failed",
@@ -136,7 +136,11 @@ class MempaApp(App[None]):
 
     async def dashboard(self) -> DashboardScreen:
         """The dashboard screen (its mode is set up on first use, without switching to it)."""
-        if not self.get_screen_stack("dashboard"):
+        try:
+            stack = self.get_screen_stack("dashboard")
+        except KeyError:  # Textual 8 raises for a mode never shown yet instead of returning []
+            stack = []
+        if not stack:
             current = self.current_mode
             await self.switch_mode("dashboard")
             await self.switch_mode(current)
@@ -178,15 +182,21 @@ class MempaApp(App[None]):
                 self.notify(error_line(exc), severity="error", title=run.id, markup=False)
                 return
             entry = self.book.add(request)
-            self._load_record(entry, run.id, run.status, run.error)
+            self._load_record(entry, run.id, run.status, run.error, self._elsewhere(run))
         elif not entry.active:
-            self._load_record(entry, run.id, run.status, run.error)
+            self._load_record(entry, run.id, run.status, run.error, self._elsewhere(run))
         await self.show_session(entry.key)
 
+    def _elsewhere(self, run: RunRecord) -> bool:
+        """Whether another process plays stored run ``run`` now (it holds the run's lease)."""
+        return self.service.shown_status(run) == "running"
+
     @staticmethod
-    def _load_record(entry: RunEntry, run_id: str, status: RunStatus, error: str | None) -> None:
+    def _load_record(
+        entry: RunEntry, run_id: str, status: RunStatus, error: str | None, elsewhere: bool = False
+    ) -> None:
         entry.run_id = run_id
-        entry.state = _STORED_STATE[status]
+        entry.state = "elsewhere" if elsewhere else _STORED_STATE[status]
         entry.error = error
         entry.source = "stored"
         entry.events.clear()

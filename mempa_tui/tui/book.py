@@ -19,11 +19,12 @@ from mempa_tui.runner._episode_events import BeatChangeEvent, EvidenceEvent
 from mempa_tui.runner.config import OptionValue
 from mempa_tui.runner.play import PlayRequest
 
-__all__ = ["RunBook", "RunEntry", "RunLifecycle", "RunRequest", "TranscriptSource"]
+__all__ = ["RunBook", "RunEntry", "RunLifecycle", "RunRequest", "TranscriptSource", "state_label"]
 
-RunLifecycle = Literal["preparing", "running", "completed", "stopped", "failed", "cancelled"]
+RunLifecycle = Literal["preparing", "running", "completed", "stopped", "failed", "cancelled", "elsewhere"]
 """Where a run started from the app stands (``preparing``: profile, model server, store;
-``cancelled``: a person cancelled it, see :meth:`RunEntry.cancel`)."""
+``cancelled``: a person cancelled it, see :meth:`RunEntry.cancel`; ``elsewhere``: a stored run that
+another process is playing now, it holds the run's lease, so this app only shows what is stored)."""
 
 TranscriptSource = Literal["live", "stored"]
 """Whether an entry's transcript came from the running runner or from the run store."""
@@ -233,3 +234,13 @@ class RunBook:
         entry = RunEntry(key=request.key, request=request)
         self._entries[request.key] = entry
         return entry
+
+
+def state_label(entry: RunEntry) -> str:
+    """The words shown for ``entry``'s state (``paused``, ``playing in another process``, or the
+    state itself)."""
+    if entry.paused and entry.state == "stopped":
+        return "paused"
+    if entry.state == "elsewhere":
+        return "playing in another process"
+    return entry.state

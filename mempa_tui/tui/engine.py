@@ -59,6 +59,7 @@ __all__ = [
     "RunnerOptions",
     "StoredEvent",
     "discover_choices",
+    "empty_pickers",
     "error_line",
     "play_from_record",
     "request_from_record",
@@ -123,6 +124,30 @@ def discover_choices(settings: AppSettings) -> LauncherChoices:
     return LauncherChoices(
         users=list_users(settings.worlds_dir), memories=memory_choices(settings.models_dir), profiles=profiles
     )
+
+
+def empty_pickers(settings: AppSettings, choices: LauncherChoices) -> list[str]:
+    """Why the launcher's pickers are empty (issue 15.7): one line per empty user or profile list,
+    naming the folder that was read (absolute) and what is missing there; ``[]`` when both
+    have choices."""
+    users, profiles = choices.users, choices.profiles
+    problems: list[str] = []
+    worlds, models = settings.worlds_dir.resolve(), settings.models_dir.resolve()
+    if not users:
+        if not worlds.is_dir():
+            problems.append(f"no users: the worlds folder {worlds} does not exist "
+                            "(start mempa where worlds/ is, or pass --worlds)")
+        elif not (worlds / "users").is_dir():
+            problems.append(f"no users: {worlds} has no users/ folder")
+        else:
+            problems.append(f"no users: {worlds / 'users'} holds no user folder")
+    if not profiles:
+        if not models.is_dir():
+            problems.append(f"no model profiles: the models folder {models} does not exist "
+                            "(start mempa where models/ is, or pass --models)")
+        else:
+            problems.append(f"no model profiles: {models} holds no *.yaml profile")
+    return problems
 
 
 def error_line(exc: BaseException) -> str:

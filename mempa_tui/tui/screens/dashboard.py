@@ -132,8 +132,10 @@ class DashboardScreen(PlainNotify, Screen[None]):
         card = self._card(entry)
         self._refresh(entry)
         card.focus()
+        # a callable, not a coroutine: a worker cancelled before it starts (the app quit or was
+        # interrupted right away) leaves no coroutine that was never awaited (issue 15.7)
         self.run_worker(
-            self._play(entry), name=entry.key, group=RUN_GROUP + entry.key, exclusive=True,
+            partial(self._play, entry), name=entry.key, group=RUN_GROUP + entry.key, exclusive=True,
             exit_on_error=False, description=f"run {entry.key}",
         )
         self.mempa.publish(entry.key, None)
@@ -233,7 +235,7 @@ class DashboardScreen(PlainNotify, Screen[None]):
         self._refresh(entry)
         self.mempa.publish(entry.key, None)
         if entry.run_id is not None:
-            self.run_worker(self._store_cancelled(entry.run_id), group="cancel", exit_on_error=False,
+            self.run_worker(partial(self._store_cancelled, entry.run_id), group="cancel", exit_on_error=False,
                             description=f"mark {entry.run_id} cancelled")
 
     async def _store_cancelled(self, run_id: str) -> None:

@@ -30,6 +30,7 @@ from mempa_tui.tui.book import RunRequest
 from mempa_tui.tui.engine import (
     LauncherChoices,
     discover_choices,
+    empty_pickers,
     error_line,
     request_from_record,
 )
@@ -84,6 +85,7 @@ class LauncherScreen(PlainNotify, Screen[None]):
         super().__init__()
         self.choices = LauncherChoices()
         self.saved: list[RunSummary] = []
+        self._told = ""  # the empty-picker note last notified (said once, not on every refresh)
 
     @property
     def mempa(self) -> MempaApp:
@@ -96,6 +98,7 @@ class LauncherScreen(PlainNotify, Screen[None]):
         with Horizontal(id="launcher"):
             with Vertical(id="form"):
                 yield Label("New run", classes="section-title")
+                yield Label("", id="choices-note")
                 yield Label("Users (space toggles)", classes="field-label")
                 yield SelectionList[str](id="user", classes="picks")
                 yield Label("Memory conditions", classes="field-label")
@@ -144,6 +147,14 @@ class LauncherScreen(PlainNotify, Screen[None]):
             (p.name if p.valid else f"{p.name} (invalid)", p.name) for p in self.choices.profiles
         ])
         self.set_class(not self.choices.users, "-no-users")
+        note = "\n".join(empty_pickers(self.mempa.settings, self.choices))
+        self.query_one("#choices-note", Label).update(note)
+        self.query_one("#choices-note", Label).set_class(bool(note), "-shown")
+        # without users nothing can start: say so once as a toast too (an empty profile list
+        # shows in the note only, beside the picker; some screens' work needs no profile)
+        if not self.choices.users and note != self._told:
+            self.notify(note, severity="warning", title="Nothing to pick", markup=False)
+        self._told = note
 
     def _set_options(self, selector: str, options: list[tuple[str, str]]) -> None:
         picks: SelectionList[str] = self.query_one(selector, SelectionList)

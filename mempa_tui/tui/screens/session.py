@@ -19,7 +19,7 @@ from textual.worker import Worker, WorkerState
 from mempa_tui.memory import MemoryInspection
 from mempa_tui.runner import RunEvent, StepEvent
 from mempa_tui.runner._episode_events import EvidenceEvent
-from mempa_tui.tui.book import RunEntry
+from mempa_tui.tui.book import RunEntry, state_label
 from mempa_tui.tui.engine import error_line
 from mempa_tui.tui.export import write_session_markdown
 from mempa_tui.tui.plain import PlainNotify
@@ -107,7 +107,7 @@ class SessionScreen(PlainNotify, Screen[None]):
             self.load_memory()
 
     def _show_place(self, entry: RunEntry) -> None:
-        self.query_one("#run-label", Label).update(f"{entry.label} · {entry.state}")
+        self.query_one("#run-label", Label).update(f"{entry.label} · {state_label(entry)}")
         step = entry.step or "—"
         if entry.repeat:
             step += f" (repeat {entry.repeat})"

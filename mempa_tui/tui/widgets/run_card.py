@@ -10,12 +10,12 @@ from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.widgets import Label, ProgressBar
 
-from mempa_tui.tui.book import RunEntry
+from mempa_tui.tui.book import RunEntry, state_label
 from mempa_tui.tui.render import problems, progress_line
 
 __all__ = ["RunCard"]
 
-_STATES = ("preparing", "running", "completed", "stopped", "failed", "cancelled")
+_STATES = ("preparing", "running", "completed", "stopped", "failed", "cancelled", "elsewhere")
 
 
 class RunCard(Vertical, can_focus=True):
@@ -66,8 +66,7 @@ class RunCard(Vertical, can_focus=True):
         entry = self.entry
         progress = entry.progress
         self.query_one(".run-title", Label).update(entry.label)
-        self.query_one(".run-state", Label).update("paused" if entry.paused and entry.state == "stopped"
-                                                   else entry.state)
+        self.query_one(".run-state", Label).update(state_label(entry))
         for state in _STATES:
             self.set_class(entry.state == state, f"-{state}")
         steps = self.query_one(".steps-bar", ProgressBar)

@@ -2,7 +2,9 @@
 
 A line-based scroll view (like Textual's ``RichLog``, it renders only the lines in sight), so a
 transcript of hundreds of turns stays responsive: appending renders just the new event's lines,
-and opening or closing one call re-renders that call only and splices its lines in place.
+and opening or closing one call re-renders that call only and splices its lines in place. Every
+part keeps its rendered lines per width, so opening or closing all calls only puts cached lines
+together again (results are laid out directly, without the console).
 
 A call is shown as one title line (``▶ ⚙ tool name(arguments) [status]``); open (``▼``) it also
 shows its full result. ``j``/``k`` select the next or previous call (highlighted and scrolled
@@ -14,9 +16,11 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Iterable
-from dataclasses import dataclass
-from typing import ClassVar
+from dataclasses import dataclass, field
+from typing import ClassVar, NamedTuple
 
+from rich.cells import cell_len, chop_cells
+from rich.control import strip_control_codes
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
@@ -38,6 +42,70 @@ __all__ = ["CallFold", "TranscriptView"]
 _SELECTED = Style(reverse=True)
 
 
+_INDENT = "      "
+_BODY_STYLES = {False: Style(dim=True), True: Style(color="red")}
+
+
+class _Row(NamedTuple):
+    """One line of a call's result, laid out but not yet made into a :class:`Strip`.
+
+    Opening every call of a long session lays out thousands of results at once; the view only
+    counts and cuts their lines then, and makes a strip when a line comes into sight.
+    """
+
+    text: str
+    error: bool
+
+    def strip(self, width: int) -> Strip:
+        """The line as a strip ``width`` cells wide."""
+        used = cell_len(self.text)
+        return Strip([Segment(self.text + " " * max(0, width - used), _BODY_STYLES[self.error])], max(width, used))
+
+
+def _result_rows(result: str, width: int, error: bool) -> list[_Row]:
+    """A call's result as indented lines cut at ``width`` cells, without Rich's layout engine
+    (issue 15.7: the console took seconds for thousands of results). Long rows are cut by cells
+    and their continuations indented like the first line."""
+    body = max(1, width - len(_INDENT))
+    rows: list[_Row] = []
+    for row in (result or "(no result)").splitlines() or [""]:
+        row = strip_control_codes(row.expandtabs(4))
+        if row.isascii():  # one cell per character: cut by slicing
+            chunks = [row[i:i + body] for i in range(0, len(row), body)] or [""]
+        else:
+            chunks = chop_cells(row, body) if cell_len(row) > body else [row]
+        for chunk in chunks:
+            rows.append(_Row(_INDENT + chunk, error))
+    return rows
+
+
+class _OpenTitle(NamedTuple):
+    """An open call's first title line: the closed one with its marker swapped, made when it
+    comes into sight (like :class:`_Row`)."""
+
+    closed: Strip
+
+    @property
+    def text(self) -> str:
+        """The line's plain text."""
+        return self.closed.text.replace("▶", "▼", 1)
+
+    def strip(self, width: int) -> Strip:
+        """The line as a strip (``width`` is the closed line's, already)."""
+        return _swap_marker(self.closed)
+
+
+def _swap_marker(strip: Strip) -> Strip:
+    """The closed title's first line with its ``▶`` marker turned into ``▼`` (same cell width)."""
+    segments, done = [], False
+    for segment in strip:
+        if not done and "▶" in segment.text:
+            segment = Segment(segment.text.replace("▶", "▼", 1), segment.style, segment.control)
+            done = True
+        segments.append(segment)
+    return Strip(segments, strip.cell_length)
+
+
 @dataclass
 class CallFold:
     """One tool call in the transcript and where its lines are.
@@ -55,6 +123,8 @@ class CallFold:
     collapsed: bool = True
     start: int = -1
     length: int = 0
+    cache: dict[tuple[int, str], list[Strip | _Row | _OpenTitle]] = field(default_factory=dict, repr=False)
+    """Rendered lines by (width, ``open``/``closed``/``body``), so folding re-renders nothing."""
 
     def renderable(self) -> Text:
         """The title line, and when open the full result below it."""
@@ -93,7 +163,8 @@ class TranscriptView(ScrollView, can_focus=True):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self._parts: list[Text | CallFold] = []
-        self._lines: list[Strip] = []
+        self._text_cache: dict[int, tuple[int, list[Strip]]] = {}
+        self._lines: list[Strip | _Row | _OpenTitle] = []
         self._folds: list[CallFold] = []
         self._width = 0
         self._place: tuple[str, int] | None = None
@@ -114,18 +185,47 @@ class TranscriptView(ScrollView, can_focus=True):
             strip.adjust_cell_length(self._width)
         return strips
 
-    def _render_part(self, part: Text | CallFold) -> None:
+    def _fold_strips(self, fold: CallFold) -> list[Strip | _Row | _OpenTitle]:
+        """A call's lines at the current width, from its cache where it has them."""
+        width = self._width
+        state = "closed" if fold.collapsed else "open"
+        title = fold.cache.get((width, state))
+        if title is None:
+            closed = fold.cache.get((width, "closed"))
+            if closed is None:
+                closed = fold.cache[(width, "closed")] = self._strips(
+                    call_title(fold.call, prefix=fold.prefix, lead="  ▶ ")
+                )
+            # the open title differs by its marker only: swap the glyph, lay out nothing again
+            first = closed[0]
+            assert isinstance(first, Strip)
+            title = closed if fold.collapsed else [_OpenTitle(first), *closed[1:]]
+            fold.cache[(width, state)] = title
+        if fold.collapsed:
+            return title
+        body = fold.cache.get((width, "body"))
+        if body is None:
+            body = fold.cache[(width, "body")] = list(_result_rows(fold.call.result, width, fold.call.error))
+        return title + body
+
+    def _text_strips(self, index: int, part: Text) -> list[Strip]:
+        cached = self._text_cache.get(index)
+        if cached is None or cached[0] != self._width:
+            cached = self._text_cache[index] = (self._width, self._strips(part))
+        return cached[1]
+
+    def _render_part(self, part: Text | CallFold, index: int) -> None:
         if isinstance(part, CallFold):
-            strips = self._strips(part.renderable())
+            strips = self._fold_strips(part)
             part.start, part.length = len(self._lines), len(strips)
         else:
-            strips = self._strips(part)
+            strips = self._text_strips(index, part)
         self._lines.extend(strips)
 
     def _render_all(self) -> None:
         self._lines = []
-        for part in self._parts:
-            self._render_part(part)
+        for index, part in enumerate(self._parts):
+            self._render_part(part, index)
         self._sized()
 
     def _sized(self) -> None:
@@ -149,7 +249,10 @@ class TranscriptView(ScrollView, can_focus=True):
         width = self.scrollable_content_region.width
         if index >= len(self._lines):
             return Strip.blank(width, self.rich_style)
-        strip = self._lines[index].crop_extend(scroll_x, scroll_x + width, self.rich_style)
+        line = self._lines[index]
+        if not isinstance(line, Strip):  # made into a strip when it first comes into sight
+            line = self._lines[index] = line.strip(self._width)
+        strip = line.crop_extend(scroll_x, scroll_x + width, self.rich_style)
         if self.selected is not None and self._folds[self.selected].start == index:
             strip = strip.apply_style(_SELECTED)
         return strip.apply_style(self.rich_style)
@@ -162,7 +265,7 @@ class TranscriptView(ScrollView, can_focus=True):
             self._folds.append(part)
         self.lines_written += 1
         if self._width:
-            self._render_part(part)
+            self._render_part(part, len(self._parts) - 1)
 
     def write(self, line: str | Text) -> None:
         """Write one free line (a note such as the stored transcript's heading)."""
@@ -211,6 +314,7 @@ class TranscriptView(ScrollView, can_focus=True):
     def replay(self, items: Iterable[StepEvent | StoredEvent], *, dropped: int = 0) -> None:
         """Clear and write ``items`` again (run switch)."""
         self._parts, self._folds, self._lines = [], [], []
+        self._text_cache = {}
         self._place, self.selected = None, None
         self._seen.clear()
         self.lines_written = 0
@@ -237,7 +341,7 @@ class TranscriptView(ScrollView, can_focus=True):
         fold.collapsed = collapsed
         if not self._width or fold.start < 0:
             return
-        strips = self._strips(fold.renderable())
+        strips = self._fold_strips(fold)
         delta = len(strips) - fold.length
         self._lines[fold.start:fold.start + fold.length] = strips
         fold.length = len(strips)
@@ -251,7 +355,9 @@ class TranscriptView(ScrollView, can_focus=True):
         self.set_collapsed(index, not self._folds[index].collapsed)
 
     def watch_expanded(self, expanded: bool) -> None:
-        """Open or close every tool call (one re-render of all lines)."""
+        """Open or close every tool call: the lines are put together again from each part's
+        cached lines, and only calls never opened at this width are laid out (directly, not
+        through the console), so thousands of calls fold in well under a second."""
         for fold in self._folds:
             fold.collapsed = not expanded
         if self._width:
@@ -304,4 +410,4 @@ class TranscriptView(ScrollView, can_focus=True):
 
     def shown_text(self) -> str:
         """The rendered lines, as plain text (what scrolling shows, folds as they are)."""
-        return "\n".join(strip.text for strip in self._lines)
+        return "\n".join(line.text for line in self._lines)
