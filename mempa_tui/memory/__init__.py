@@ -1,9 +1,11 @@
 """Memory systems behind the common adapter (SPEC section 4.7; paper Sections 3.4, 4; App. F.1).
 
-Conditions: No Memory and Oracle (references), File memory (MEMORY.md + HISTORY.md) and more;
-preference-state memory (SPEC section 6) is :class:`PrefStateMemory`; Simple RAG is
-:class:`RagMemory` and Mem0-style extraction :class:`Mem0Memory` (FAISS, :func:`make_embedder`).
-The real mem0ai library (optional extra ``mem0ai``) is :class:`Mem0aiMemory`.
+Conditions: No Memory and Oracle (references), File memory (MEMORY.md + HISTORY.md), Simple RAG
+and Mem0 (both the published mem0ai 2.0.2 library, :class:`Mem0aiMemory`, ``infer=False`` /
+``infer=True``), MemOS (MemoryOS 2.0.15 as a local server, :class:`MemosMemory`). Ours:
+preference-state memory (SPEC section 6, taxonomy-aware) is :class:`PrefStateMemory`, and
+``ours-rag`` (:class:`RagMemory`) our FAISS store of whole turns. Each condition's source and
+offline substitutions are in :data:`CONDITION_SOURCES`.
 Build one with :func:`make_memory`.
 """
 
@@ -29,7 +31,6 @@ from mempa_tui.memory._file import (
     HistoryEntry,
     default_thresholds,
 )
-from mempa_tui.memory._mem0 import Mem0Failure, Mem0Memory, Mem0Stats
 from mempa_tui.memory._mem0ai import (
     Mem0aiError,
     Mem0aiFailure,
@@ -44,6 +45,7 @@ from mempa_tui.memory._prefstate_state import (
     PrefStateStats,
 )
 from mempa_tui.memory._rag import RagMemory, RagStats
+from mempa_tui.memory._sources import CONDITION_SOURCES, ConditionSource, source_notes
 from mempa_tui.memory._reference import (
     NoMemory,
     OracleMemory,
@@ -61,11 +63,13 @@ from mempa_tui.memory.base import (
 )
 
 __all__ = [
+    "CONDITION_SOURCES",
     "MEMORY_BUILDERS",
     "MEMORY_OPTION_NAMES",
     "CellChange",
     "CellState",
     "CompletionClient",
+    "ConditionSource",
     "ConsolidationReply",
     "DimensionMismatchError",
     "Embedder",
@@ -77,9 +81,6 @@ __all__ = [
     "FileMemoryStats",
     "HistoryEntry",
     "LocalEmbedder",
-    "Mem0Failure",
-    "Mem0Memory",
-    "Mem0Stats",
     "Mem0aiError",
     "Mem0aiFailure",
     "Mem0aiMemory",
@@ -103,4 +104,5 @@ __all__ = [
     "make_embedder",
     "make_memory",
     "options_per_condition",
+    "source_notes",
 ]
