@@ -12,6 +12,7 @@ from typing import Any
 from mempa_tui.memory._consolidation import CompletionClient
 from mempa_tui.memory._file import FileMemory, default_thresholds
 from mempa_tui.memory._mem0ai import MEM0AI_OPTIONS, build_mem0, build_rag
+from mempa_tui.memory._memos import MEMOS_OPTIONS, build_memos
 from mempa_tui.memory._prefstate import PrefStateMemory
 from mempa_tui.memory._reference import NoMemory, OracleMemory
 from mempa_tui.memory._retrieval_build import RETRIEVAL_OPTIONS, build_ours_rag
@@ -116,13 +117,14 @@ MEMORY_BUILDERS: dict[str, MemoryBuilder] = {
     "file": _build_file,
     "rag": build_rag,
     "mem0": build_mem0,
+    "memos": build_memos,
     "prefstate": _build_prefstate,
     "ours-rag": build_ours_rag,
 }
 """Condition name -> builder. Register further conditions here.
 
 The paper's names mean the paper's systems: ``rag`` and ``mem0`` run mem0ai 2.0.2 (``infer=False``
-/ ``infer=True``). ``prefstate`` (taxonomy-aware) and ``ours-rag`` are ours."""
+/ ``infer=True``), ``memos`` MemoryOS 2.0.15 as a local server. ``prefstate`` (taxonomy-aware) and ``ours-rag`` are ours."""
 
 MEMORY_OPTION_NAMES: dict[str, tuple[str, ...]] = {
     "none": (),
@@ -130,6 +132,7 @@ MEMORY_OPTION_NAMES: dict[str, tuple[str, ...]] = {
     "file": tuple(sorted(_FILE_OPTIONS)),
     "rag": tuple(sorted(MEM0AI_OPTIONS)),
     "mem0": tuple(sorted(MEM0AI_OPTIONS)),
+    "memos": tuple(sorted(MEMOS_OPTIONS)),
     "prefstate": tuple(sorted(_PREFSTATE_OPTIONS)),
     "ours-rag": tuple(sorted(RETRIEVAL_OPTIONS)),
 }
