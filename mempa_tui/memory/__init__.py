@@ -37,6 +37,7 @@ from mempa_tui.memory._mem0ai import (
     Mem0aiMemory,
     Mem0aiStats,
 )
+from mempa_tui.memory._memos import MemosError, MemosMemory, MemosStats, ensure_memos_env, stop_memos_server
 from mempa_tui.memory._prefstate import PrefStateMemory
 from mempa_tui.memory._prefstate_state import (
     CellChange,
@@ -86,6 +87,9 @@ __all__ = [
     "Mem0aiMemory",
     "Mem0aiStats",
     "MemoryConfigError",
+    "MemosError",
+    "MemosMemory",
+    "MemosStats",
     "MemoryInspection",
     "MemorySystem",
     "NoMemory",
@@ -101,8 +105,10 @@ __all__ = [
     "SnapshotError",
     "TurnRecord",
     "default_thresholds",
+    "ensure_memos_env",
     "make_embedder",
     "make_memory",
     "options_per_condition",
     "source_notes",
+    "stop_memos_server",
 ]
