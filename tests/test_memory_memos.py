@@ -1,7 +1,7 @@
 """MemOS 2.0.15 through its own environment and loopback server (paper Section 4 ❹, Table 11).
 
 The server runs with the Python of MemOS's virtual environment (``$MEMPA_MEMOS_ENV`` or
-``~/.cache/mempa/memos-2.0.15``), created by ``python -m mempa_tui.memory._memos``. Where that
+``~/.cache/mempa/memos-2.0.15``), created by ``python -m mempa_tui.memory.memos_setup``. Where that
 environment does not exist the tests skip and say so: creating it needs the package registry
 (MemoryOS, torch and their dependencies, several hundred MB), which a CI machine may not reach.
 """
@@ -169,6 +169,6 @@ async def test_options_and_endpoints(setup: Setup, tmp_path: Path) -> None:
 
 
 def test_a_missing_environment_says_how_to_make_it(tmp_path: Path) -> None:
-    with pytest.raises(MemosError, match=r"does not exist; create it with: python -m mempa_tui\.memory\._memos"):
+    with pytest.raises(MemosError, match=r"does not exist; create it with: python -m mempa_tui\.memory\.memos_setup"):
         ensure_memos_env(tmp_path / "nothing-here", create=False)
     assert memos_env_dir().name.startswith("memos") or memos_env_dir().is_dir()

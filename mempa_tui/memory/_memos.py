@@ -5,7 +5,7 @@ MemoryOS pins ``ollama==0.5.0``, ``openai<2``, ``transformers<5``, ``sentence-tr
 
 - **Environment.** A virtual environment of its own, created by mempa on first use from the
   package registry with pinned versions (:data:`MEMOS_REQUIREMENTS`), at ``$MEMPA_MEMOS_ENV`` or
-  ``~/.cache/mempa/memos-2.0.15``. ``python -m mempa_tui.memory._memos`` creates it ahead of time.
+  ``~/.cache/mempa/memos-2.0.15``. ``python -m mempa_tui.memory.memos_setup`` creates it ahead of time.
 - **Server.** :mod:`mempa_tui.memory._memos_server` started with that environment's Python on
   127.0.0.1 (a free port) when the first MemOS store of a process is built, stopped when the
   process ends (or by :func:`stop_memos_server`). One server holds every cube of the process (the
@@ -198,7 +198,7 @@ def ensure_memos_env(env: Path | None = None, *, create: bool = True) -> Path:
     command = f"{sys.executable} -m venv {env} && {env}/bin/pip install " + " ".join(f"'{r}'" for r in MEMOS_REQUIREMENTS)
     if not create:
         raise MemosError(f"MemOS's environment {env} does not exist; create it with: "
-                         f"python -m mempa_tui.memory._memos (runs: {command})")
+                         f"python -m mempa_tui.memory.memos_setup (runs: {command})")
     env.parent.mkdir(parents=True, exist_ok=True)
     steps = [[sys.executable, "-m", "venv", str(env)], [str(env / "bin" / "pip"), "install", *MEMOS_REQUIREMENTS]]
     for step in steps:
@@ -586,11 +586,3 @@ def build_memos(
                            evidence_tokens=options.get("evidence_tokens", EVIDENCE_TOKENS))
     except (MemosError, ValueError) as exc:
         raise MemoryConfigError(str(exc)) from None
-
-
-if __name__ == "__main__":  # python -m mempa_tui.memory._memos: create MemOS's environment now
-    try:
-        print(ensure_memos_env())
-    except MemosError as error:
-        print(error, file=sys.stderr)
-        sys.exit(1)
