@@ -58,6 +58,7 @@ async def print_results(
         results_text,
         stored_outcomes,
     )
+    from mempa_tui.memory import CONDITION_SOURCES, source_notes
     from mempa_tui.scoring import condition_label
 
     records = {r.id: r for r in await store.list_runs()}
@@ -82,6 +83,10 @@ async def print_results(
         rows = results_rows(outcomes, by)
         print(results_text(rows, by), file=out)
         conditions = {o.memory for o in outcomes}
+        notes = source_notes([m for m in CONDITION_SOURCES if m in conditions])  # sources, ours, substitutions
+        if notes:
+            print("\nConditions (source; what running offline substitutes):\n" + "\n".join(f"  {n}" for n in notes),
+                  file=out)
         if "none" in conditions and len(conditions) > 1:
             diffs, dropped = paired_differences(outcomes, resamples=resamples)
             if diffs:
