@@ -142,7 +142,14 @@ async def test_a_probe_branch_leaves_the_run_store_as_it_was(condition: str, tmp
         branch.restore(before)
         assert branch.snapshot() == before
         probe = SessionInfo(step_id="P-1", context=Context.WORK, at=START + timedelta(days=9), is_probe=True)
-        await branch.retrieve("Send the weekly update to the team.", probe)
+        evidence = await branch.retrieve("Send the weekly update to the team.", probe)
+        # the same inspection for all: what is stored, and what was handed to the PA with scores
+        inspection = branch.inspect()
+        assert inspection.system == condition and inspection.last_evidence == evidence
+        if condition not in ("none", "oracle"):
+            assert inspection.stored, condition
+        if condition in ("rag", "mem0", "memos", "ours-rag"):
+            assert evidence.items and all(i.score is not None for i in evidence.items), condition
         await branch.write(TurnRecord(step_id="P-1", context=Context.WORK, at=START + timedelta(days=9),
                                       turn_index=0, user_message="From now on ask before sending.", reply="Will do."))
         await branch.end_session(probe)
