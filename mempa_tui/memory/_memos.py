@@ -247,11 +247,13 @@ class _Server:
         base, model, key = endpoint
         self.endpoint = endpoint
         script = Path(__file__).with_name("_memos_server.py")
+        home = python.parent.parent / "memos_home"  # MemOS writes its settings folder under the cwd
+        home.mkdir(parents=True, exist_ok=True)
         self.process = subprocess.Popen(
             [str(python), str(script), "--embedder-path", str(embedder_path), "--embedder-name", DEFAULT_EMBEDDER_NAME,
              "--llm-base", base, "--llm-model", model, "--llm-key", key],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-            env={**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "MEMOS_DIR": str(python.parent.parent / "memos_home"),
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=str(home),
+            env={**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "MEMOS_DIR": str(home / ".memos"),
                  "PYTHONPATH": ""},
         )
         # MemOS logs to stdout too: read until the ready line (or the end), keep the rest drained
