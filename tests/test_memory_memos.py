@@ -172,3 +172,20 @@ def test_a_missing_environment_says_how_to_make_it(tmp_path: Path) -> None:
     with pytest.raises(MemosError, match=r"does not exist; create it with: python -m mempa_tui\.memory\.memos_setup"):
         ensure_memos_env(tmp_path / "nothing-here", create=False)
     assert memos_env_dir().name.startswith("memos") or memos_env_dir().is_dir()
+
+
+async def test_a_second_attempt_on_a_dropped_folder_starts_a_fresh_cube(setup: Setup, tmp_path: Path) -> None:
+    """The runner drops a probe's folder between attempts and builds a new store on it: the server
+    reopens that cube instead of writing into the deleted folder (found by `mempa run --memory
+    memos --model demo`, whose probes needed a second attempt)."""
+    import shutil
+
+    folder = tmp_path / "A-memos-scripted-s0" / "probes" / "P-1-r1"
+    first = build(setup, folder)
+    setup.script.replies += [memos_reply(PREFERENCE)]
+    await first.write(turn(0, "just send the routine emails"))
+    snapshot = first.snapshot()
+    shutil.rmtree(folder)
+    second = build(setup, folder)
+    second.restore(snapshot)
+    assert second.memories == [PREFERENCE] and (folder / "qdrant").is_dir()

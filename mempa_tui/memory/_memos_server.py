@@ -47,6 +47,7 @@ class _Cubes:
         self.args = args
         self.lock = threading.Lock()
         self.cubes: dict[str, Any] = {}
+        self.folders: dict[str, str] = {}
         self.embedder = EmbedderFactory.from_config(EmbedderConfigFactory.model_validate({
             "backend": "sentence_transformer",
             "config": {"model_name_or_path": args.embedder_path},
@@ -57,8 +58,9 @@ class _Cubes:
         from memos.configs.mem_cube import GeneralMemCubeConfig
         from memos.mem_cube.general import GeneralMemCube
 
-        if cube in self.cubes:
-            return self.cubes[cube]
+        # a new store on a folder reopens its cube: the runner drops a probe's folder between
+        # attempts, so a cube kept open from an earlier attempt would write into a deleted folder
+        self.close(cube)
         os.makedirs(folder, exist_ok=True)
         config = GeneralMemCubeConfig.model_validate({
             "user_id": self.args.user_id,
@@ -98,13 +100,23 @@ class _Cubes:
         finally:
             embedder_factory.EmbedderFactory.from_config = original  # type: ignore[method-assign]
         self.cubes[cube] = cube_obj
+        self.folders[cube] = folder
         return cube_obj
 
+    def close(self, cube: str) -> None:
+        obj = self.cubes.pop(cube, None)
+        self.folders.pop(cube, None)
+        client = getattr(getattr(getattr(obj, "text_mem", None), "vector_db", None), "client", None)
+        if client is not None and hasattr(client, "close"):
+            client.close()
+
     def text_mem(self, cube: str) -> Any:
-        try:
-            return self.cubes[cube].text_mem
-        except KeyError:
-            raise KeyError(f"no open cube {cube!r}") from None
+        if cube not in self.cubes:
+            raise KeyError(f"no open cube {cube!r}")
+        folder = self.folders[cube]
+        if not os.path.isdir(os.path.join(folder, "qdrant")):  # its folder was deleted under it: start empty
+            self.open(cube, folder)
+        return self.cubes[cube].text_mem
 
 
 def _item(item: Any, score: float | None = None) -> dict[str, Any]:
@@ -124,10 +136,7 @@ def _handle(cubes: _Cubes, path: str, body: dict[str, Any]) -> dict[str, Any]:
         cubes.open(str(body["cube"]), str(body["folder"]))
         return {"ok": True}
     if path == "/close":
-        cube = cubes.cubes.pop(str(body["cube"]), None)
-        client = getattr(getattr(getattr(cube, "text_mem", None), "vector_db", None), "client", None)
-        if client is not None and hasattr(client, "close"):
-            client.close()
+        cubes.close(str(body["cube"]))
         return {"ok": True}
     mem = cubes.text_mem(str(body["cube"]))
     if path == "/add":
