@@ -22,7 +22,6 @@ library's own add and search.
 from __future__ import annotations
 
 import argparse
-import base64
 import json
 import tempfile
 import time
