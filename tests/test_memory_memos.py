@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from mempa_tui.llm import LLMClient, ScriptedModelServer, ScriptedReply, ScriptedRequest
+from mempa_tui.llm import LLMClient, Role, ScriptedModelServer, ScriptedReply, ScriptedRequest
 from mempa_tui.memory import (
     DimensionMismatchError,
     MemoryConfigError,
@@ -164,7 +164,8 @@ async def test_options_and_endpoints(setup: Setup, tmp_path: Path) -> None:
         make_memory("memos", client=setup.client, folder=tmp_path, colour="red")
     with pytest.raises(MemoryConfigError, match="needs a model client"):
         make_memory("memos", client=None, folder=tmp_path)
-    base, model, _key = memos_endpoint(setup.client)
+    base, model, _key, _temperature, max_tokens = memos_endpoint(setup.client)
+    assert max_tokens == setup.client.profile.spec_for(Role.MEMORY).max_tokens
     assert base.startswith("http://127.0.0.1:") and base.endswith("/v1") and model == "scripted-memory"
 
 

@@ -215,12 +215,13 @@ def ensure_memos_env(env: Path | None = None, *, create: bool = True) -> Path:
 # -- the server -------------------------------------------------------------------------------
 
 
-def memos_endpoint(client: Any) -> tuple[str, str, str]:
+def memos_endpoint(client: Any) -> tuple[str, str, str, float, int]:
     """The profile's ``memory`` role as an OpenAI-compatible endpoint.
 
     Returns:
-        ``(base_url, model, api_key)``: ``/v1`` of an Ollama server for ``ollama*/`` models, the
-        spec's ``api_base`` otherwise; the model without its litellm provider prefix.
+        ``(base_url, model, api_key, temperature, max_tokens)``: ``/v1`` of an Ollama server for
+        ``ollama*/`` models, the spec's ``api_base`` otherwise; the model without its litellm
+        provider prefix; the role's sampling settings.
 
     Raises:
         MemosError: the client has no profile, or the role has no server URL.
@@ -237,21 +238,25 @@ def memos_endpoint(client: Any) -> tuple[str, str, str]:
     if provider.startswith("ollama") and not base.endswith("/v1"):
         base += "/v1"
     key = os.environ.get(spec.api_key_env, "") if spec.api_key_env else ""
-    return base, model or spec.model, key or "unused"
+    return base, model or spec.model, key or "unused", float(spec.temperature), int(spec.max_tokens)
 
 
 class _Server:
     """One MemOS server process (see :mod:`mempa_tui.memory._memos_server`)."""
 
-    def __init__(self, python: Path, endpoint: tuple[str, str, str], embedder_path: Path) -> None:
-        base, model, key = endpoint
+    def __init__(self, python: Path, endpoint: tuple[str, str, str, float, int], embedder_path: Path) -> None:
+        from mempa_tui.memory._embed import EMBED_THREADS_ENV
+
+        base, model, key, temperature, max_tokens = endpoint
+        threads = os.environ.get(EMBED_THREADS_ENV, "1").strip()
         self.endpoint = endpoint
         script = Path(__file__).with_name("_memos_server.py")
         home = python.parent.parent / "memos_home"  # MemOS writes its settings folder under the cwd
         home.mkdir(parents=True, exist_ok=True)
         self.process = subprocess.Popen(
             [str(python), str(script), "--embedder-path", str(embedder_path), "--embedder-name", DEFAULT_EMBEDDER_NAME,
-             "--llm-base", base, "--llm-model", model, "--llm-key", key],
+             "--llm-base", base, "--llm-model", model, "--llm-key", key, "--llm-temperature", str(temperature),
+             "--llm-max-tokens", str(max_tokens), "--threads", threads if threads.isdigit() else "1"],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=str(home),
             env={**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "MEMOS_DIR": str(home / ".memos"),
                  "PYTHONPATH": ""},
@@ -323,7 +328,7 @@ class _Server:
                 self.process.wait()
 
 
-_SERVERS: dict[tuple[str, str, str], _Server] = {}
+_SERVERS: dict[tuple[str, str, str, float, int], _Server] = {}
 _SERVERS_LOCK = threading.Lock()
 
 

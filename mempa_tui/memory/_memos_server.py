@@ -187,7 +187,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--llm-temperature", type=float, default=0.2)
     parser.add_argument("--llm-max-tokens", type=int, default=1024)
     parser.add_argument("--user-id", default="user")
+    parser.add_argument("--threads", type=int, default=1, help="torch CPU threads for the embedder")
     args = parser.parse_args(argv)
+    import torch
+
+    torch.set_num_threads(max(1, args.threads))  # one message at a time: more threads only wait on each other
     cubes = _Cubes(args)
 
     class Handler(BaseHTTPRequestHandler):
