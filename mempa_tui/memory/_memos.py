@@ -35,6 +35,7 @@ from __future__ import annotations
 import atexit
 import hashlib
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -200,6 +201,8 @@ def ensure_memos_env(env: Path | None = None, *, create: bool = True) -> Path:
         raise MemosError(f"MemOS's environment {env} does not exist; create it with: "
                          f"python -m mempa_tui.memory.memos_setup (runs: {command})")
     env.parent.mkdir(parents=True, exist_ok=True)
+    logging.getLogger("mempa.memory").warning(
+        "creating MemOS's own environment at %s (once; several minutes, about 1.6 GB): %s", env, command)
     steps = [[sys.executable, "-m", "venv", str(env)], [str(env / "bin" / "pip"), "install", *MEMOS_REQUIREMENTS]]
     for step in steps:
         done = subprocess.run(step, capture_output=True, text=True)
