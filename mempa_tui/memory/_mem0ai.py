@@ -280,7 +280,8 @@ class Mem0aiMemory(MemorySystem):
         self._failures: list[Mem0aiFailure] = []
         self._seen: set[str] = set()
         self._window: list[TurnRecord] = []
-        self._stored: list[dict[str, Any]] = []
+        self._rows: list[dict[str, Any]] = []
+        self._stale = False
         self._last: Evidence | None = None
         self._at = ""
         self._expected_log = False
@@ -366,10 +367,19 @@ class Mem0aiMemory(MemorySystem):
         """The stored memory texts (raw messages under ``rag``), oldest first."""
         return [str(m.get("memory", "")) for m in self._stored]
 
+    @property
+    def _stored(self) -> list[dict[str, Any]]:
+        """Every stored row, oldest first; listed from Mem0 again only after a change (listing the
+        whole store after every add made writes grow with the store)."""
+        if self._stale:
+            self._refresh()
+        return self._rows
+
     def _refresh(self) -> None:
         listed = self._memory.get_all(filters={"user_id": self.user_id}, top_k=1_000_000)
         rows = [r for r in listed.get("results", []) if isinstance(r, dict)]
-        self._stored = sorted(rows, key=lambda r: (str(r.get("created_at") or ""), str(r.get("id"))))
+        self._rows = sorted(rows, key=lambda r: (str(r.get("created_at") or ""), str(r.get("id"))))
+        self._stale = False
 
     async def _run(self, fn: Any) -> Any:
         def bound() -> Any:
@@ -411,7 +421,7 @@ class Mem0aiMemory(MemorySystem):
             try:
                 return self._memory.add(messages, user_id=self.user_id, metadata=metadata, infer=self.infer)
             finally:
-                self._refresh()
+                self._stale = True
 
         errors_before = (self._stats.model_errors, self._stats.library_errors)
         try:
@@ -446,7 +456,7 @@ class Mem0aiMemory(MemorySystem):
         """
         self._stats.retrievals += 1
         items: list[EvidenceItem] = []
-        if self._stored and user_message.strip():
+        if (self._rows or self._stale) and user_message.strip():  # no listing of the store per turn
             search = partial(self._memory.search, user_message, top_k=self.top_k, filters={"user_id": self.user_id})
             try:
                 found = (await self._run(search)).get("results", [])
