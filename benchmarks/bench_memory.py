@@ -8,14 +8,20 @@ At each size the store is pre-filled up to 30 turns short (Simple RAG and Mem0-s
 see :func:`prefill`), then the last 30 writes are timed one by one, then 50 retrievals with varied
 queries, and the snapshot's size is taken. Times in milliseconds.
 
-    python benchmarks/bench_memory.py                          # none, file, rag, mem0 (+prefstate)
+    python benchmarks/bench_memory.py                          # every condition at 100, 1,000, 5,000
     python benchmarks/bench_memory.py --systems rag --sizes 100 1000
+
+``rag`` and ``mem0`` need mem0ai 2.0.2 (``pip install -e ".[mem0ai]"``), ``memos`` MemOS's own
+environment (``python -m mempa_tui.memory.memos_setup``); a condition that cannot be built is
+named with the reason and skipped. Pre-fill goes around the libraries' own add (which would make a
+model call and, in Mem0's case, list the whole store after every turn): rows with random vectors
+go straight into Mem0's FAISS store or MemOS's cube; the timed writes and every query use each
+library's own add and search.
 """
 
 from __future__ import annotations
 
 import argparse
-import base64
 import json
 import tempfile
 import time
@@ -37,9 +43,10 @@ from mempa_tui.memory import (
     TurnRecord,
     make_memory,
 )
-from mempa_tui.memory._mem0 import Mem0Memory, Mem0State, StoredMemory
+from mempa_tui.memory._factory import MemoryConfigError
+from mempa_tui.memory._mem0ai import Mem0aiMemory
+from mempa_tui.memory._memos import MemosMemory, MemosState
 from mempa_tui.memory._rag import RagMemory
-from mempa_tui.memory._vectors import VectorIndex
 from mempa_tui.taxonomy import Context
 
 START = datetime(2025, 1, 6, 9, 0)
@@ -71,16 +78,17 @@ def _schema(request: ScriptedRequest) -> dict[str, Any]:
 
 
 def responder(request: ScriptedRequest) -> str:
-    """Instant valid replies: a note per turn for Mem0-style extraction, ADD for its decisions,
-    a schema-shaped reply for everything else (File memory, preference-state memory)."""
+    """Instant valid replies: a note per turn for Mem0's and MemOS's extraction, a schema-shaped
+    reply for everything else (File memory, preference-state memory)."""
     schema = _schema(request)
     props = schema.get("properties", {})
     last = request.messages[-1].content if request.messages else ""
-    if set(props) == {"memories"}:
-        first_line = next((ln for ln in last.splitlines() if ln.startswith("User:")), "User: something")
-        return json.dumps({"memories": [f"The user asked: {first_line[6:][:120]}"]})
-    if set(props) == {"event", "id", "text"}:
-        return json.dumps({"event": "ADD", "id": None, "text": ""})
+    note = f"The user asked: {last[-200:].strip()[:120]}"
+    if "memory list" in last:  # MemOS's extraction prompt
+        return json.dumps({"memory list": [{"key": "ask", "memory_type": "UserMemory", "value": note, "tags": []}],
+                           "summary": note})
+    if set(props) == {"memory"}:  # Mem0's extraction
+        return json.dumps({"memory": [{"text": note}]})
     return json.dumps(fill_schema(schema) if schema else {"ok": True})
 
 
@@ -113,9 +121,14 @@ class RandomEmbedder:
         return unit
 
 
+def _random_units(n: int, dim: int, seed: int) -> npt.NDArray[np.float32]:
+    rows = np.random.default_rng(seed).standard_normal((n, dim)).astype(np.float32)
+    return (rows / np.linalg.norm(rows, axis=1, keepdims=True)).astype(np.float32)
+
+
 async def prefill(memory: MemorySystem, start: int, stop: int, *, model_vectors: bool = False) -> None:
     """Pre-fill without timing; retrieval stores get random vectors unless ``model_vectors``."""
-    if isinstance(memory, RagMemory | Mem0Memory) and not model_vectors:
+    if isinstance(memory, RagMemory) and not model_vectors:
         real = memory.embedder
         memory.embedder = RandomEmbedder(real.name, real.dim)
         try:
@@ -129,29 +142,46 @@ async def prefill(memory: MemorySystem, start: int, stop: int, *, model_vectors:
 async def _prefill(memory: MemorySystem, start: int, stop: int) -> None:
     """Bring the store from ``start`` to ``stop`` turns without timing (one batch of work).
 
-    Simple RAG uses its batched :meth:`RagMemory.write_many`; the Mem0-style store gets the note the
-    scripted extractor would write for each turn, embedded in batches and loaded by ``restore``
-    (the model calls are what the timed writes measure). Other systems write turn by turn.
-    Pre-fill vectors are random unless ``--model-prefill`` (see :class:`RandomEmbedder`).
+    ours-rag uses its batched :meth:`RagMemory.write_many`. Mem0 and Simple RAG get rows straight
+    in Mem0's FAISS store, as its add would store them (a note per turn for Mem0, the user and
+    assistant message for Simple RAG), with random unit vectors; MemOS gets items in its cube's
+    dump format loaded by ``restore``. Other systems write turn by turn.
     """
+    import hashlib
+    import uuid
+
     records = [make_turn(i) for i in range(start, stop)]
+    if not records:
+        return
     if isinstance(memory, RagMemory):
         await memory.write_many(records)
-    elif isinstance(memory, Mem0Memory):
-        state = Mem0State.model_validate_json(memory.snapshot())
-        index = (
-            VectorIndex.from_bytes(base64.b64decode(state.index_b64), state.dim, state.embedder)
-            if state.index_b64 else VectorIndex(memory.embedder.dim, memory.embedder.name)
-        )
-        for chunk_start in range(0, len(records), 64):
-            chunk = records[chunk_start : chunk_start + 64]
-            notes = [f"The user asked: {r.user_message[:120]}" for r in chunk]
-            ids = list(range(state.next_id, state.next_id + len(chunk)))
-            index.add(ids, await memory.embedder.embed(notes), memory.embedder.name)
-            for i, note, r in zip(ids, notes, chunk, strict=True):
-                state.memories.append(StoredMemory(id=i, text=note, created=f"{r.at:%Y-%m-%d %H:%M}", step_id=r.step_id))
-            state.next_id += len(chunk)
-        state.index_b64 = base64.b64encode(index.to_bytes()).decode("ascii")
+    elif isinstance(memory, Mem0aiMemory):
+        texts: list[tuple[str, TurnRecord, str]] = []
+        for r in records:
+            if memory.infer:
+                texts.append((f"The user asked: {r.user_message[:120]}", r, ""))
+            else:
+                texts += [(r.user_message, r, "user"), (r.reply, r, "assistant")]
+        vectors = _random_units(len(texts), memory.embedding_dim, start)
+        payloads = []
+        for text, r, role in texts:
+            payload = {"data": text, "hash": hashlib.md5(text.encode()).hexdigest(), "user_id": memory.user_id,
+                       "created_at": r.at.isoformat(), "updated_at": r.at.isoformat(), "step_id": r.step_id,
+                       "context": r.context.value}
+            if role:
+                payload["role"] = role
+            payloads.append(payload)
+        memory._memory.vector_store.insert(vectors=vectors.tolist(), ids=[str(uuid.uuid4()) for _ in texts],
+                                           payloads=payloads)
+        memory._refresh()
+    elif isinstance(memory, MemosMemory):
+        state = MemosState.model_validate_json(memory.snapshot())
+        vectors = _random_units(len(records), memory.embedding_dim, start)
+        for r, vector in zip(records, vectors, strict=True):
+            item_id = str(uuid.uuid4())
+            state.items.append({"id": item_id, "vector": vector.tolist(), "payload": {
+                "id": item_id, "memory": f"The user asked: {r.user_message[:120]}",
+                "metadata": {"key": "ask", "source": "conversation", "tags": [], "updated_at": r.at.isoformat()}}})
         memory.restore(state.model_dump_json().encode("utf-8"))
     else:
         for record in records:
@@ -162,7 +192,11 @@ async def bench_system(
     name: str, client: LLMClient, sizes: list[int], root: Path, model_prefill: bool = False
 ) -> list[dict[str, Any]]:
     """At each size: pre-fill, then time the last writes one by one, then retrievals and size."""
-    memory: MemorySystem = make_memory(name, client=client, folder=root / name, context_window=16_384)
+    try:
+        memory: MemorySystem = make_memory(name, client=client, folder=root / name, context_window=16_384)
+    except MemoryConfigError as exc:
+        print(f"| {name:<9} | skipped: {exc} |", flush=True)
+        return []
     rows: list[dict[str, Any]] = []
     written = 0
     query_session = SessionInfo(step_id="B-probe", context=Context.WORK, at=START + timedelta(days=400), is_probe=True)
@@ -212,9 +246,9 @@ async def main(systems: list[str], sizes: list[int], model_prefill: bool) -> Non
     """Run every system at every size and print one table (times in ms)."""
     async with ScriptedModelServer(responder) as server:
         client = LLMClient(server.profile(num_retries=0))
-        if any(s in ("rag", "mem0") for s in systems):
+        if "ours-rag" in systems:
             t0 = time.perf_counter()
-            make_memory("rag", client=client, folder=Path(tempfile.mkdtemp()))
+            make_memory("ours-rag", client=client, folder=Path(tempfile.mkdtemp()))
             print(f"embedder load (once per process): {time.perf_counter() - t0:.1f} s", flush=True)
         print(HEADER, flush=True)
         with tempfile.TemporaryDirectory(prefix="mempa-bench-memory-") as tmp:
@@ -223,7 +257,7 @@ async def main(systems: list[str], sizes: list[int], model_prefill: bool) -> Non
 
 
 if __name__ == "__main__":
-    default = [s for s in ("none", "file", "rag", "mem0", "prefstate") if s in MEMORY_BUILDERS]
+    default = list(MEMORY_BUILDERS)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--systems", nargs="+", default=default, choices=sorted(MEMORY_BUILDERS))
     parser.add_argument("--sizes", nargs="+", type=int, default=[100, 1_000, 5_000])

@@ -341,11 +341,13 @@ def test_several_conditions_run_side_by_side_then_results_compares_stored_runs(
     assert "  R-file-scripted-s0: File memory consolidates at " in table and "decoding: pa t=" in table
     report = (saves / "R-file-scripted-s0" / "report.md").read_text()
     assert "## Run settings" in report and "File memory consolidates at" in report
+    assert "Preference-state memory (taxonomy-aware, ours)" in table  # ours, marked apart from the paper's
+    assert "  prefstate: taxonomy-aware (ours)" in table.split("Conditions (source;", 1)[1]
 
     assert main(["results", "--saves", str(saves)]) == 0
     again = capsys.readouterr().out
     assert again.splitlines()[0].split()[:3] == ["Memory", "Model", "PSA"]
-    assert "Difference from No Memory" in again
+    assert "Difference from No Memory" in again and "prefstate: taxonomy-aware (ours)" in again
     assert main(["results", "R-file-scripted-s0", "R-prefstate-scripted-s0", "--saves", str(saves)]) == 0
     two = capsys.readouterr().out
     assert "No Memory" not in two.split("(no No Memory", 1)[0] and "add one with `mempa run --memory none" in two
@@ -392,7 +394,7 @@ def test_several_conditions_run_side_by_side_then_results_compares_stored_runs(
     ("extra", "expected"),
     [
         (["--memory", "file,none", "--memory-option", "top_k=3"],
-         "no listed condition (file, none) takes memory option 'top_k'; rag, mem0, mem0ai would"),
+         "no listed condition (file, none) takes memory option 'top_k'; rag, mem0, memos, ours-rag would"),
         (["--memory", "file,rag", "--memory-option", "rag.top_k=many"], "'rag': top_k must be an integer, got 'many'"),
         (["--memory", "file,none", "--memory-option", "none.x=1"], "'none' has no option 'x'; it takes no options"),
         (["--memory", "file", "--memory-option", "rag.top_k=3"], "is for 'rag', which is not among"),

@@ -125,7 +125,7 @@ def test_make_memory_builds_each_condition(tmp_path: Path) -> None:
 
 
 def test_make_memory_rejects_bad_names_and_options(tmp_path: Path) -> None:
-    with pytest.raises(MemoryConfigError, match="unknown memory condition 'rga'; valid: none, oracle, file, prefstate, rag, mem0"):
+    with pytest.raises(MemoryConfigError, match="unknown memory condition 'rga'; valid: none, oracle, file, rag, mem0, memos, prefstate, ours-rag"):
         make_memory("rga", client=None, folder=tmp_path)
     with pytest.raises(MemoryConfigError, match="unknown option.*window"):
         make_memory("file", client=_NoCalls(), folder=tmp_path, window=3)

@@ -1,4 +1,4 @@
-"""Simple RAG with the real packaged MiniLM embedder and FAISS (paper Section 4 ❷).
+"""ours-rag (our whole-turn store, not the paper's Simple RAG) with the real packaged MiniLM embedder and FAISS.
 
 The store is built through ``make_memory`` with a client of the scripted model over loopback HTTP
 (its token counter; the scripted runtime makes the factory choose the packaged embedder).
@@ -79,7 +79,7 @@ class Setup:
 
 
 def _no_calls(request: ScriptedRequest) -> str:
-    raise AssertionError(f"Simple RAG must not call a model, got a call to {request.model}")
+    raise AssertionError(f"ours-rag must not call a model, got a call to {request.model}")
 
 
 @pytest.fixture
@@ -89,7 +89,7 @@ async def setup() -> AsyncIterator[Setup]:
 
 
 def rag(setup: Setup, folder: Path, **options: object) -> RagMemory:
-    memory = make_memory("rag", client=setup.client, folder=folder, context_window=16_384, **options)
+    memory = make_memory("ours-rag", client=setup.client, folder=folder, context_window=16_384, **options)
     assert isinstance(memory, RagMemory)
     return memory
 
@@ -191,7 +191,7 @@ async def test_probe_restores_a_copy_and_leaves_the_store_exactly_as_it_was(setu
 
 async def test_bad_snapshot_is_refused_with_the_field(setup: Setup, tmp_path: Path) -> None:
     memory = rag(setup, tmp_path / "rag")
-    with pytest.raises(SnapshotError, match="Simple RAG: bad snapshot at"):
+    with pytest.raises(SnapshotError, match="ours-rag: bad snapshot at"):
         memory.restore(b'{"system": "file"}')
 
 
@@ -250,26 +250,26 @@ def test_embedder_threads_come_from_the_environment(monkeypatch: pytest.MonkeyPa
 
 async def test_factory_rejects_bad_options(setup: Setup, tmp_path: Path) -> None:
     with pytest.raises(MemoryConfigError, match="unknown option"):
-        make_memory("rag", client=setup.client, folder=tmp_path, bogus=1)
+        make_memory("ours-rag", client=setup.client, folder=tmp_path, bogus=1)
     with pytest.raises(MemoryConfigError, match="top_k must be an integer"):
-        make_memory("rag", client=setup.client, folder=tmp_path, top_k="ten")
+        make_memory("ours-rag", client=setup.client, folder=tmp_path, top_k="ten")
     with pytest.raises(MemoryConfigError, match="embedder must be"):
-        make_memory("rag", client=setup.client, folder=tmp_path, embedder="cloud")
+        make_memory("ours-rag", client=setup.client, folder=tmp_path, embedder="cloud")
     with pytest.raises(MemoryConfigError, match="names no 'embedder' role"):
-        make_memory("rag", client=None, folder=tmp_path, embedder="profile")
+        make_memory("ours-rag", client=None, folder=tmp_path, embedder="profile")
     with pytest.raises(MemoryConfigError, match="must be below"):
-        make_memory("rag", client=setup.client, folder=tmp_path, trim_at_tokens=100, trim_to_tokens=200)
+        make_memory("ours-rag", client=setup.client, folder=tmp_path, trim_at_tokens=100, trim_to_tokens=200)
 
 
 @pytest.mark.slow
 @pytest.mark.timeout(900)
-async def test_user_a_slice_with_rag(tmp_path: Path) -> None:
-    """``mempa run --memory rag`` over User A's slice: every step and probe completes, and
+async def test_user_a_slice_with_ours_rag(tmp_path: Path) -> None:
+    """``mempa run --memory ours-rag`` over User A's slice: every step and probe completes, and
     retrieved turns reach the PA's prompt at the probes (which carry no raw conversation)."""
     bundle = load_user(WORLDS, "A").sliced()
     async with ScriptedModelServer(RolePlayer()) as server:
         client = LLMClient(server.profile(context_window=131072))
-        config = RunConfig(user="A", profile="scripted", memory="rag", repeats=1, worlds_dir=WORLDS, slice=True)
+        config = RunConfig(user="A", profile="scripted", memory="ours-rag", repeats=1, worlds_dir=WORLDS, slice=True)
         async with RunStore(tmp_path / "saves" / "mempa.sqlite") as store:
             outcome = await Runner(config, store, client, default_registry(),
                                    memory_root=tmp_path / "local_memory", resamples=200).run()
@@ -306,6 +306,34 @@ async def test_profile_embedder_role_through_litellm(model: str, tmp_path: Path)
         with pytest.raises(DimensionMismatchError) as info:
             local.restore(memory.snapshot())
         assert "16 dimensions" in str(info.value) and "384 dimensions" in str(info.value)
+
+
+async def test_restore_into_a_profile_embedder_checks_the_model_before_its_first_call(tmp_path: Path) -> None:
+    """Issue 15.4: a fresh profile embedder does not know its dimension yet; a snapshot of another
+    model is still refused on restore (the model names differ), at the same dimension too, and the
+    error names both models and both dimensions (ours: not known before its first call)."""
+    async with ScriptedModelServer(_no_calls) as server:
+        first = LLMClient(server.profile({Role.EMBEDDER: "openai/scripted-embedder"}, num_retries=0))
+        built = rag(Setup(first, server), tmp_path / "built", embedder="profile")
+        await built.write(turn(0, "Book the meeting room for the review"))
+        snapshot = built.snapshot()
+        other = LLMClient(server.profile({Role.EMBEDDER: "ollama/other-embedder"}, num_retries=0))
+        fresh = rag(Setup(other, server), tmp_path / "fresh", embedder="profile")
+        assert fresh.embedder.dim == 0
+        with pytest.raises(DimensionMismatchError) as info:
+            fresh.restore(snapshot)  # both would give 16 dimensions: the vectors would mix silently
+        message = str(info.value)
+        assert "'openai/scripted-embedder' (16 dimensions)" in message
+        assert "'ollama/other-embedder' (dimension not known before its first call)" in message
+        # a packaged-MiniLM snapshot into a profile store: refused too (the old check waited for the dimension)
+        local = RagMemory(LocalEmbedder(), tmp_path / "local")
+        await local.write(turn(0, "Order printer paper"))
+        with pytest.raises(DimensionMismatchError, match="'all-MiniLM-L6-v2' \\(384 dimensions\\)"):
+            rag(Setup(other, server), tmp_path / "fresh2", embedder="profile").restore(local.snapshot())
+        # the same model restores, and takes the snapshot's dimension
+        same = rag(Setup(first, server), tmp_path / "same", embedder="profile")
+        same.restore(snapshot)
+        assert same.embedder.dim == 16 and same.snapshot() == snapshot
 
 
 async def test_write_many_stores_what_single_writes_store(setup: Setup, tmp_path: Path) -> None:

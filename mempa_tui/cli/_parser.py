@@ -110,10 +110,11 @@ def build_parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="play a user's timeline, run the probes, score (resumes a stopped run)")
     run.add_argument("--user", required=True, help="user label, e.g. A (worlds/users/A)")
     run.add_argument("--memory", default="file", type=_conditions,
-                     help="memory condition: none, oracle, file, rag, mem0, prefstate, mem0ai (default "
-                          "file), a plugin (pkg.module:ClassName, an entry point listed by `mempa memory "
-                          "list`) or a memory server (mcp:PROFILE); several, comma-separated, run side by "
-                          "side and print one table (e.g. none,file,rag,mem0,prefstate)")
+                     help="memory condition: none, oracle, file, rag, mem0, memos (the paper's), "
+                          "prefstate, ours-rag (ours) (default file), a plugin (pkg.module:ClassName, an "
+                          "entry point listed by `mempa memory list`) or a memory server (mcp:PROFILE); "
+                          "several, comma-separated, run side by side and print one table "
+                          "(e.g. none,file,rag,mem0,memos,prefstate)")
     run.add_argument("--model", default="embedded", metavar="PROFILE",
                      help="model profile name (models/<name>.yaml) or a YAML path (default embedded)")
     run.add_argument("--repeats", type=_positive, default=3, help="repeats per probe (default 3)")

@@ -60,6 +60,7 @@ async def print_results(
     )
     from mempa_tui.runner import settings_lines
     from mempa_tui.runner._health import row_annotations, runs_health
+    from mempa_tui.memory import CONDITION_SOURCES, source_notes
     from mempa_tui.scoring import condition_label
 
     records = {r.id: r for r in await store.list_runs()}
@@ -91,6 +92,10 @@ async def print_results(
         print("\nrun settings (donor, File memory thresholds, decoding):\n"
               + "\n".join(f"  {line}" for line in settings), file=out)
         conditions = {o.memory for o in outcomes}
+        sources = source_notes([m for m in CONDITION_SOURCES if m in conditions])  # sources, ours, substitutions
+        if sources:
+            print("\nConditions (source; what running offline substitutes):\n" + "\n".join(f"  {n}" for n in sources),
+                  file=out)
         if "none" in conditions and len(conditions) > 1:
             diffs, dropped = paired_differences(outcomes, resamples=resamples)
             if diffs:

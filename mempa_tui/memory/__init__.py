@@ -1,9 +1,11 @@
 """Memory systems behind the common adapter (SPEC section 4.7; paper Sections 3.4, 4; App. F.1).
 
-Conditions: No Memory and Oracle (references), File memory (MEMORY.md + HISTORY.md) and more;
-preference-state memory (SPEC section 6) is :class:`PrefStateMemory`; Simple RAG is
-:class:`RagMemory` and Mem0-style extraction :class:`Mem0Memory` (FAISS, :func:`make_embedder`).
-The real mem0ai library (optional extra ``mem0ai``) is :class:`Mem0aiMemory`.
+Conditions: No Memory and Oracle (references), File memory (MEMORY.md + HISTORY.md), Simple RAG
+and Mem0 (both the published mem0ai 2.0.2 library, :class:`Mem0aiMemory`, ``infer=False`` /
+``infer=True``), MemOS (MemoryOS 2.0.15 as a local server, :class:`MemosMemory`). Ours:
+preference-state memory (SPEC section 6, taxonomy-aware) is :class:`PrefStateMemory`, and
+``ours-rag`` (:class:`RagMemory`) our FAISS store of whole turns. Each condition's source and
+offline substitutions are in :data:`CONDITION_SOURCES`.
 Build one with :func:`make_memory`. Bring your own: a class by import path or entry point, or a
 memory server over MCP (:mod:`mempa_tui.memory._plugin`, :mod:`mempa_tui.memory._mcp`).
 """
@@ -30,7 +32,6 @@ from mempa_tui.memory._file import (
     HistoryEntry,
     default_thresholds,
 )
-from mempa_tui.memory._mem0 import Mem0Failure, Mem0Memory, Mem0Stats
 from mempa_tui.memory._mem0ai import (
     Mem0aiError,
     Mem0aiFailure,
@@ -46,6 +47,7 @@ from mempa_tui.memory._plugin import (
     memory_choices,
     plugin_identity,
 )
+from mempa_tui.memory._memos import MemosError, MemosMemory, MemosStats, ensure_memos_env, stop_memos_server
 from mempa_tui.memory._prefstate import PrefStateMemory
 from mempa_tui.memory._prefstate_state import (
     CellChange,
@@ -54,6 +56,7 @@ from mempa_tui.memory._prefstate_state import (
     PrefStateStats,
 )
 from mempa_tui.memory._rag import RagMemory, RagStats
+from mempa_tui.memory._sources import CONDITION_SOURCES, ConditionSource, source_notes
 from mempa_tui.memory._reference import (
     NoMemory,
     OracleMemory,
@@ -72,11 +75,13 @@ from mempa_tui.memory.base import (
 
 __all__ = [
     "ENTRY_POINT_GROUP",
+    "CONDITION_SOURCES",
     "MEMORY_BUILDERS",
     "MEMORY_OPTION_NAMES",
     "CellChange",
     "CellState",
     "CompletionClient",
+    "ConditionSource",
     "ConsolidationReply",
     "DimensionMismatchError",
     "Embedder",
@@ -88,14 +93,14 @@ __all__ = [
     "FileMemoryStats",
     "HistoryEntry",
     "LocalEmbedder",
-    "Mem0Failure",
-    "Mem0Memory",
-    "Mem0Stats",
     "Mem0aiError",
     "Mem0aiFailure",
     "Mem0aiMemory",
     "Mem0aiStats",
     "MemoryConfigError",
+    "MemosError",
+    "MemosMemory",
+    "MemosStats",
     "MemoryInspection",
     "MemoryPluginError",
     "MemorySystem",
@@ -120,4 +125,10 @@ __all__ = [
     "make_memory",
     "options_per_condition",
     "plugin_identity",
+    "ensure_memos_env",
+    "make_embedder",
+    "make_memory",
+    "options_per_condition",
+    "source_notes",
+    "stop_memos_server",
 ]

@@ -11,10 +11,11 @@ from typing import Any
 
 from mempa_tui.memory._consolidation import CompletionClient
 from mempa_tui.memory._file import FileMemory, default_thresholds
-from mempa_tui.memory._mem0ai import MEM0AI_OPTIONS, build_mem0ai
+from mempa_tui.memory._mem0ai import MEM0AI_OPTIONS, build_mem0, build_rag
+from mempa_tui.memory._memos import MEMOS_OPTIONS, build_memos
 from mempa_tui.memory._prefstate import PrefStateMemory
 from mempa_tui.memory._reference import NoMemory, OracleMemory
-from mempa_tui.memory._retrieval_build import RETRIEVAL_OPTIONS, build_mem0, build_rag
+from mempa_tui.memory._retrieval_build import RETRIEVAL_OPTIONS, build_ours_rag
 from mempa_tui.memory.base import MemorySystem
 
 __all__ = [
@@ -114,21 +115,26 @@ MEMORY_BUILDERS: dict[str, MemoryBuilder] = {
     "none": _build_none,
     "oracle": _build_oracle,
     "file": _build_file,
-    "prefstate": _build_prefstate,
     "rag": build_rag,
     "mem0": build_mem0,
-    "mem0ai": build_mem0ai,
+    "memos": build_memos,
+    "prefstate": _build_prefstate,
+    "ours-rag": build_ours_rag,
 }
-"""Condition name -> builder. Register further conditions here."""
+"""Condition name -> builder. Register further conditions here.
+
+The paper's names mean the paper's systems: ``rag`` and ``mem0`` run mem0ai 2.0.2 (``infer=False``
+/ ``infer=True``), ``memos`` MemoryOS 2.0.15 as a local server. ``prefstate`` (taxonomy-aware) and ``ours-rag`` are ours."""
 
 MEMORY_OPTION_NAMES: dict[str, tuple[str, ...]] = {
     "none": (),
     "oracle": (),
     "file": tuple(sorted(_FILE_OPTIONS)),
+    "rag": tuple(sorted(MEM0AI_OPTIONS)),
+    "mem0": tuple(sorted(MEM0AI_OPTIONS)),
+    "memos": tuple(sorted(MEMOS_OPTIONS)),
     "prefstate": tuple(sorted(_PREFSTATE_OPTIONS)),
-    "rag": tuple(sorted(RETRIEVAL_OPTIONS)),
-    "mem0": tuple(sorted(RETRIEVAL_OPTIONS)),
-    "mem0ai": tuple(sorted(MEM0AI_OPTIONS)),
+    "ours-rag": tuple(sorted(RETRIEVAL_OPTIONS)),
 }
 """Condition name -> the option names its builder accepts (values are checked by the builder)."""
 

@@ -1,6 +1,7 @@
-"""Pieces of the mem0ai adapter that need no mem0 store: its settings, models, reply and snapshot checks.
+"""Pieces of the Mem0 library adapter that need no Mem0 store: its settings, models, reply and snapshot checks.
 
-See :mod:`mempa_tui.memory._mem0ai` for the adapter itself (paper Section 4 ❸).
+See :mod:`mempa_tui.memory._mem0ai` for the adapter itself (``--memory mem0`` and ``rag``; paper
+Section 4 ❷ ❸).
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ __all__ = [
     "EMPTY_EXTRACTION",
     "EXTRACTION_SCHEMA",
     "INSTALL_HINT",
+    "KNOWN_NOTICES",
+    "FailureKind",
     "MEM0AI_VERSION",
     "SAFE_NAME",
     "Mem0aiError",
@@ -38,7 +41,7 @@ __all__ = [
     "user_from_folder",
 ]
 
-MEM0AI_VERSION = "2.2.1"
+MEM0AI_VERSION = "2.0.2"
 """The mem0ai release this adapter is written and tested against (it reaches into its store)."""
 INSTALL_HINT = 'pip install -e ".[mem0ai]"'
 COLLECTION = "mem0ai"
@@ -63,7 +66,18 @@ EXTRACTION_SCHEMA: dict[str, Any] = {
 }
 """JSON schema of mem0's extraction reply, passed to the client (constrained decoding where the
 runtime supports it)."""
-_RUN_ID = re.compile(r"^([A-Z])-mem0ai-.+-s\d+$")
+KNOWN_NOTICES = (
+    "does not support keyword search",
+    "spaCy",
+)
+"""Parts of Mem0 log lines that describe this set-up, not a failure: FAISS has no keyword search
+(so Mem0's hybrid scoring is off), and spaCy is not installed (Mem0 then skips lemmas for its
+keyword index and entity extraction for its entity links, as it does for any install without its
+``nlp`` extra). Every other warning or error Mem0 logs during a call is counted."""
+_RUN_ID = re.compile(r"^([A-Za-z0-9]+)-(?:mem0|rag)-.+$")
+FailureKind = Literal["model_error", "malformed_reply", "library_error"]
+"""``model_error``: the memory-role call failed; ``malformed_reply``: Mem0 could not have used the
+reply; ``library_error``: Mem0 logged a failure of its own (or raised) during one of our calls."""
 SAFE_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
 """A file name a snapshot may carry (no folders, no leading dot)."""
 
@@ -77,7 +91,7 @@ class Mem0aiFailure(BaseModel):
 
     Attributes:
         at: story time of the turn (``YYYY-MM-DD HH:MM``).
-        kind: ``model_error`` (the call failed) or ``malformed_reply``.
+        kind: see :data:`FailureKind`.
         error: what was wrong.
         reply: the start of the reply (empty for a failed call).
     """
@@ -85,7 +99,7 @@ class Mem0aiFailure(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     at: str
-    kind: Literal["model_error", "malformed_reply"]
+    kind: FailureKind
     error: str
     reply: str = ""
 
@@ -104,8 +118,10 @@ class Mem0aiStats(BaseModel):
     """Calls that failed outright; mem0 then stores nothing for the turn."""
     malformed_replies: int = 0
     """Extraction replies that were not ``{"memory": [{"text": str}, ...]}`` (nothing stored)."""
+    library_errors: int = 0
+    """Failures Mem0 logged (and went on) or raised during one of our calls."""
     failed_writes: int = 0
-    """Turns whose ``add`` ended in an error (a failed model call)."""
+    """Turns whose ``add`` had a failure (a failed call, or one Mem0 logged or raised)."""
     memories_added: int = 0
     retrievals: int = 0
     turns_trimmed: int = 0
@@ -116,7 +132,12 @@ class Mem0aiState(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    system: Literal["mem0ai"] = "mem0ai"
+    system: Literal["mem0", "rag"]
+    """The condition the store belongs to."""
+    embedder: str
+    """Name of the embedding model the vectors came from."""
+    embedding_dim: int
+    """Their dimension."""
     user_id: str
     faiss_files: dict[str, str] = Field(default_factory=dict)
     """File name under ``faiss/`` -> base64 bytes (the index and its docstore)."""
@@ -130,7 +151,7 @@ class Mem0aiState(BaseModel):
 
 
 def check_extraction_reply(text: str) -> str | None:
-    """Whether mem0 2.2.1 can use an extraction reply; read as mem0 reads it.
+    """Whether mem0ai 2.0.2 can use an extraction reply; read as mem0 reads it.
 
     mem0 strips a code fence and think blocks, parses the JSON (or the span from the first ``{`` to
     the last ``}``) and takes ``memory``. Usable means: a JSON object whose ``memory`` is a list of
@@ -192,7 +213,7 @@ def import_mem0(mem0_dir: Path) -> Any:
         import mem0.memory.main as mem0_main  # type: ignore[import-untyped]
         import mem0.memory.telemetry as mem0_telemetry  # type: ignore[import-untyped]
     except ImportError as exc:
-        raise Mem0aiError(f"memory condition 'mem0ai' needs the mem0ai library ({exc}); install it: {INSTALL_HINT}") from None
+        raise Mem0aiError(f"memory conditions 'mem0' and 'rag' need the mem0ai library ({exc}); install it: {INSTALL_HINT}") from None
     # expected with the FAISS store this adapter chooses; said once per store, it would only be noise
     main_log = logging.getLogger("mem0.memory.main")
     if not any(isinstance(f, _KeywordSearchNotice) for f in main_log.filters):
@@ -203,14 +224,14 @@ def import_mem0(mem0_dir: Path) -> Any:
     version = getattr(mem0, "__version__", "unknown")
     if version != MEM0AI_VERSION:
         raise Mem0aiError(
-            f"memory condition 'mem0ai' is written for mem0ai {MEM0AI_VERSION}, found {version}; "
+            f"memory conditions 'mem0' and 'rag' are written for mem0ai {MEM0AI_VERSION}, found {version}; "
             f"install the pinned one: {INSTALL_HINT}"
         )
     return mem0
 
 
 def user_from_folder(folder: Path) -> str | None:
-    """The user label in a run folder path ``.../<user>-mem0ai-<profile>-s<seed>/...``, if any."""
+    """The user label in a run folder path ``.../<user>-mem0-<profile>-s<seed>/...`` (or ``-rag-``), if any."""
     for part in reversed(Path(folder).parts):
         match = _RUN_ID.match(part)
         if match:

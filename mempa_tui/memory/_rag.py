@@ -1,4 +1,7 @@
-"""Simple RAG: raw turns, sentence embeddings, FAISS cosine search (paper Section 4 ❷, Table 11).
+"""Whole-turn RAG, ours (``--memory ours-rag``): raw turns, sentence embeddings, FAISS cosine search.
+
+Not the paper's Simple RAG (``--memory rag`` runs Mem0 with ``infer=False``, paper Section 4 ❷);
+this store keeps whole turns and can embed with the profile's embedder.
 
 Write: each :class:`TurnRecord` is stored raw and its text embedded into a FAISS inner-product
 index over unit vectors. Writing the same record twice stores it once.
@@ -113,7 +116,7 @@ class RagState(BaseModel):
 
 
 class RagMemory(MemorySystem):
-    """Simple RAG over raw turns (paper Section 4 ❷).
+    """Whole-turn RAG, ours: each turn embedded once, searched by the user message.
 
     Args:
         embedder: turns texts into unit vectors (default in the factory: packaged MiniLM).
@@ -126,7 +129,7 @@ class RagMemory(MemorySystem):
         ValueError: limits not positive or ``trim_to_tokens`` not below ``trim_at_tokens``.
     """
 
-    name = "rag"
+    name = "ours-rag"
 
     def __init__(
         self,
@@ -140,7 +143,7 @@ class RagMemory(MemorySystem):
         evidence_tokens: int = EVIDENCE_TOKENS,
     ) -> None:
         self.trim_at, self.trim_to = trim_limits(
-            "Simple RAG", trim_at_tokens, trim_to_tokens, top_k, evidence_tokens
+            "ours-rag", trim_at_tokens, trim_to_tokens, top_k, evidence_tokens
         )
         self.embedder = embedder
         self.folder = Path(folder)
@@ -273,17 +276,17 @@ class RagMemory(MemorySystem):
         except ValidationError as exc:
             first = exc.errors()[0]
             where = ".".join(str(p) for p in first["loc"]) or "snapshot"
-            raise SnapshotError(f"Simple RAG: bad snapshot at {where}: {first['msg']}") from None
-        check_embedder(state.embedder, state.dim, self.embedder, "Simple RAG")
+            raise SnapshotError(f"ours-rag: bad snapshot at {where}: {first['msg']}") from None
+        check_embedder(state.embedder, state.dim, self.embedder, "ours-rag")
         index = None
         if state.index_b64:
             try:
                 index = VectorIndex.from_bytes(base64.b64decode(state.index_b64), state.dim, state.embedder)
             except ValueError as exc:
-                raise SnapshotError(f"Simple RAG: bad snapshot index: {exc}") from None
+                raise SnapshotError(f"ours-rag: bad snapshot index: {exc}") from None
         if (index.size if index else 0) != len(state.entries):
             raise SnapshotError(
-                f"Simple RAG: snapshot index holds {index.size if index else 0} vectors for {len(state.entries)} turns"
+                f"ours-rag: snapshot index holds {index.size if index else 0} vectors for {len(state.entries)} turns"
             )
         self._index = index
         self._entries = {e.id: e for e in state.entries}

@@ -1,4 +1,7 @@
-"""Builders of the retrieval-based conditions ``rag`` and ``mem0`` for :func:`make_memory`.
+"""Builder of our own whole-turn retrieval condition ``ours-rag`` for :func:`make_memory`.
+
+``ours-rag`` is not the paper's Simple RAG (that is ``rag``, Mem0 with ``infer=False``): it is
+our FAISS store of whole turns, kept because it can embed with the profile's embedder.
 
 Options (``RunConfig.memory_options``), all optional:
 
@@ -17,14 +20,13 @@ from typing import Any
 from mempa_tui.memory._consolidation import CompletionClient
 from mempa_tui.memory._embed import EmbedderError, make_embedder
 from mempa_tui.memory._file import default_thresholds
-from mempa_tui.memory._mem0 import Mem0Memory
 from mempa_tui.memory._rag import RagMemory
 from mempa_tui.memory.base import MemorySystem
 
-__all__ = ["RETRIEVAL_OPTIONS", "build_mem0", "build_rag"]
+__all__ = ["RETRIEVAL_OPTIONS", "build_ours_rag"]
 
 RETRIEVAL_OPTIONS = ("embedder", "evidence_tokens", "top_k", "trim_at_tokens", "trim_to_tokens")
-"""Option names both retrieval conditions accept."""
+"""Option names ``ours-rag`` accepts."""
 
 
 def _settings(name: str, client: object | None, context_window: int | None, options: dict[str, Any]) -> dict[str, Any]:
@@ -56,37 +58,18 @@ def _settings(name: str, client: object | None, context_window: int | None, opti
     }
 
 
-def build_rag(
+def build_ours_rag(
     *, client: CompletionClient | None, folder: Path, context_window: int | None, **options: Any
 ) -> MemorySystem:
-    """Simple RAG (``--memory rag``).
+    """Whole-turn RAG, ours (``--memory ours-rag``).
 
     Raises:
         MemoryConfigError: a bad option, or the embedder cannot be loaded (names what to install).
     """
     from mempa_tui.memory._factory import MemoryConfigError
 
-    settings = _settings("rag", client, context_window, options)
+    settings = _settings("ours-rag", client, context_window, options)
     try:
         return RagMemory(folder=folder, **settings)
-    except ValueError as exc:
-        raise MemoryConfigError(str(exc)) from None
-
-
-def build_mem0(
-    *, client: CompletionClient | None, folder: Path, context_window: int | None, **options: Any
-) -> MemorySystem:
-    """Mem0-style extraction memory (``--memory mem0``); needs a client with role ``memory``.
-
-    Raises:
-        MemoryConfigError: no client, a bad option, or the embedder cannot be loaded.
-    """
-    from mempa_tui.memory._factory import MemoryConfigError
-
-    if client is None:
-        raise MemoryConfigError("memory condition 'mem0' needs a model client (role 'memory')")
-    settings = _settings("mem0", client, context_window, options)
-    try:
-        return Mem0Memory(client, folder=folder, **settings)
     except ValueError as exc:
         raise MemoryConfigError(str(exc)) from None

@@ -264,15 +264,31 @@ def render_evidence(heading: str, items: Sequence[EvidenceItem]) -> str:
 
 
 def check_embedder(stored_name: str, stored_dim: int, embedder: Embedder, system: str) -> None:
-    """Refuse a snapshot built with another embedding model or dimension.
+    """Refuse a snapshot built with another embedding model or dimension (issue 15 point 4).
+
+    Checked on every restore (run resume, probe branches, the probe stepper). The model name is
+    compared whenever the snapshot names one, even before the embedder knows its dimension (a
+    profile embedder learns it on its first call); the dimension whenever both sides know it.
+    An embedder that does not know its dimension yet takes the snapshot's, and its first call
+    then refuses vectors of any other dimension.
+
+    Args:
+        stored_name / stored_dim: the model name and dimension recorded in the snapshot (``""`` /
+            0 when the store never embedded anything).
+        embedder: the embedder of the store being restored into.
+        system: the memory's name, for the message.
 
     Raises:
         DimensionMismatchError: names both models and both dimensions.
     """
-    if embedder.dim and stored_dim and (stored_name != embedder.name or stored_dim != embedder.dim):
+    name_differs = bool(stored_name) and stored_name != embedder.name
+    dim_differs = bool(embedder.dim and stored_dim) and stored_dim != embedder.dim
+    if name_differs or dim_differs:
+        ours = f"{embedder.dim} dimensions" if embedder.dim else "dimension not known before its first call"
+        theirs = f"{stored_dim} dimensions" if stored_dim else "no vectors yet"
         raise DimensionMismatchError(
-            f"{system}: the snapshot was embedded with {stored_name!r} ({stored_dim} dimensions) but this "
-            f"store embeds with {embedder.name!r} ({embedder.dim} dimensions); start a fresh run or use "
+            f"{system}: the snapshot was embedded with {stored_name!r} ({theirs}) but this "
+            f"store embeds with {embedder.name!r} ({ours}); start a fresh run or use "
             "the original embedding model"
         )
     if not embedder.dim and stored_dim:

@@ -30,10 +30,12 @@ CONDITION_LABELS: dict[str, str] = {
     "file": "File memory",
     "rag": "Simple RAG",
     "mem0": "Mem0",
-    "prefstate": "Preference-state memory",
-    "mem0ai": "Mem0 library (mem0ai)",
+    "memos": "MemOS",
+    "prefstate": "Preference-state memory (taxonomy-aware, ours)",
+    "ours-rag": "Whole-turn RAG (ours)",
 }
-"""Display names of the memory conditions, keyed by the name ``make_memory`` takes."""
+"""Display names of the memory conditions, keyed by the name ``make_memory`` takes: the paper's
+conditions first, then ours (marked), so tables list them apart."""
 
 
 def condition_label(name: str) -> str:

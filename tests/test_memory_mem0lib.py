@@ -1,5 +1,5 @@
-"""The real mem0ai library behind the adapter: the scripted MEMORY-role model over loopback HTTP,
-the packaged MiniLM and mem0's FAISS store (paper Section 4 ❸). Skipped without the extra."""
+"""Mem0 and Simple RAG on the published mem0ai 2.0.2: the scripted MEMORY-role model over loopback
+HTTP, the packaged MiniLM and Mem0's FAISS store (paper Section 4 ❷ ❸). Skipped without the extra."""
 
 from __future__ import annotations
 
@@ -19,7 +19,10 @@ import pytest
 # importing mem0 reads these once: telemetry off, and its config folder out of the home directory
 os.environ["MEM0_TELEMETRY"] = "False"
 os.environ.setdefault("MEM0_DIR", str(Path(tempfile.gettempdir()) / "mempa-mem0-tests"))
-pytest.importorskip("mem0", reason='the mem0ai extra is not installed: pip install -e ".[mem0ai]"')
+_mem0 = pytest.importorskip("mem0", reason='the mem0ai extra is not installed: pip install -e ".[mem0ai]"')
+if _mem0.__version__ != "2.0.2":
+    pytest.skip(f"mem0ai {_mem0.__version__} is installed but the pin is 2.0.2 (the paper's version); "
+                'reinstall: pip install -e ".[test]"', allow_module_level=True)
 
 from mempa_tui.llm import (
     LLMClient,
@@ -38,6 +41,7 @@ from mempa_tui.memory import (
     make_memory,
 )
 from mempa_tui.memory._mem0ai_support import check_extraction_reply
+from mempa_tui.memory._vectors import DimensionMismatchError
 from mempa_tui.runner import RunConfig, Runner
 from mempa_tui.scripts.loader import load_user
 from mempa_tui.store import RunStatus, RunStore
@@ -49,7 +53,7 @@ pytestmark = pytest.mark.timeout(600)
 
 START = datetime(2025, 3, 3, 9, 0)
 WORLDS = Path(__file__).resolve().parent.parent / "worlds"
-RUN = "A-mem0ai-scripted-s0"
+RUN = "A-mem0-scripted-s0"
 PREFERENCE = "At work the user wants routine emails to the team sent without being asked first."
 LASAGNA = "The user likes vegetarian lasagna."
 
@@ -84,8 +88,8 @@ async def setup() -> AsyncIterator[Setup]:
         yield Setup(script, LLMClient(server.profile(num_retries=0, context_window=32_768)))
 
 
-def build(setup: Setup, folder: Path, **options: object) -> Mem0aiMemory:
-    memory = make_memory("mem0ai", client=setup.client, folder=folder, context_window=16_384, **options)
+def build(setup: Setup, folder: Path, condition: str = "mem0", **options: object) -> Mem0aiMemory:
+    memory = make_memory(condition, client=setup.client, folder=folder, context_window=16_384, **options)
     assert isinstance(memory, Mem0aiMemory)
     return memory
 
@@ -134,7 +138,7 @@ async def test_planted_preference_is_stored_and_handed_back(
     assert [m.role for m in outside.prior_messages] == ["user", "assistant"] * 2
 
     inspection = memory.inspect()
-    assert inspection.system == "mem0ai" and inspection.last_evidence == outside
+    assert inspection.system == "mem0" and inspection.last_evidence == outside
     assert any("A-s00" in line and PREFERENCE in line for line in inspection.stored)
     assert inspection.stats["memories_stored"] == 2 and inspection.stats["memories_added"] == 2
     # offline: mem0 reached nothing but the scripted model on loopback (telemetry is off)
@@ -174,8 +178,12 @@ async def test_bad_snapshots_are_refused_with_what_is_wrong(setup: Setup, tmp_pa
     setup.script.replies += [extraction(PREFERENCE)]
     await memory.write(turn(0, "just send the routine emails"))
     good = json.loads(memory.snapshot())
-    with pytest.raises(SnapshotError, match="bad snapshot at user_id"):
+    with pytest.raises(SnapshotError, match="bad snapshot at system"):
         memory.restore(b"{}")
+    with pytest.raises(SnapshotError, match="bad snapshot at user_id"):
+        memory.restore(json.dumps({k: v for k, v in good.items() if k != "user_id"}).encode())
+    with pytest.raises(SnapshotError, match="the snapshot is of condition 'rag', not 'mem0'"):
+        memory.restore(json.dumps({**good, "system": "rag"}).encode())
     broken_index = {**good, "faiss_files": {**good["faiss_files"], "mem0ai.faiss": base64.b64encode(b"nope").decode()}}
     with pytest.raises(SnapshotError, match=r"mem0ai\.faiss is not a FAISS index"):
         memory.restore(json.dumps(broken_index).encode())
@@ -214,6 +222,77 @@ async def test_malformed_replies_and_failed_calls_are_counted_not_raised(setup: 
     assert json.loads(memory.snapshot())["stats"]["model_errors"] == 1
 
 
+async def test_failures_mem0_only_logs_are_counted(setup: Setup, tmp_path: Path) -> None:
+    """mem0ai 2.0.2 logs a failed embedding of an extracted memory and goes on without it; the
+    adapter counts it (library_errors, failed_writes), keeps the note and shows it in the panel."""
+    memory = build(setup, tmp_path / RUN / "run")
+    model = memory._memory.embedding_model
+    real_embed, real_batch = model.embed, model.embed_batch
+
+    def broken_embed(text: object, memory_action: str | None = None) -> object:
+        if memory_action == "add":
+            raise RuntimeError("embedding backend gone")
+        return real_embed(text, memory_action)
+
+    def broken_batch(texts: object, memory_action: str | None = None) -> object:
+        raise RuntimeError("embedding backend gone")
+
+    model.embed, model.embed_batch = broken_embed, broken_batch
+    setup.script.replies += [extraction(PREFERENCE)]
+    await memory.write(turn(0, "just send the routine emails"))
+    model.embed, model.embed_batch = real_embed, real_batch
+    stats = memory.stats
+    assert memory.memories == []  # Mem0 stored nothing, and said so only in its log
+    assert (stats.library_errors, stats.failed_writes, stats.model_errors, stats.malformed_replies) == (1, 1, 0, 0)
+    assert memory.failures[0].kind == "library_error" and "embedding backend gone" in memory.failures[0].error
+    inspection = memory.inspect()
+    assert inspection.stats["failures"] == 1 and any(line.startswith("FAILED library_error") for line in inspection.stored)
+    # a failed model call is logged by Mem0 too: counted once, as a model error
+    setup.script.replies += [ScriptedReply(status=500, error="server exploded")]
+    await memory.write(turn(1, "another message"))
+    assert (memory.stats.model_errors, memory.stats.library_errors, memory.stats.failed_writes) == (1, 1, 2)
+
+
+async def test_rag_stores_raw_messages_through_mem0_without_model_calls(setup: Setup, tmp_path: Path) -> None:
+    memory = build(setup, tmp_path / "A-rag-scripted-s0" / "run", "rag")
+    assert memory.name == "rag" and memory.user_id == "A" and not memory.infer
+    await memory.write(turn(0, "Stop asking me before you send routine emails to my team, just send them."))
+    await memory.write(turn(1, "Find me a vegetarian lasagna recipe."))
+    assert setup.script.seen == [] and setup.client.calls == []  # infer=False: no model call at all
+    assert len(memory.memories) == 4  # each turn's user and assistant message, raw
+    assert any("routine emails to my team" in m for m in memory.memories)
+    evidence = await memory.retrieve("Send the weekly update email to the team.", session(probe=True))
+    assert "routine emails to my team" in evidence.items[0].text and evidence.items[0].score is not None
+    assert "Earlier messages most similar to this one" in evidence.system_text
+    inspection = memory.inspect()
+    assert inspection.system == "rag" and any(" user: [2025-03-03" in line for line in inspection.stored)
+    before = memory.snapshot()
+    branch = build(setup, tmp_path / "A-rag-scripted-s0" / "probes" / "P-1", "rag")
+    branch.restore(before)
+    assert branch.memories == memory.memories and branch.snapshot() == before
+    mem0_store = build(setup, tmp_path / "A-mem0-scripted-s0" / "run")
+    with pytest.raises(SnapshotError, match="the snapshot is of condition 'rag', not 'mem0'"):
+        mem0_store.restore(before)
+
+
+async def test_restore_names_both_embedders_when_they_differ(setup: Setup, tmp_path: Path) -> None:
+    """Issue 15.4: a snapshot embedded by another model or dimension is refused on restore (the
+    runner's resume, probe branches and the stepper all restore), naming both."""
+    memory = build(setup, tmp_path / RUN / "run")
+    setup.script.replies += [extraction(PREFERENCE)]
+    await memory.write(turn(0, "just send the routine emails"))
+    good = json.loads(memory.snapshot())
+    other = {**good, "embedder": "text-embedding-3-small", "embedding_dim": 1536}
+    with pytest.raises(DimensionMismatchError) as info:
+        memory.restore(json.dumps(other).encode())
+    message = str(info.value)
+    assert "text-embedding-3-small" in message and "1536" in message
+    assert "all-MiniLM-L6-v2" in message and "384" in message
+    with pytest.raises(DimensionMismatchError, match="'other-minilm' \\(384 dimensions\\)"):
+        memory.restore(json.dumps({**good, "embedder": "other-minilm"}).encode())  # same dimension, other model
+    assert memory.memories == [PREFERENCE]
+
+
 async def test_duplicate_write_makes_no_second_call(setup: Setup, tmp_path: Path) -> None:
     memory = build(setup, tmp_path / "plain", user_id="u-7")
     assert memory.user_id == "u-7"
@@ -229,14 +308,17 @@ async def test_factory_refuses_bad_options_and_names_the_missing_extra(
     setup: Setup, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     with pytest.raises(MemoryConfigError, match="unknown option.*colour"):
-        make_memory("mem0ai", client=setup.client, folder=tmp_path, colour="red")
+        make_memory("mem0", client=setup.client, folder=tmp_path, colour="red")
     with pytest.raises(MemoryConfigError, match="top_k must be an integer"):
-        make_memory("mem0ai", client=setup.client, folder=tmp_path, top_k="10")
+        make_memory("rag", client=setup.client, folder=tmp_path, top_k="10")
     with pytest.raises(MemoryConfigError, match="needs a model client"):
-        make_memory("mem0ai", client=None, folder=tmp_path)
+        make_memory("mem0", client=None, folder=tmp_path)
+    with pytest.raises(MemoryConfigError, match="unknown memory condition 'mem0ai'"):
+        make_memory("mem0ai", client=setup.client, folder=tmp_path)  # retired: the paper's names mean the paper's systems
     monkeypatch.setitem(sys.modules, "mem0", None)  # as if the extra were not installed
-    with pytest.raises(MemoryConfigError, match=r'pip install -e "\.\[mem0ai\]"'):
-        make_memory("mem0ai", client=setup.client, folder=tmp_path)
+    for condition in ("mem0", "rag"):
+        with pytest.raises(MemoryConfigError, match=r'pip install -e "\.\[mem0ai\]"'):
+            make_memory(condition, client=setup.client, folder=tmp_path)
 
 
 @pytest.mark.parametrize(
@@ -266,13 +348,15 @@ def test_extraction_reply_check_reads_as_mem0_does(reply: str, problem: str | No
 
 @pytest.mark.slow
 @pytest.mark.timeout(900)
-async def test_user_a_slice_with_mem0ai(tmp_path: Path) -> None:
-    """``mempa run --memory mem0ai`` over User A's slice: every step and probe completes (probe
-    branches restore snapshots in their own folders), and mem0's memories reach the PA's prompt."""
+@pytest.mark.parametrize("condition", ["mem0", "rag"])
+async def test_user_a_slice_with_the_mem0_library(tmp_path: Path, condition: str) -> None:
+    """``mempa run --memory mem0`` / ``rag`` over User A's slice: every step and probe completes
+    (probe branches restore snapshots in their own folders), and the store's items reach the PA's
+    prompt; Simple RAG makes no memory-model call."""
     bundle = load_user(WORLDS, "A").sliced()
     async with ScriptedModelServer(RolePlayer()) as server:
         client = LLMClient(server.profile(context_window=131072))
-        config = RunConfig(user="A", profile="scripted", memory="mem0ai", repeats=1, worlds_dir=WORLDS, slice=True)
+        config = RunConfig(user="A", profile="scripted", memory=condition, repeats=1, worlds_dir=WORLDS, slice=True)
         async with RunStore(tmp_path / "saves" / "mempa.sqlite") as store:
             outcome = await Runner(config, store, client, default_registry(),
                                    memory_root=tmp_path / "local_memory", resamples=200).run()
@@ -286,10 +370,13 @@ async def test_user_a_slice_with_mem0ai(tmp_path: Path) -> None:
     assert len(results) == len(bundle.probes) and {r.status for r in results} == {"completed"}, [
         (r.probe_id, r.status, r.reason) for r in results if r.status != "completed"
     ]
-    assert memory_calls
-    assert any("What mem0 remembers about the user" in p for p in pa_prompts)
+    heading = "What Mem0 remembers about the user" if condition == "mem0" else "Earlier messages most similar"
+    assert any(heading in p for p in pa_prompts)
+    assert bool(memory_calls) is (condition == "mem0")
     run_folder = tmp_path / "local_memory" / outcome.run_id / "run"
     stats = json.loads((run_folder / "stats.json").read_text())
-    assert stats["memories_added"] >= 1 and stats["model_errors"] == 0 and stats["malformed_replies"] == 0
+    assert stats["memories_added"] >= 1
+    assert stats["model_errors"] == stats["malformed_replies"] == stats["library_errors"] == 0
     assert (run_folder / "faiss" / "mem0ai.faiss").is_file() and (run_folder / "history.db").is_file()
     assert outcome.report is not None and outcome.report.memory_stats["memories_added"] == stats["memories_added"]
+    assert outcome.report.memory_stats["library_errors"] == 0  # the run record carries the failure counters
