@@ -328,7 +328,8 @@ def test_plugin_and_mcp_server_play_a_timeline_and_show_beside_file_memory(
     rows = {line.split("  ")[0].strip(): line for line in table[2:] if line.strip() and not line.startswith("(")}
     assert set(rows) >= {"File memory", f"{KEYWORD} 0.1.0"}
     mcp_row = next(k for k in rows if k.startswith("mcp:keyword profile-"))
-    assert all(rows[k].split()[-3:] == ["3", "0", "0"] for k in ("File memory", f"{KEYWORD} 0.1.0", mcp_row))
+    at = table[0].index("Probes")  # probes, floored, incomplete: read by the header's column
+    assert all(rows[k][at:].split()[:3] == ["3", "0", "0"] for k in ("File memory", f"{KEYWORD} 0.1.0", mcp_row))
 
     # The MCP run's store holds the timeline's turns only: the probes wrote into their own branches.
     run_id = "R-mcp_keyword-scripted-s0"
