@@ -103,7 +103,7 @@ def test_show_prints_a_run_a_probe_and_a_comparison(saves: Path, tmp_path: Path,
     assert main(["show", "--compare", FILE_RUN, NONE_RUN, MEM0AI_RUN, "--where", "file right, none wrong",
                  "--out", str(md), *s]) == 0
     out = capsys.readouterr().out
-    assert "#3 R-mem0ai-scripted-s0 (memory BROKEN)" in out and "its memory is BROKEN" in out
+    assert "#3 R-mem0-scripted-s0 (memory BROKEN)" in out and "its memory is BROKEN" in out
     assert "R-final-work-solution_breadth  1" in out and "R-final-work-verbosity" not in out
     text = md.read_text()
     assert text.startswith("# Probe-by-probe comparison where file right, none wrong")
@@ -181,6 +181,6 @@ def test_show_lists_the_memory_store_at_the_checkpoint(saves: Path, capsys: pyte
     assert "(none: no accumulated memory" in capsys.readouterr().out
     # a snapshot that cannot be rebuilt is said, not hidden
     assert main(["show", MEM0AI_RUN, "R-s1", "--memory-store", *s]) == 0
-    assert "could not rebuild the mem0ai memory from the snapshot" in capsys.readouterr().out
+    assert "could not rebuild the mem0 memory from the snapshot" in capsys.readouterr().out
     assert main(["show", FILE_RUN, "--memory-store", *s]) == 2
     assert "--memory-store needs RUN STEP|PROBE" in capsys.readouterr().err

@@ -6,7 +6,7 @@ User R, profile ``scripted``, two final probes x two repeats per run:
   evidence names the setting ("prefers terse replies").
 * ``R-none-scripted-s0``: probes only; right on ``verbosity``, wrong on ``solution_breadth``
   (repeat 2 of it is floored); its evidence is empty.
-* ``R-mem0ai-scripted-s0``: one step whose counters say 66 of 66 memory replies were malformed
+* ``R-mem0-scripted-s0``: one step whose counters say 66 of 66 memory replies were malformed
   and nothing was stored; wrong everywhere.
 * ``play-user-R-s1-20261201`` : a play (a person in the user's seat) with one probe result.
 """
@@ -49,16 +49,16 @@ PROBES = {  # probe id -> (attribute, target, wrong setting)
     "R-final-work-verbosity": ("verbosity", "Terse", "Detailed"),
 }
 FILE_RUN, NONE_RUN, MEM0AI_RUN, PLAY_RUN = (
-    "R-file-scripted-s0", "R-none-scripted-s0", "R-mem0ai-scripted-s0", "play-user-R-s1-20261201")
+    "R-file-scripted-s0", "R-none-scripted-s0", "R-mem0-scripted-s0", "play-user-R-s1-20261201")
 HEALTHY = {"turns_written": 12.0, "consolidations": 1.0, "consolidation_failures": 0.0, "history_entries": 1.0,
            "pending_turns": 3.0, "turns_archived_raw": 0.0}
 BROKEN = {"turns_written": 66.0, "model_calls": 66.0, "malformed_replies": 66.0, "model_errors": 0.0,
           "failed_writes": 0.0, "memories_stored": 0.0}
-SNAPSHOTS = {  # the memory after step R-s1: File memory's consolidated note; mem0ai: a snapshot that is not its own
+SNAPSHOTS = {  # the memory after step R-s1: File memory's consolidated note; mem0: a snapshot that is not its own
     "file": FileMemoryState(memory_md="- The user prefers terse replies at work.").model_dump_json().encode(),
-    "mem0ai": b"not a mem0ai snapshot",
+    "mem0": b"not a mem0 snapshot",
 }
-EVIDENCE = {"file": "MEMORY.md\n- The user prefers terse replies at work.", "none": "", "mem0ai": ""}
+EVIDENCE = {"file": "MEMORY.md\n- The user prefers terse replies at work.", "none": "", "mem0": ""}
 
 
 def _events(memory: str, attribute: str, selection: str) -> list[TranscriptEventRecord]:
@@ -85,7 +85,7 @@ def _call(step_id: str, repeat: int, seq: int, role: Role = Role.PA) -> LLMCallR
 async def seed(db: Path) -> None:
     """Store the runs of the module docstring in ``db``."""
     async with RunStore(db) as store:
-        for memory in ("file", "none", "mem0ai", "play"):
+        for memory in ("file", "none", "mem0", "play"):
             run_memory = "file" if memory == "play" else memory
             config = RunConfig(user="R", profile="scripted", memory=run_memory, repeats=2, worlds_dir=WORLDS)
             run_id = PLAY_RUN if memory == "play" else config.run_id
@@ -94,7 +94,7 @@ async def seed(db: Path) -> None:
                 config_json=config.model_dump_json(), config_hash=config.config_hash(),
                 status=RunStatus.COMPLETED, total_probes=4, total_steps=0 if memory in ("none", "play") else 1,
             ))
-            if memory in ("file", "mem0ai"):
+            if memory in ("file", "mem0"):
                 now = utc_now()
                 await store.commit_step(run_id, StepRecord(
                     index=0, step_id="R-s1", kind="accumulation", status="completed", started_at=now,

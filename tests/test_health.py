@@ -18,8 +18,8 @@ from mempa_tui.taxonomy import Context
 
 
 def test_the_two_broken_memories_of_the_issue_are_broken_and_a_healthy_one_is_ok() -> None:
-    # mem0ai: 66 of 66 replies malformed, 0 memories stored
-    mem0ai = health_of_stats("r1", "mem0ai", {"turns_written": 66, "model_calls": 66, "malformed_replies": 66,
+    # mem0: 66 of 66 replies malformed, 0 memories stored
+    mem0ai = health_of_stats("r1", "mem0", {"turns_written": 66, "model_calls": 66, "malformed_replies": 66,
                                               "memories_stored": 0})
     assert mem0ai.broken and mem0ai.short() == "BROKEN"
     assert "66/66 malformed memory-model replies (100%)" in mem0ai.problems
@@ -99,7 +99,7 @@ def test_runs_report_and_results_show_the_broken_memory(saves: Path, capsys: pyt
     table = out.split("\n\n")[0].splitlines()
     head = next(ln for ln in table if ln.startswith("Memory"))
     assert head.split()[-2:] == ["Health", "Covers"]
-    mem0ai_row = next(ln for ln in table if ln.startswith("Mem0 library (mem0ai)"))
+    mem0ai_row = next(ln for ln in table if ln.startswith("Mem0 "))
     assert "BROKEN 1/1" in mem0ai_row
     assert f"BROKEN memory in {MEM0AI_RUN}: 66/66 malformed memory-model replies (100%)" in out
     assert "not shown: 1 play(s)" in out

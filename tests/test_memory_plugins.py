@@ -385,7 +385,7 @@ def test_launcher_offers_built_ins_entry_points_mcp_profiles_and_named_plugins(
     from mempa_tui.memory import memory_choices
 
     monkeypatch.setenv("MEMPA_MEMORY_PLUGINS", "")  # restored after the test, whatever cmd_tui sets
-    assert memory_choices(REPO / "models") == ["none", "oracle", "file", "prefstate", "rag", "mem0", "mem0ai"]
+    assert memory_choices(REPO / "models") == ["none", "oracle", "file", "rag", "mem0", "memos", "prefstate", "ours-rag"]
     choices = memory_choices(REPO / "examples")  # <models>/mcp/*.yaml are offered as mcp:<name>
     assert choices[:3] == ["none", "oracle", "file"] and "mcp:keyword" in choices and KEYWORD not in choices
 

@@ -167,6 +167,10 @@ async def test_user_a_slice_completes_and_no_withheld_content_reaches_memory(con
         client = LLMClient(server.profile(context_window=131072))
         config = RunConfig(user="A", profile="scripted", memory=condition, repeats=1, worlds_dir=WORLDS, slice=True)
         async with RunStore(tmp_path / "saves" / "mempa.sqlite") as store:
+            if condition in ("none", "oracle"):  # they probe from a File memory donor's checkpoints (11.4)
+                donor = config.model_copy(update={"memory": "file"})
+                assert (await Runner(donor, store, client, default_registry(), memory_root=tmp_path / "donor",
+                                     resamples=200).run()).status is RunStatus.COMPLETED
             outcome = await Runner(config, store, client, default_registry(),
                                    memory_root=tmp_path / "local_memory", resamples=200).run()
             steps = await store.steps(outcome.run_id, with_results=True)
