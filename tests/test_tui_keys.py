@@ -6,23 +6,31 @@ Pilot tests; the launcher's snapshots at 80x24 and 160x48 are at the end."""
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 from pathlib import Path
 from typing import Any
 
 from test_tui_results import seed
-from test_tui_support import make_folders
+from test_tui_support import fixed_scorer, make_folders, run_responder, write_profile
 from textual.pilot import Pilot
-from textual.widgets import Button, DataTable, SelectionList
+from textual.widgets import Button, DataTable, Input, Select, SelectionList
 
+from mempa_tui.llm import ScriptedModelServer
 from mempa_tui.tui import MempaApp, RunnerOptions
 from mempa_tui.tui.screens.launcher import LauncherScreen
+from mempa_tui.tui.screens.play_agent import PlayAgentScreen
 from mempa_tui.tui.widgets.marks import TICKED, MarkedCheckbox
 
 
 def _seeded_app(tmp_path: Path) -> MempaApp:
+    """The app over two stored runs (``test_tui_results.seed``), their times fixed for snapshots."""
     folders = make_folders(tmp_path)
     folders.settings.saves_dir.mkdir(parents=True)
-    asyncio.run(seed(folders.settings.saves_dir / "mempa.sqlite"))
+    db = folders.settings.saves_dir / "mempa.sqlite"
+    asyncio.run(seed(db))
+    with sqlite3.connect(db) as conn:
+        conn.execute("UPDATE runs SET created_at = ?, updated_at = ?",
+                     ("2026-03-09T10:00:00+00:00", "2026-03-09T10:00:00+00:00"))
     return MempaApp(folders.settings, options=RunnerOptions(resamples=50))
 
 
@@ -86,3 +94,91 @@ def test_launcher_snapshot_80x24(snap_compare: Any, tmp_path: Path) -> None:
 def test_launcher_snapshot_160x48(snap_compare: Any, tmp_path: Path) -> None:
     app = _seeded_app(tmp_path)
     assert snap_compare(app, terminal_size=(160, 48), run_before=lambda pilot: _saved_loaded(app, pilot))
+
+
+# ---- the PA seat: filter, IX picker on the Tab path, empty reply ---------------------------------
+
+PROBE = "R-final-work-verbosity"
+
+
+async def _open_pa_turn(app: MempaApp, pilot: Pilot[None]) -> PlayAgentScreen:
+    await pilot.press("a")
+    screen = app.screen
+    assert isinstance(screen, PlayAgentScreen)
+    await pilot.pause()
+    screen.query_one("#play-user", Select).value = "R"
+    await pilot.pause()
+    screen.query_one("#play-step", Select).value = PROBE
+    screen.query_one("#play-profile", Select).value = "scripted"
+    await pilot.press("ctrl+r")
+    for _ in range(600):
+        await pilot.pause()
+        if screen.view is not None:
+            return screen
+    raise AssertionError("no PA turn opened")
+
+
+async def _settle(pilot: Pilot[None], rounds: int = 5) -> None:
+    for _ in range(rounds):
+        await pilot.pause()
+
+
+async def test_pa_seat_palette_filters_tab_reaches_the_ix_picker_and_empty_reply_is_refused(tmp_path: Path) -> None:
+    async with ScriptedModelServer(run_responder) as server:
+        folders = make_folders(tmp_path)
+        write_profile(server.profile(context_window=131072), folders.settings.models_dir)
+        app = MempaApp(folders.settings, options=RunnerOptions(scorer=fixed_scorer, resamples=50))
+        async with app.run_test(size=(80, 24)) as pilot:
+            screen = await _open_pa_turn(app, pilot)
+            pick = screen.query_one("#tool-pick", Select)
+            labels = [str(prompt) for prompt, value in pick._options if isinstance(value, str)]
+            assert labels and not any(label.startswith("mcp_state_") for label in labels), labels[:5]
+            assert "Email · message_send" in labels and "Interaction · verbosity" in labels
+
+            # the decision point's setting picker is laid out at once: Tab reaches it without ctrl+b
+            setting = screen.query_one("#arg-setting", Select)
+            assert pick.value == "IX_verbosity"
+            await pilot.press("f2")
+            for _ in range(12):
+                await pilot.press("shift+tab")
+                if app.focused is setting:
+                    break
+            assert app.focused is setting, app.focused
+
+            # ctrl+s on an empty editor: refused with a message, the turn stays open
+            await pilot.press("f2", "ctrl+s")
+            await _settle(pilot)
+            assert any("reply editor is empty" in n.message for n in app._notifications)
+            assert screen.view is not None and screen.view.waiting
+
+            # type-to-filter by domain and bare name; enter picks the first match and opens its form
+            screen.query_one("#tool-filter", Input).focus()
+            await pilot.press(*"email send")
+            await _settle(pilot)
+            kept = [str(prompt) for prompt, value in pick._options if isinstance(value, str)]
+            assert kept == ["Email · message_send"], kept
+            screen.query_one("#tool-filter", Input).value = "verbosity"
+            await _settle(pilot)
+            await pilot.press("enter")
+            await _settle(pilot)
+            assert pick.value == "IX_verbosity"
+            setting = screen.query_one("#arg-setting", Select)
+            assert app.focused is setting
+
+            # the setting picker is on the Tab path: from the reply editor, shift+tab reaches it
+            await pilot.press("f2")
+            for _ in range(12):
+                await pilot.press("shift+tab")
+                if app.focused is setting:
+                    break
+            assert app.focused is setting, app.focused
+            # and forwards from the palette's tool picker
+            pick.focus()
+            await pilot.pause()
+            for _ in range(6):
+                await pilot.press("tab")
+                if app.focused is setting:
+                    break
+            assert app.focused is setting, app.focused
+            await pilot.press("ctrl+g")
+            await app.workers.wait_for_complete()
