@@ -7,16 +7,20 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+import threading
 from pathlib import Path
 from typing import Any
+
+import anyio
 
 from test_tui_results import seed
 from test_tui_support import fixed_scorer, make_folders, run_responder, write_profile
 from textual.pilot import Pilot
 from textual.widgets import Button, DataTable, Input, Select, SelectionList
 
-from mempa_tui.llm import ScriptedModelServer
+from mempa_tui.llm import ScriptedModelServer, ScriptedReply, ScriptedRequest
 from mempa_tui.tui import MempaApp, RunnerOptions
+from mempa_tui.tui.screens.dashboard import DashboardScreen
 from mempa_tui.tui.screens.launcher import LauncherScreen
 from mempa_tui.tui.screens.play_agent import PlayAgentScreen
 from mempa_tui.tui.widgets.marks import TICKED, MarkedCheckbox
@@ -182,3 +186,50 @@ async def test_pa_seat_palette_filters_tab_reaches_the_ix_picker_and_empty_reply
             assert app.focused is setting, app.focused
             await pilot.press("ctrl+g")
             await app.workers.wait_for_complete()
+
+
+# ---- dashboard x ---------------------------------------------------------------------------------
+
+
+async def test_dashboard_x_pauses_the_playing_run_with_no_row_focused(tmp_path: Path) -> None:
+    """Two runs from the launcher (No Memory fails at once: no donor; File memory is held in step
+    R-s2); with no row focused, x pauses the one still playing instead of asking for a focus."""
+    reached, release = threading.Event(), threading.Event()
+
+    def responder(request: ScriptedRequest) -> ScriptedReply | str:
+        if request.model.endswith("-simulator") and any(
+                "Task: Answer Dana about the venue" in (m.content or "") for m in request.messages):
+            reached.set()
+            release.wait(timeout=60)
+        return run_responder(request)
+
+    async with ScriptedModelServer(responder) as server:
+        folders = make_folders(tmp_path)
+        write_profile(server.profile(context_window=131072), folders.settings.models_dir)
+        app = MempaApp(folders.settings, options=RunnerOptions(scorer=fixed_scorer, resamples=50))
+        try:
+            async with app.run_test(size=(80, 24)) as pilot:
+                screen = app.screen
+                for field, values in (("user", ["R"]), ("memory", ["file", "none"]), ("profile", ["scripted"])):
+                    picks = screen.query_one(f"#{field}", SelectionList)
+                    picks.deselect_all()
+                    for value in values:
+                        picks.select(value)
+                await pilot.press("n")
+                with anyio.fail_after(60):
+                    while len(app.book) < 2 or app.book.get("R-none-scripted-s0") is None \
+                            or app.book.get("R-none-scripted-s0").active:  # type: ignore[union-attr]
+                        await pilot.pause()
+                assert await anyio.to_thread.run_sync(reached.wait, 60)
+                dashboard = app.screen
+                assert isinstance(dashboard, DashboardScreen)
+                dashboard.set_focus(None)
+                await pilot.pause()
+                await pilot.press("x")
+                with anyio.fail_after(60):
+                    while (entry := app.book.get("R-file-scripted-s0")) is not None and entry.active:
+                        await pilot.pause()
+                assert entry is not None and entry.state == "stopped" and entry.paused
+                assert not any("focus a run first" in n.message for n in app._notifications)
+        finally:
+            release.set()
