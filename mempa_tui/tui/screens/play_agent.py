@@ -55,6 +55,8 @@ class PlayAgentScreen(PlainNotify, Screen[None]):
     """A person in the PA seat; the simulator plays the user."""
 
     CSS_PATH: ClassVar[list[str]] = ["play.tcss", "play_agent.tcss"]  # type: ignore[assignment,misc]
+    # below 32 rows the reply editor and the palette's filter box shrink (issue 16.6: usable at 80x24)
+    VERTICAL_BREAKPOINTS: ClassVar[list[tuple[int, str]] | None] = [(0, "-short"), (32, "-tall")]
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("ctrl+r", "start", "Start", id="play_agent.start", priority=True,
                 tooltip="Start the chosen session or probe with you in the PA's seat"),
