@@ -233,3 +233,23 @@ async def test_dashboard_x_pauses_the_playing_run_with_no_row_focused(tmp_path: 
                 assert not any("focus a run first" in n.message for n in app._notifications)
         finally:
             release.set()
+
+
+# ---- the palette's entries (no app) ------------------------------------------------------------
+
+
+def test_palette_entries_name_domain_and_bare_name_and_filter_by_every_word() -> None:
+    from mempa_tui.tools import default_registry
+    from mempa_tui.tui.widgets.tool_palette import filter_palette, palette_entry
+
+    names = [s.name for s in default_registry().specs()] + ["IX_verbosity", "memory_lookup"]
+    assert palette_entry("mcp_state_email_message_send").label == "Email · message_send"
+    assert palette_entry("mcp_state_document_read").label == "Documents · read"
+    assert palette_entry("IX_verbosity").label == "Interaction · verbosity"
+    assert palette_entry("memory_lookup").label == "Other · memory_lookup"
+    assert [e.name for e in filter_palette(names, "email send")] == ["mcp_state_email_message_send"]
+    # case-insensitive, in the domain or the name (club_closure_calendar_read is a map tool)
+    assert {e.domain for e in filter_palette(names, "CALENDAR")} == {"Calendar", "Maps and places"}
+    assert [e.name for e in filter_palette(names, "document_read")] == ["mcp_state_document_read"]
+    assert filter_palette(names, "no such tool") == []
+    assert len(filter_palette(names, "  ")) == len(names)
