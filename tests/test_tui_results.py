@@ -129,7 +129,7 @@ async def test_results_screen_groups_charts_and_exports(tmp_path: Path) -> None:
         table = screen.query_one("#results-table", DataTable)
         rows = _cells(table)
         assert [r[0] for r in rows] == ["File memory", "No Memory"]
-        assert rows[0][2].startswith("100.0") and rows[1][2].startswith("50.0")
+        assert rows[0][1].startswith("100.0") and rows[1][1].startswith("50.0")  # PSA right after Memory
         chart = screen.query_one("#chart", Static)
         shown = str(chart.render())
         assert "PSA by row" in shown and "100.0%" in shown and "50.0%" in shown
@@ -138,7 +138,7 @@ async def test_results_screen_groups_charts_and_exports(tmp_path: Path) -> None:
         await _wait_workers(app, pilot, "results")
         assert screen.query_one("#grouping", Select).value == "user"
         rows = _cells(table)
-        assert [r[2] for r in rows] == ["R", "R"]
+        assert [r[6] for r in rows] == ["R", "R"]  # the breakdown follows the five metrics
 
         await pilot.press("c")  # chart CS
         assert screen.query_one("#metric", Select).value == "CS"

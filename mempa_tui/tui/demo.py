@@ -5,6 +5,10 @@ responder on a loopback port (:class:`~mempa_tui.llm.ScriptedModelServer`, the s
 use) and writes the profile ``models/demo.yaml`` pointing at it, then serves until Ctrl-C. In
 another terminal ``mempa tui`` (or ``mempa run --model demo``) then works end to end in seconds.
 
+A client that goes away before its reply is written (a run stopped mid-call, the app quit) is
+counted, not reported with a ``BrokenPipeError`` traceback; the count is printed on shutdown
+(:class:`DemoModelServer`).
+
 The answers are canned, not intelligent: the PA picks the first setting of every interaction tool
 it is offered and then replies with one fixed sentence; the simulated user says one fixed line
 and moves its beat on; structured (JSON) requests get an object shaped by their schema; the judge
@@ -18,7 +22,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 import anyio
 import yaml
@@ -30,7 +34,14 @@ from mempa_tui.llm import (
     ScriptedToolCall,
 )
 
-__all__ = ["DEMO_PA_REPLY", "DEMO_USER_LINE", "demo_responder", "main", "write_demo_profile"]
+__all__ = [
+    "DEMO_PA_REPLY",
+    "DEMO_USER_LINE",
+    "DemoModelServer",
+    "demo_responder",
+    "main",
+    "write_demo_profile",
+]
 
 DEMO_PA_REPLY = "Done - I looked into it and took care of what you asked (demo model)."
 """The demo PA's only reply text."""
@@ -86,6 +97,32 @@ def demo_responder(request: ScriptedRequest) -> ScriptedReply | str:
     return "ok"
 
 
+class DemoModelServer(ScriptedModelServer):
+    """The scripted server with quiet client departures: a connection the client closed before
+    its reply was written (``BrokenPipeError``, ``ConnectionResetError``...) is counted in
+    :attr:`clients_gone` instead of printing a traceback; any other handler error is reported as
+    the standard library does."""
+
+    clients_gone: int = 0
+    """Replies not delivered because their client had gone (shown when the demo stops)."""
+
+    def start(self) -> Self:
+        """Serve as :class:`ScriptedModelServer` does, with the quiet departure handling."""
+        started = super().start()
+        http = self._server
+        assert http is not None
+        report = http.handle_error
+
+        def handle_error(request: Any, client_address: Any) -> None:
+            if isinstance(sys.exc_info()[1], ConnectionError):
+                self.clients_gone += 1
+                return
+            report(request, client_address)
+
+        http.handle_error = handle_error  # type: ignore[method-assign]
+        return started
+
+
 def write_demo_profile(server: ScriptedModelServer, models_dir: Path) -> Path:
     """Write ``<models_dir>/demo.yaml``: every role on ``server`` (its port changes per start)."""
     profile = server.profile(context_window=131072)
@@ -99,8 +136,8 @@ def write_demo_profile(server: ScriptedModelServer, models_dir: Path) -> Path:
     return path
 
 
-async def _serve(models_dir: Path) -> None:
-    async with ScriptedModelServer(demo_responder) as server:
+async def _serve(models_dir: Path, server: DemoModelServer) -> None:
+    async with server:
         path = write_demo_profile(server, models_dir)
         print(f"demo model serving on {server.url}; profile written to {path}", flush=True)
         print("leave this running; in another terminal: mempa tui  (choose the profile 'demo'); Ctrl-C stops",
@@ -126,10 +163,12 @@ def main(argv: list[str] | None = None) -> int:
         args.models.mkdir(parents=True, exist_ok=True)
     except OSError as exc:  # a file in the way, no permission: say so before serving anything
         parser.error(f"--models {args.models}: cannot use it as the profiles folder ({exc.strerror or exc})")
+    server = DemoModelServer(demo_responder)
     try:
-        anyio.run(_serve, args.models)
+        anyio.run(_serve, args.models, server)
     except KeyboardInterrupt:
-        print("demo model stopped", file=sys.stderr)
+        gone = f" ({server.clients_gone} reply(ies) not delivered: the client had gone)" if server.clients_gone else ""
+        print(f"demo model stopped{gone}", file=sys.stderr)
     return 0
 
 

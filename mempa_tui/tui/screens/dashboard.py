@@ -77,6 +77,18 @@ class DashboardScreen(PlainNotify, Screen[None]):
         """Show rows for runs already in the book."""
         for entry in self.mempa.book:
             self._card(entry)
+        # only the rows take the focus, so Tab steps from run to run (issue 16.6)
+        self.query_one("#cards", VerticalScroll).can_focus = False
+
+    def on_screen_resume(self) -> None:
+        """Coming back with no row focused: focus the first playing row (else the first row), so
+        the run keys (x, c, r, v) act on a run at once."""
+        if isinstance(self.focused, RunCard):
+            return
+        cards = list(self.query(RunCard))
+        playing = [c for c in cards if c.entry.active]
+        if playing or cards:
+            (playing or cards)[0].focus()
 
     # ---- rows -----------------------------------------------------------------------------
 
@@ -101,14 +113,22 @@ class DashboardScreen(PlainNotify, Screen[None]):
             except NoMatches:  # the row is still composing; it shows itself on mount
                 return
 
-    def _focused_entry(self) -> RunEntry | None:
+    def _focused_entry(self, *, playing: bool = False) -> RunEntry | None:
+        """The run the keys act on: the focused row's; with no row focused, the only run (or, with
+        ``playing``, the only run still playing: x and c act on it, issue 16.6); else None, with a
+        note naming the runs to choose from."""
         focused = self.focused
         if isinstance(focused, RunCard):
             return focused.entry
         entries = list(self.mempa.book)
         if len(entries) == 1:
             return entries[0]
-        self.notify("focus a run first (tab)", severity="warning", title="Dashboard")
+        active = [e for e in entries if e.active]
+        if playing and len(active) == 1:
+            return active[0]
+        names = ", ".join(e.label for e in (active if playing and active else entries))
+        self.notify(f"focus a run first (tab): {names}" if names else "no runs yet",
+                    severity="warning", title="Dashboard")
         return None
 
     # ---- running --------------------------------------------------------------------------
@@ -245,13 +265,13 @@ class DashboardScreen(PlainNotify, Screen[None]):
 
     def action_cancel(self) -> None:
         """Cancel the focused run."""
-        entry = self._focused_entry()
+        entry = self._focused_entry(playing=True)
         if entry is not None:
             self.cancel_run(entry)
 
     def action_stop(self) -> None:
         """Pause the focused run."""
-        entry = self._focused_entry()
+        entry = self._focused_entry(playing=True)
         if entry is not None:
             self.stop_run(entry)
 

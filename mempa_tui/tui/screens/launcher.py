@@ -14,13 +14,11 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import (
     Button,
-    Checkbox,
     DataTable,
     Footer,
     Header,
     Label,
     Select,
-    SelectionList,
 )
 from textual.worker import Worker, WorkerState
 
@@ -35,6 +33,10 @@ from mempa_tui.tui.engine import (
     request_from_record,
 )
 from mempa_tui.tui.plain import PlainNotify
+
+# ticked boxes show a check mark, not only a colour (issue 16.6); the names stay Textual's
+from mempa_tui.tui.widgets.marks import MarkedCheckbox as Checkbox
+from mempa_tui.tui.widgets.marks import MarkedSelectionList as SelectionList
 from mempa_tui.tui.widgets.tables import fill_table
 
 if TYPE_CHECKING:
@@ -54,6 +56,10 @@ class LauncherScreen(PlainNotify, Screen[None]):
     """Start runs and pick up stored ones."""
 
     CSS_PATH = "launcher.tcss"
+    # at 80 columns the form narrows so Saved runs shows several columns; below 32 rows the pick
+    # lists shrink and Start is docked at the form's foot, always on screen (issue 16.6)
+    HORIZONTAL_BREAKPOINTS: ClassVar[list[tuple[int, str]] | None] = [(0, "-narrow"), (100, "-wide")]
+    VERTICAL_BREAKPOINTS: ClassVar[list[tuple[int, str]] | None] = [(0, "-short"), (32, "-tall")]
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("n", "start", "Start runs", id="launcher.start",
                 tooltip="Start (or resume) one run per chosen user x memory condition x profile"),

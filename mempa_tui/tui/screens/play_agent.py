@@ -1,9 +1,11 @@
 """Play as the PA (SPEC §4.11): the person fills the PA seat of a live session or probe.
 
-A tool palette lists every tool on offer this turn (world tools, then the activated IX tools); the
-chosen tool's form is generated from its JSON schema. At the decision point ctrl+b opens the IX
-tool of the tested attribute, whose setting picker lists its settings. The reply editor sends the
-turn. Calls go through the same wrapper as a model PA's; the simulator, memory and checkpoints see
+A tool palette lists every tool on offer this turn (world tools, then the activated IX tools) by
+domain and bare name (``Email · message_send``), filtered by what is typed above it (enter picks
+the first match); the chosen tool's form is generated from its JSON schema. At the decision point the palette opens the
+IX tool of the tested attribute, whose setting picker lists its settings, so Tab reaches it; ctrl+b
+reopens it and moves the cursor there. The reply editor sends the
+turn; an empty reply is refused with a note (ctrl+g gives the turn up). Calls go through the same wrapper as a model PA's; the simulator, memory and checkpoints see
 no difference, and a final probe is scored with BRS and PRS as in a run.
 """
 
@@ -38,6 +40,7 @@ from mempa_tui.tui.plain import PlainNotify
 from mempa_tui.tui.play_render import agent_panel_text, outcome_text
 from mempa_tui.tui.widgets import TranscriptLog
 from mempa_tui.tui.widgets.play_setup import PlaySetup
+from mempa_tui.tui.widgets.tool_palette import filter_palette
 
 if TYPE_CHECKING:
     from mempa_tui.tui.app import MempaApp
@@ -52,6 +55,8 @@ class PlayAgentScreen(PlainNotify, Screen[None]):
     """A person in the PA seat; the simulator plays the user."""
 
     CSS_PATH: ClassVar[list[str]] = ["play.tcss", "play_agent.tcss"]  # type: ignore[assignment,misc]
+    # below 32 rows the reply editor and the palette's filter box shrink (issue 16.6: usable at 80x24)
+    VERTICAL_BREAKPOINTS: ClassVar[list[tuple[int, str]] | None] = [(0, "-short"), (32, "-tall")]
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("ctrl+r", "start", "Start", id="play_agent.start", priority=True,
                 tooltip="Start the chosen session or probe with you in the PA's seat"),
@@ -119,7 +124,8 @@ class PlayAgentScreen(PlainNotify, Screen[None]):
             with VerticalScroll(classes="play-panel", id="agent-side"):
                 yield Static(agent_panel_text(None), id="agent-panel")
             with VerticalScroll(classes="play-panel", id="palette"):
-                yield Label("Tool palette", classes="field-label")
+                yield Label("Tool palette", classes="field-label", id="palette-title")
+                yield Input(placeholder="type to filter: domain or name", id="tool-filter")
                 yield Select[str]([], id="tool-pick", prompt="choose a tool")
                 yield Vertical(id="tool-form")
         yield TextArea(id="reply", disabled=True)
@@ -191,8 +197,13 @@ class PlayAgentScreen(PlainNotify, Screen[None]):
         tools = {t.name: t for t in view.tools}
         if list(tools) != list(self._tools):
             self._tools = tools
-            pick = self.query_one("#tool-pick", Select)
-            pick.set_options([(name, name) for name in tools])
+            self._fill_palette()
+        ix = f"IX_{view.required_ix}" if view.required_ix else None
+        if view.waiting and ix in self._tools and self._form_tool is None:
+            # the decision point's setting picker is laid out at once, so Tab reaches it without
+            # ctrl+b (issue 16.6); the cursor stays where it is
+            self.query_one("#tool-pick", Select).value = ix
+            await self._build_form(ix)
         if view.note:
             self.notify(view.note, severity="warning", title="PA turn")
         self._status("your turn as the PA" if view.waiting else "the user is writing…")
@@ -205,6 +216,36 @@ class PlayAgentScreen(PlainNotify, Screen[None]):
         if isinstance(event, UserMessageEvent):
             event = event.model_copy(update={"beat_id": None})
         self.query_one(TranscriptLog).append(StepEvent(run_id="play", step_id=self._step, event=event))
+
+    def _fill_palette(self) -> None:
+        """List the tools on offer that match the filter, by domain and bare name (the value of
+        each entry is the full tool name); the chosen tool stays chosen while it still matches."""
+        query = self.query_one("#tool-filter", Input).value
+        entries = filter_palette(self._tools, query)
+        pick = self.query_one("#tool-pick", Select)
+        pick.set_options([(e.label, e.name) for e in entries])
+        if self._form_tool in {e.name for e in entries}:
+            pick.value = self._form_tool
+        shown = f"{len(entries)} of {len(self._tools)}" if query.strip() else str(len(self._tools))
+        self.query_one("#palette-title", Label).update(f"Tool palette ({shown})")
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        """Typing in the filter narrows the palette."""
+        if event.input.id == "tool-filter":
+            self._fill_palette()
+
+    async def on_input_submitted(self, event: Input.Submitted) -> None:
+        """Enter in the filter picks its first match and moves to that tool's form."""
+        if event.input.id != "tool-filter":
+            return
+        entries = filter_palette(self._tools, event.value)
+        if not entries:
+            self.notify(f"no tool on offer matches {event.value!r}", severity="warning", title="Tool palette")
+            return
+        self.query_one("#tool-pick", Select).value = entries[0].name
+        await self._build_form(entries[0].name)
+        fields = self.query_one("#tool-form", Vertical).query("Input, Select")
+        (fields.first() if fields else self.query_one("#tool-pick", Select)).focus()
 
     async def on_select_changed(self, event: Select.Changed) -> None:
         """A tool chosen in the palette: build its form from the schema."""
@@ -293,6 +334,11 @@ class PlayAgentScreen(PlainNotify, Screen[None]):
     def action_reply(self) -> None:
         """Send the reply editor's text (ends the turn)."""
         editor = self.query_one("#reply", TextArea)
+        if self.view is not None and not editor.text.strip():
+            # an empty reply would end the turn with nothing delivered to the user (issue 16.6)
+            self.notify("the reply editor is empty: write the reply first (f2), or give the turn up "
+                        "with ctrl+g", severity="warning", title="Play as the PA")
+            return
         if self._submit(PAAction(kind="reply", text=editor.text)):
             editor.text = ""
 

@@ -1,7 +1,13 @@
 """Results (SPEC section 4.11, the tables of 4.9): PSA, CS, PET, BRS and PRS of every stored run
-by memory condition and model, optionally split by user, dimension or reply-vs-action group; a bar
-chart of one metric; export as Markdown and CSV. Scoring is the scoring package's (via
-:mod:`mempa_tui.runner._results`); reading and scoring run in workers."""
+by memory condition and model, optionally split by user, dimension or reply-vs-action group, with
+the floored count; each condition's paired difference from No Memory with its 95 % cluster-bootstrap
+interval (paper Table 13, Appendix F.3) and every run's settings line (donor, File memory
+thresholds, decoding; issue 11.4), as ``mempa results`` prints them; a bar chart of one metric;
+export as Markdown and CSV. Scoring is the scoring package's (via
+:mod:`mempa_tui.runner._results`); reading and scoring run in workers.
+
+Layout (issue 16.6): the metric columns come right after the memory condition and every part
+scrolls in one column, so at 80x24 PRS and the differences are on screen, never cut off."""
 
 from __future__ import annotations
 
@@ -18,6 +24,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Label, Select, Static
 from textual.worker import Worker, WorkerState
 
+from mempa_tui.runner import settings_lines
 from mempa_tui.runner._results import (
     GROUPINGS,
     SHOWN_METRICS,
@@ -26,9 +33,10 @@ from mempa_tui.runner._results import (
     Grouping,
     bar_chart,
     export_results,
+    paired_differences,
     results_rows,
 )
-from mempa_tui.scoring import ConditionScores, ProbeOutcome
+from mempa_tui.scoring import ConditionScores, Difference, MetricSummary, ProbeOutcome, condition_label
 from mempa_tui.tui.engine import error_line
 from mempa_tui.tui.plain import PlainNotify
 from mempa_tui.tui.widgets.tables import fill_table
@@ -36,7 +44,7 @@ from mempa_tui.tui.widgets.tables import fill_table
 if TYPE_CHECKING:
     from mempa_tui.tui.app import MempaApp, RunUpdate
 
-__all__ = ["ResultsScreen", "bars_text"]
+__all__ = ["ResultsScreen", "bars_text", "difference_cells", "metric_cell"]
 
 BAR_WIDTH = 40
 """Cells of a full bar."""
@@ -56,6 +64,25 @@ def bars_text(bars: list[Bar], metric: str, width: int = BAR_WIDTH) -> Text:
         out.append("░" * (width - filled), style="dim")
         out.append(f"  {bar.text}\n")
     return out
+
+
+def metric_cell(summary: MetricSummary | None) -> str:
+    """A results cell: ``mean±SD`` without spaces (``62.5±12.5``, ``3.00±0.50``), ``N/A`` when no
+    item is eligible; narrow, so the five metrics fit an 80-column terminal."""
+    if summary is None or summary.mean is None:
+        return "N/A"
+    return summary.formatted(interval=False).replace(" ± ", "±")
+
+
+def difference_cells(diff: Difference) -> tuple[str, str]:
+    """The point and the 95 % interval of one paired difference as cells: ``("+12.5",
+    "[+3.1, +20.0]")`` (percentage points; paper Table 13, Appendix F.3); ``("N/A", "")`` when
+    either side has no eligible item."""
+    if diff.point is None:
+        return "N/A", ""
+    low, high = diff.interval.low, diff.interval.high
+    interval = f"[{low:+.1f}, {high:+.1f}]" if low is not None and high is not None else "no interval"
+    return f"{diff.point:+.1f}", interval
 
 
 class ResultsScreen(PlainNotify, Screen[None]):
@@ -79,6 +106,12 @@ class ResultsScreen(PlainNotify, Screen[None]):
         self.partial: list[str] = []
         """Runs whose probes are not all done (their rows cover only the probes stored so far)."""
         self.rows: list[ConditionScores] = []
+        self.differences: list[Difference] = []
+        """Each condition's paired difference from No Memory (empty without a No Memory run)."""
+        self.unpaired: dict[str, int] = {}
+        """Per condition, its probe repeats without a No Memory counterpart (left out of the difference)."""
+        self.settings: list[str] = []
+        """``<run id>: <settings>`` of every stored run with probe results (donor, thresholds, decoding)."""
         self.last_export: ExportedResults | None = None
         self._loaded_by: str | None = None
         """The grouping the latest load was started for (its Select's own Changed is skipped)."""
@@ -98,9 +131,12 @@ class ResultsScreen(PlainNotify, Screen[None]):
             yield Select[str]([(g, g) for g in GROUPINGS], id="grouping", value="condition", allow_blank=False)
             yield Label("Chart", classes="field-label")
             yield Select[str]([(m, m) for m in SHOWN_METRICS], id="metric", value="PSA", allow_blank=False)
-            yield Label("", id="results-count")
-        yield DataTable(id="results-table", zebra_stripes=True, cursor_type="row")
-        with VerticalScroll(id="chart-box"):
+        with VerticalScroll(id="results-body"):
+            yield Static("", id="results-count")
+            yield DataTable(id="results-table", zebra_stripes=True, cursor_type="row")
+            yield Static("", id="diff-title", classes="results-title")
+            yield DataTable(id="diff-table", zebra_stripes=True, cursor_type="row")
+            yield Static("", id="results-settings")
             yield Static(id="chart")
         yield Footer()
 
@@ -137,30 +173,78 @@ class ResultsScreen(PlainNotify, Screen[None]):
         """Read every stored probe outcome, then score the chosen grouping."""
         self.outcomes = await self.mempa.service.outcomes()
         self.partial = await self.mempa.service.partial_runs()
+        self.settings = await self._settings()
         await self._score()
+
+    async def _settings(self) -> list[str]:
+        """The settings line of every stored run that has probe results (none without a database)."""
+        service = self.mempa.service
+        if not self.outcomes or not service.database.is_file():
+            return []
+        store = await service.store()
+        records = await store.list_runs()
+        scored = {s.run.id for s in await store.summaries() if s.probes_done}
+        return settings_lines([r for r in records if r.id in scored], records)
 
     async def _score(self) -> None:
         outcomes, by = list(self.outcomes), self.grouping
+        resamples = self.mempa.service.options.resamples
         self.rows = await anyio.to_thread.run_sync(lambda: results_rows(outcomes, by))
+        conditions = {o.memory for o in outcomes}
+        if "none" in conditions and len(conditions) > 1:
+            self.differences, self.unpaired = await anyio.to_thread.run_sync(
+                lambda: paired_differences(outcomes, resamples=resamples))
+        else:
+            self.differences, self.unpaired = [], {}
         self._show()
 
     def _show(self) -> None:
         by = self.grouping
         table = self.query_one("#results-table", DataTable)
-        columns = ["Memory", "Model"] + ([by] if by != "condition" else [])
-        columns += [*SHOWN_METRICS, "probes", "incomplete"]
+        # metrics first (after the condition), so PRS is on screen at 80 columns (issue 16.6)
+        columns = ["Memory", *SHOWN_METRICS] + ([by] if by != "condition" else [])
+        columns += ["probes", "floored", "incomplete", "model"]
         rows = []
         for r in self.rows:
-            cells = [r.label, r.model] + ([r.breakdown or ""] if by != "condition" else [])
-            cells += [m.formatted(interval=False) if (m := r.metric(name)) else "N/A" for name in SHOWN_METRICS]
-            rows.append([*cells, str(r.probes), str(r.incomplete)])
+            cells = [r.label, *(metric_cell(r.metric(name)) for name in SHOWN_METRICS)]
+            cells += [r.breakdown or ""] if by != "condition" else []
+            rows.append([*cells, str(r.probes), str(r.floored), str(r.incomplete), r.model])
         fill_table(table, columns, rows)
         runs = len({(o.memory, o.model, o.user) for o in self.outcomes})
-        self.query_one("#results-count", Label).update(
-            f"{len(self.outcomes)} probe result(s) from {runs} user × condition × model combination(s)"
-            + (f" · not finished, rows cover only the probes so far: {', '.join(self.partial)}" if self.partial else "")
-        )
+        self.query_one("#results-count", Static).update(Text(
+            f"{len(self.outcomes)} probe result(s) from {runs} user × condition × model combination(s); "
+            "cells are mean±SD over repeats; floored = the PA broke the IX contract (PSA 0, BRS 1)"
+            + (f"\nnot finished, rows cover only the probes so far: {', '.join(self.partial)}" if self.partial else "")
+        ))
+        self._show_differences()
+        self.query_one("#results-settings", Static).update(Text(
+            "run settings (donor, File memory thresholds, decoding):\n"
+            + "\n".join(f"  {line}" for line in self.settings) if self.settings else ""
+        ))
         self._chart()
+
+    def _show_differences(self) -> None:
+        """The paired differences from No Memory, one row per condition, model and metric."""
+        title = self.query_one("#diff-title", Static)
+        table = self.query_one("#diff-table", DataTable)
+        conditions = {o.memory for o in self.outcomes}
+        if not self.differences:
+            title.update(Text(
+                "" if len(conditions) < 2 else
+                "no No Memory run among these, so no differences from it (start one with memory none)",
+                style="dim"))
+            fill_table(table, ["Memory", "metric", "Δ", "95% interval", "model"], [])
+            table.display = False
+            return
+        table.display = True
+        notes = [f"{condition_label(m)}: {n} probe repeat(s) without a No Memory counterpart left out"
+                 for m, n in self.unpaired.items() if n]
+        title.update(Text(
+            "Difference from No Memory (percentage points; paired over the same probes and repeats; "
+            "95% cluster-bootstrap interval)"
+            + "".join(f"\n  {n}" for n in notes), style="bold"))
+        rows = [[condition_label(d.memory), d.metric, *difference_cells(d), d.model] for d in self.differences]
+        fill_table(table, ["Memory", "metric", "Δ", "95% interval", "model"], rows)
 
     def _chart(self) -> None:
         self.query_one("#chart", Static).update(bars_text(bar_chart(self.rows, self.metric), self.metric))

@@ -1,0 +1,93 @@
+"""The Results screen says what ``mempa results`` says (issue 16.4/16.6): each condition's paired
+difference from No Memory with its 95 % interval, the floored count and every run's settings line,
+with PRS on screen at 80x24. Data: ``test_tui_results.seed`` (File memory PSA 100 %, No Memory 50 %).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import anyio
+from test_tui_results import seed
+from test_tui_support import make_folders
+from textual.pilot import Pilot
+from textual.widgets import DataTable, Static
+from textual.worker import WorkerState
+
+from mempa_tui.tui import MempaApp, RunnerOptions
+from mempa_tui.tui.screens.results import ResultsScreen
+
+
+async def _loaded(app: MempaApp, pilot: Pilot[None]) -> None:
+    """Wait until the results load has run and the tables are drawn, however busy the machine."""
+    with anyio.fail_after(120):
+        while True:
+            await pilot.pause()
+            live = [w for w in app.workers if w.group == "results"
+                    and w.state in (WorkerState.PENDING, WorkerState.RUNNING)]
+            for worker in live:
+                if worker.state is WorkerState.RUNNING:
+                    await worker.wait()
+            screen = app.screen
+            if (not live and isinstance(screen, ResultsScreen) and screen.rows
+                    and screen.query_one("#results-table", DataTable).row_count):
+                break
+    for _ in range(3):
+        await pilot.pause()
+
+
+def _cells(table: DataTable[str]) -> list[list[str]]:
+    return [[str(c) for c in table.get_row_at(i)] for i in range(table.row_count)]
+
+
+async def test_results_screen_shows_differences_floored_and_settings_at_80x24(tmp_path: Path) -> None:
+    folders = make_folders(tmp_path)
+    folders.settings.saves_dir.mkdir(parents=True)
+    await seed(folders.settings.saves_dir / "mempa.sqlite")
+    app = MempaApp(folders.settings, options=RunnerOptions(resamples=50), initial_mode="results")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _loaded(app, pilot)
+        screen = app.screen
+        assert isinstance(screen, ResultsScreen)
+        table = screen.query_one("#results-table", DataTable)
+        labels = [str(c.label) for c in table.ordered_columns]
+        assert labels[:6] == ["Memory", "PSA", "CS", "PET", "BRS", "PRS"] and "floored" in labels
+        # PRS ends inside the table's visible width: never cut off at 80 columns
+        prs_end = sum(c.get_render_width(table) for c in table.ordered_columns[:6])
+        assert prs_end <= table.scrollable_content_region.width, (prs_end, table.size)
+        rows = {r[0]: r for r in _cells(table)}
+        assert rows["File memory"][1] == "100.0±0.0" and rows["No Memory"][5] == "3.00±0.00"
+        assert rows["No Memory"][labels.index("floored")] == "0"
+
+        diffs = _cells(screen.query_one("#diff-table", DataTable))
+        psa = next(r for r in diffs if r[0] == "File memory" and r[1] == "PSA")
+        assert psa[2] == "+50.0" and psa[3].startswith("[") and psa[3].endswith("]")
+        assert {r[1] for r in diffs} >= {"PSA", "CS", "PET"}
+        assert "Difference from No Memory" in str(screen.query_one("#diff-title", Static).render())
+
+        settings = str(screen.query_one("#results-settings", Static).render())
+        assert "R-file-scripted-s0:" in settings and "R-none-scripted-s0:" in settings
+        assert "File memory consolidates" in settings or "thresholds not recorded" in settings
+        assert "decoding:" in settings
+
+
+def _snapshot(snap_compare: Any, tmp_path: Path, size: tuple[int, int]) -> bool:
+    folders = make_folders(tmp_path)
+    folders.settings.saves_dir.mkdir(parents=True)
+    asyncio.run(seed(folders.settings.saves_dir / "mempa.sqlite"))
+    app = MempaApp(folders.settings, options=RunnerOptions(resamples=50), initial_mode="results")
+
+    async def loaded(pilot: Pilot[None]) -> None:
+        await _loaded(app, pilot)
+
+    return bool(snap_compare(app, terminal_size=size, run_before=loaded))
+
+
+def test_results_snapshot_80x24(snap_compare: Any, tmp_path: Path) -> None:
+    assert _snapshot(snap_compare, tmp_path, (80, 24))
+
+
+def test_results_snapshot_160x48(snap_compare: Any, tmp_path: Path) -> None:
+    assert _snapshot(snap_compare, tmp_path, (160, 48))
