@@ -6,6 +6,7 @@ Pilot tests; the launcher's snapshots at 80x24 and 160x48 are at the end."""
 from __future__ import annotations
 
 import asyncio
+import shutil
 import sqlite3
 import threading
 from pathlib import Path
@@ -25,11 +26,16 @@ from mempa_tui.tui.screens.launcher import LauncherScreen
 from mempa_tui.tui.screens.play_agent import PlayAgentScreen
 from mempa_tui.tui.widgets.marks import TICKED, MarkedCheckbox
 
+REPO = Path(__file__).resolve().parents[1]
+
 
 def _seeded_app(tmp_path: Path) -> MempaApp:
     """The app over two stored runs (``test_tui_results.seed``), their times fixed for snapshots."""
     folders = make_folders(tmp_path)
     folders.settings.saves_dir.mkdir(parents=True)
+    # a profile in the models folder, so the launcher shows no "missing folder" note naming tmp_path
+    folders.settings.models_dir.mkdir(parents=True, exist_ok=True)
+    shutil.copy(REPO / "models" / "openai-example.yaml", folders.settings.models_dir / "openai-example.yaml")
     db = folders.settings.saves_dir / "mempa.sqlite"
     asyncio.run(seed(db))
     with sqlite3.connect(db) as conn:
