@@ -5,11 +5,15 @@ responder on a loopback port (:class:`~mempa_tui.llm.ScriptedModelServer`, the s
 use) and writes the profile ``models/demo.yaml`` pointing at it, then serves until Ctrl-C. In
 another terminal ``mempa tui`` (or ``mempa run --model demo``) then works end to end in seconds.
 
-The answers are canned, not intelligent: the PA picks the first setting of every interaction tool
-it is offered and then replies with one fixed sentence; the simulated user says one fixed line
-and moves its beat on; structured (JSON) requests get an object shaped by their schema; the judge
-and the rater get middling scores. The scores of a demo run mean nothing - it exists to show the
-screens, the seats and the stores working.
+The answers are scripted, not intelligent (see :mod:`mempa_tui.llm.scripted_roles`): the PA
+reads only the memory section of its prompt and, at each interaction tool, picks the setting that
+memory names (by name or by its behaviour text), else the tool's first setting, then replies with
+one fixed sentence; the simulated user says one fixed line and moves its beat on, and on the first
+message after a decision point adds the behaviour it wants in plain words (the public behaviour
+text of its target setting); the memory role writes those wishes down in the shape each memory
+system asks for; other structured (JSON) requests get an object shaped by their schema; the judge
+and the rater get middling scores. So a memory changes the demo PA's choices, but the scores of a
+demo run say nothing about any model.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from mempa_tui.llm import (
     ScriptedRequest,
     ScriptedToolCall,
 )
+from mempa_tui.llm.scripted_roles import demo_memory_answer, demo_setting, demo_wish, fill_schema
 
 __all__ = ["DEMO_PA_REPLY", "DEMO_USER_LINE", "demo_responder", "main", "write_demo_profile"]
 
@@ -68,6 +73,10 @@ def demo_responder(request: ScriptedRequest) -> ScriptedReply | str:
     Returns:
         A reply with text or tool calls, or plain text.
     """
+    if request.model.endswith("-memory"):
+        answer = demo_memory_answer(request)
+        if answer is not None:
+            return answer
     if request.json_schema is not None:
         return json.dumps(_shaped(request.json_schema))
     if request.model.endswith("-pa"):
@@ -76,13 +85,17 @@ def demo_responder(request: ScriptedRequest) -> ScriptedReply | str:
                   for call in (m.tool_calls or [])}
         for tool in request.tools:
             if tool.name.startswith("IX_") and tool.name not in called:
-                setting = tool.parameters.get("properties", {}).get("setting", {}).get("enum", [None])[0]
-                if setting is not None:
-                    return ScriptedReply(tool_calls=[ScriptedToolCall(name=tool.name, arguments={"setting": setting})])
+                offered = tool.parameters.get("properties", {}).get("setting", {}).get("enum", [])
+                if offered:
+                    setting = demo_setting(tool.name.removeprefix("IX_"), list(offered), request)
+                    arguments = fill_schema(tool.parameters, {"setting": setting})  # payload too
+                    return ScriptedReply(tool_calls=[ScriptedToolCall(name=tool.name, arguments=arguments)])
         return ScriptedReply(text=DEMO_PA_REPLY, prompt_tokens=60, completion_tokens=12)
     if request.model.endswith("-simulator"):
+        wish = demo_wish(request)
+        line = f"{DEMO_USER_LINE} {wish}" if wish else DEMO_USER_LINE
         return ("<factual_check>none</factual_check><turn_assessment>advance</turn_assessment>"
-                f"<message>{DEMO_USER_LINE}</message>")
+                f"<message>{line}</message>")
     return "ok"
 
 
