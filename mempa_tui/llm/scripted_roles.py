@@ -27,6 +27,7 @@ __all__ = [
     "RolePlayer",
     "demo_memory_answer",
     "demo_setting",
+    "demo_task",
     "demo_wish",
     "fill_schema",
     "stated_wishes",
@@ -221,6 +222,20 @@ def demo_wish(request: ScriptedRequest) -> str | None:
     return DEMO_WISH_LEAD + _flat(found.group(1))
 
 
+def demo_task(request: ScriptedRequest) -> str | None:
+    """The step's task line from the simulator's prompt (``Task: ...``), as the user says it.
+
+    Speaking the task gives each message the step's own words, so a retrieval memory finds the
+    turns of earlier steps on a similar errand (the scripted embedder hashes words).
+
+    Returns:
+        The task sentence ending in a full stop, or None when the prompt has no task line.
+    """
+    system = next((m.content for m in request.messages if m.role == "system"), "")
+    found = re.search(r"^Task: (.+)$", system, re.M)
+    return found.group(1).strip().rstrip(".") + "." if found else None
+
+
 def _memory_section(request: ScriptedRequest) -> str:
     for message in request.messages:
         if message.role == "system" and _MEMORY_HEADING in message.content:
@@ -334,7 +349,12 @@ def _mem0_decision(user: str) -> str:
 def _mem0ai_update(text: str) -> str:
     """mem0ai's update call: the new facts ADDed (or UPDATE a stored note of the same cell)."""
     old_part, _sep, new_part = text.partition("new retrieved facts")
-    old = [(str(m.group(1)), m.group(2)) for m in re.finditer(r'"id"\s*:\s*"?([^",}]+)"?\s*,\s*"text"\s*:\s*"((?:[^"\\]|\\.)*)"', old_part)]
+    if "current content of my memory" in old_part:  # the stored memories, not the prompt's examples
+        old_part = old_part.split("current content of my memory", 1)[1]
+    else:
+        old_part = ""
+    old = [(m.group(1).strip(), m.group(3)) for m in re.finditer(
+        r"""['"]id['"]\s*:\s*['"]?([^'",}]+)['"]?\s*,\s*['"]text['"]\s*:\s*(['"])(.*?)\2\s*[,}]""", old_part)]
     events: list[dict[str, str]] = []
     for n, (key, _name, note) in enumerate(_notes_in(new_part, None)):
         same = next((oid for oid, otext in old if stated_wishes(otext) and stated_wishes(otext)[0][1] == key), None)
@@ -353,8 +373,10 @@ def demo_memory_answer(request: ScriptedRequest) -> str | None:
     Told apart by the reply schema and, for mem0ai's own prompts, by the prompt's content:
     File memory's consolidation (``history_entry`` + ``memory``), prefstate's extraction
     (``observations``), our Mem0's extraction (``memories``) and update (``event``/``id``/``text``),
-    and mem0ai's fact extraction (``{"facts": [...]}``), additive extraction
-    (``{"memory": [{"text"}]}``) and update (``{"memory": [{"id","text","event"}]}``).
+    and mem0ai's fact extraction (``{"facts": [...]}``, 2.0.2), its one-call additive extraction
+    (a ``## New Messages`` section; ``{"memory": [{"id","text"}]}``, 2.2), a ``memory`` array
+    schema (``{"memory": [{"text"}]}``) and the update call (``new retrieved facts``;
+    ``{"memory": [{"id","text","event"}]}``).
 
     Args:
         request: a request to the memory role.
@@ -375,9 +397,13 @@ def demo_memory_answer(request: ScriptedRequest) -> str | None:
         return json.dumps({"memories": [note for _k, _n, note in _notes_in(users, context)]})
     if "event" in props and "id" in props:
         return _mem0_decision(users)
-    if "new retrieved facts" in everything or ('"event"' in everything and "DELETE" in everything):
+    if "new retrieved facts" in everything:
         return _mem0ai_update(everything)
     context = _context_of(users)
+    if "## New Messages" in users:  # mem0ai's one-call additive extraction: only the new messages
+        fresh = users.split("## New Messages", 1)[1].split("\n## ", 1)[0]
+        return json.dumps({"memory": [{"id": str(n), "text": note}
+                                      for n, (_k, _s, note) in enumerate(_notes_in(fresh, context))]})
     if '"facts"' in everything:
         return json.dumps({"facts": [note for _k, _n, note in _notes_in(users, context)]})
     if "memory" in props:

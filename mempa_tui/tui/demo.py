@@ -33,7 +33,7 @@ from mempa_tui.llm import (
     ScriptedRequest,
     ScriptedToolCall,
 )
-from mempa_tui.llm.scripted_roles import demo_memory_answer, demo_setting, demo_wish, fill_schema
+from mempa_tui.llm.scripted_roles import demo_memory_answer, demo_setting, demo_task, demo_wish, fill_schema
 
 __all__ = ["DEMO_PA_REPLY", "DEMO_USER_LINE", "demo_responder", "main", "write_demo_profile"]
 
@@ -92,8 +92,7 @@ def demo_responder(request: ScriptedRequest) -> ScriptedReply | str:
                     return ScriptedReply(tool_calls=[ScriptedToolCall(name=tool.name, arguments=arguments)])
         return ScriptedReply(text=DEMO_PA_REPLY, prompt_tokens=60, completion_tokens=12)
     if request.model.endswith("-simulator"):
-        wish = demo_wish(request)
-        line = f"{DEMO_USER_LINE} {wish}" if wish else DEMO_USER_LINE
+        line = " ".join(filter(None, (demo_task(request), DEMO_USER_LINE, demo_wish(request))))
         return ("<factual_check>none</factual_check><turn_assessment>advance</turn_assessment>"
                 f"<message>{line}</message>")
     return "ok"
