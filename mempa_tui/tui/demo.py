@@ -103,7 +103,8 @@ def write_demo_profile(server: ScriptedModelServer, models_dir: Path) -> Path:
     profile = server.profile(context_window=131072)
     data = profile.model_dump(mode="json", exclude_none=True)
     data["name"] = "demo"
-    data["description"] = "Canned answers from `python -m mempa_tui.tui.demo` (try the app; scores mean nothing)"
+    data["description"] = ("Scripted demo model from `python -m mempa_tui.tui.demo`: not a language model; its PA picks "
+                           "what its memory names, else the first setting (try the app; scores say nothing about models)")
     models_dir.mkdir(parents=True, exist_ok=True)
     path = models_dir / "demo.yaml"
     path.write_text("# Written by `python -m mempa_tui.tui.demo`; valid while it runs.\n"
