@@ -153,3 +153,11 @@ def test_mem0ai_library_prompts_get_well_formed_replies() -> None:
         assert added is not None
         items = json.loads(added)["memory"]
         assert len(items) == 1 and TERSE in items[0]["text"]
+
+
+def test_a_note_read_again_keeps_the_context_it_was_written_with() -> None:
+    prompts = pytest.importorskip("mem0.configs.prompts")
+    note = f"In personal matters they asked for this: {DETAILED}"
+    update = prompts.get_update_memory_messages([], [note])
+    reply = demo_memory_answer(_request("scripted-memory", [ChatMessage(role="user", content=update)]))
+    assert reply is not None and [e["text"] for e in json.loads(reply)["memory"]] == [note]

@@ -274,8 +274,10 @@ def _note(context: str | None, behaviour: str) -> str:
 def _notes_in(text: str, context: str | None) -> list[tuple[str, str, str]]:
     """``(attribute key, setting, note)`` for each stated wish in ``text`` (latest per cell)."""
     latest: dict[str, tuple[str, str, str]] = {}
-    for _pos, key, name, behaviour in stated_wishes(text):
-        latest[key] = (key, name, _note(context, behaviour))
+    flat = _flat(text)
+    for pos, key, name, behaviour in stated_wishes(text):
+        noted = re.search(r"In (work|personal) matters they asked for this: $", flat[max(0, pos - 60):pos])
+        latest[key] = (key, name, _note(noted.group(1) if noted else context, behaviour))  # a note keeps its context
     return list(latest.values())
 
 
