@@ -9,6 +9,9 @@ it to measure the harness's own overhead (SPEC section 7).
 Roles are told apart by the model name the profile gives each role (``scripted-<role>``, see
 :meth:`ScriptedModelServer.profile`). The PA's selection is decided by a ``choose`` callback, so a
 caller can script exactly which setting the PA picks for which request.
+
+The demo model (``python -m mempa_tui.tui.demo``) uses the memory-aware roles at the end of this
+module: :func:`demo_wish`, :func:`demo_memory_answer` and :func:`demo_setting` (issue 16).
 """
 
 from __future__ import annotations
@@ -167,7 +170,6 @@ _MEMORY_HEADING = "What your memory holds about this person"
 _WANTED_MARK = "  (this is the way you want it)"
 _WANTED_LINE = re.compile(r"^- When the reply looks like this: (.+?)" + re.escape(_WANTED_MARK) + r"$", re.M)
 _SPACES = re.compile(r"\s+")
-_CONTEXTS = ("work", "personal")
 
 
 def _flat(text: str) -> str:
