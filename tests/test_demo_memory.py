@@ -82,6 +82,9 @@ def test_the_demo_pa_picks_what_its_memory_names_the_latest_mention_winning_else
     both = f"- In work matters they asked for this: {TERSE}\n- In personal matters they asked for this: {DETAILED}"
     assert demo_setting("verbosity", offered, _pa_request(both)) == "Detailed"
     assert demo_setting("tone_formality", ["Casual", "Formal"], _pa_request(both)) == "Casual"  # not this attribute
+    ranked = ("Earlier conversation turns similar to the user's message (most similar first; score = cosine "
+              f"similarity):\n[1] (score 0.9) User: {DEMO_WISH_LEAD}{DETAILED}\n[2] (score 0.5) User: {DEMO_WISH_LEAD}{TERSE}")
+    assert demo_setting("verbosity", offered, _pa_request(ranked)) == "Detailed"  # retrieved: the best match wins
     prefstate = '- Verbosity (IX_verbosity): Detailed (confidence 0.90, since 2026-03-03; they said: "x")'
     assert demo_setting("verbosity", offered, _pa_request(prefstate)) == "Detailed"
 

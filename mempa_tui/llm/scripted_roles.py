@@ -161,7 +161,7 @@ class RolePlayer:
 #   each system asks for.
 # - the PA reads only the memory section of its prompt: at an IX call it picks the offered setting
 #   the memory names (by name, as prefstate does, or by its behaviour text), the latest mention
-#   winning, and otherwise its fixed default (the first setting).
+#   winning (the best match in retrieved evidence), and otherwise its fixed default (the first setting).
 
 DEMO_WISH_LEAD = "For the record, this is how I like it done: "
 """Opens the demo user's plain-words statement of the wanted behaviour."""
@@ -249,8 +249,9 @@ def demo_setting(attribute_key: str, offered: list[str], request: ScriptedReques
     """The demo PA's choice for ``IX_<attribute_key>``: what its memory section names, else the first.
 
     Reads only the memory section of the PA's prompt (never the user's messages). A setting is
-    named either as prefstate writes it (``(IX_<key>): <Setting> (``) or by its behaviour text;
-    when several are named the latest mention wins.
+    named either as prefstate writes it (``(IX_<key>): <Setting> (``) or by its behaviour text.
+    When several are named, the latest mention wins (notes kept in order, like MEMORY.md), except
+    in retrieved evidence listed "most similar first", where the first (best-matching) one wins.
 
     Args:
         attribute_key: the attribute of the offered IX tool.
@@ -265,7 +266,10 @@ def demo_setting(attribute_key: str, offered: list[str], request: ScriptedReques
     for name in offered:
         for hit in re.finditer(rf"\(IX_{re.escape(attribute_key)}\): {re.escape(name)} \(", memory):
             picks.append((hit.start(), name))
-    return max(picks)[1] if picks else offered[0]
+    if not picks:
+        return offered[0]
+    ranked = "most similar first" in memory  # retrieved items: the best match leads
+    return (min(picks) if ranked else max(picks))[1]
 
 
 def _note(context: str | None, behaviour: str) -> str:
