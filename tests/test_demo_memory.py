@@ -15,8 +15,6 @@ from mempa_tui.llm import LLMClient, ScriptedModelServer, ScriptedRequest
 from mempa_tui.llm.scripted_roles import DEMO_WISH_LEAD, demo_memory_answer, demo_setting
 from mempa_tui.llm.types import ChatMessage
 from mempa_tui.memory._consolidation import consolidate
-from mempa_tui.memory._mem0_prompts import decision_messages, read_decision, read_extraction
-from mempa_tui.memory._mem0_prompts import extraction_messages as mem0_extraction_messages
 from mempa_tui.memory._prefstate_extract import extraction_messages, read_extraction as read_observations
 from mempa_tui.memory._prefstate_extract import validate_items
 from mempa_tui.memory.base import TurnRecord
@@ -115,6 +113,10 @@ def test_prefstate_extraction_is_accepted_by_its_own_checks() -> None:
 
 
 def test_mem0_extraction_and_update_are_usable() -> None:
+    # our own Mem0-style prompts; branch memory-systems replaces them with mem0ai's (tested below)
+    ours = pytest.importorskip("mempa_tui.memory._mem0_prompts")
+    decision_messages, read_decision, read_extraction = ours.decision_messages, ours.read_decision, ours.read_extraction
+    mem0_extraction_messages = ours.extraction_messages
     extract = demo_memory_answer(_request("scripted-memory", mem0_extraction_messages(_turn(WISH)),
                                           {"type": "object", "properties": {"memories": {"type": "array"}}}))
     assert extract is not None
