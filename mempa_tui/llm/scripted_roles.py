@@ -9,17 +9,32 @@ it to measure the harness's own overhead (SPEC section 7).
 Roles are told apart by the model name the profile gives each role (``scripted-<role>``, see
 :meth:`ScriptedModelServer.profile`). The PA's selection is decided by a ``choose`` callback, so a
 caller can script exactly which setting the PA picks for which request.
+
+The demo model (``python -m mempa_tui.tui.demo``) uses the memory-aware roles at the end of this
+module: :func:`demo_wish`, :func:`demo_memory_answer` and :func:`demo_setting` (issue 16).
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from typing import Any
 
 from mempa_tui.llm._scripted_wire import ScriptedReply, ScriptedRequest, ScriptedToolCall
+from mempa_tui.taxonomy import ATTRIBUTES
 
-__all__ = ["Chooser", "RolePlayer", "fill_schema"]
+__all__ = [
+    "DEMO_WISH_LEAD",
+    "Chooser",
+    "RolePlayer",
+    "demo_memory_answer",
+    "demo_setting",
+    "demo_task",
+    "demo_wish",
+    "fill_schema",
+    "stated_wishes",
+]
 
 Chooser = Callable[[str, ScriptedRequest], str]
 """``(attribute_key, pa_request) -> setting name`` the scripted PA selects."""
@@ -131,3 +146,274 @@ class RolePlayer:
             arguments["setting"] = self.choose(key, request)
             return ScriptedReply(tool_calls=[ScriptedToolCall(name=tool.name, arguments=arguments)])
         return ScriptedReply(text=self.pa_reply, prompt_tokens=40, completion_tokens=8)
+
+
+# -- the demo model's memory-aware roles (issue 16: "the demo model uses memory") -------------------
+#
+# The demo is scripted, not intelligent, but it plays the protocol so that a memory has something
+# to learn and the PA something to use:
+# - the simulated user, on the first message after a decision point, adds one sentence that states
+#   the wanted behaviour in plain words: the public behaviour text of its target setting (paper
+#   Table 4), which its prompt marks as the way it wants it. Nothing else of the target is said,
+#   and on the message that opens a decision point it says nothing about manner at all.
+# - the memory role finds such sentences in whatever it is asked to read (File memory's turns,
+#   prefstate's message, Mem0's exchange, mem0ai's conversation) and writes them down in the shape
+#   each system asks for.
+# - the PA reads only the memory section of its prompt: at an IX call it picks the offered setting
+#   the memory names (by name, as prefstate does, or by its behaviour text), the latest mention
+#   winning (the best match in retrieved evidence), and otherwise its fixed default (the first setting).
+
+DEMO_WISH_LEAD = "For the record, this is how I like it done: "
+"""Opens the demo user's plain-words statement of the wanted behaviour."""
+
+_MEMORY_HEADING = "What your memory holds about this person"
+_WANTED_MARK = "  (this is the way you want it)"
+_WANTED_LINE = re.compile(r"^- When the reply looks like this: (.+?)" + re.escape(_WANTED_MARK) + r"$", re.M)
+_SPACES = re.compile(r"\s+")
+
+
+def _flat(text: str) -> str:
+    return _SPACES.sub(" ", text).strip()
+
+
+def _behaviours() -> list[tuple[str, str, str]]:
+    """``(attribute key, setting name, behaviour text)`` for every setting of Table 4."""
+    return [(a.key, s.name, _flat(s.behaviour)) for a in ATTRIBUTES for s in a.settings]
+
+
+def stated_wishes(text: str) -> list[tuple[int, str, str, str]]:
+    """The settings whose behaviour text occurs verbatim in ``text``, in order of position.
+
+    Args:
+        text: any prompt text (white space runs count as one space).
+
+    Returns:
+        ``(position, attribute key, setting name, behaviour text)`` per occurrence, sorted.
+    """
+    flat = _flat(text)
+    found: list[tuple[int, str, str, str]] = []
+    for key, name, behaviour in _behaviours():
+        start = flat.find(behaviour)
+        while start >= 0:
+            found.append((start, key, name, behaviour))
+            start = flat.find(behaviour, start + 1)
+    return sorted(found)
+
+
+def demo_wish(request: ScriptedRequest) -> str | None:
+    """The demo user's plain-words wish for this turn, or None.
+
+    Only on the first message of the beat after a decision point in an accumulation session:
+    the prompt shows the decision's reactions (with the wanted one marked) and the tested skill's
+    reception side alone (on the decision beat itself the full skill is shown, with "In your own
+    turns:"; that message opens the decision point and must not ask for a manner).
+
+    Args:
+        request: a simulator request (system prompt first).
+
+    Returns:
+        ``DEMO_WISH_LEAD`` plus the wanted setting's behaviour text, or None.
+    """
+    system = next((m.content for m in request.messages if m.role == "system"), "")
+    user = next((m.content for m in request.messages if m.role == "user"), "")
+    if "first message for the goal" not in user or "In your own turns:" in system:
+        return None
+    found = _WANTED_LINE.search(system)
+    if found is None:
+        return None
+    return DEMO_WISH_LEAD + _flat(found.group(1))
+
+
+def demo_task(request: ScriptedRequest) -> str | None:
+    """The step's task line from the simulator's prompt (``Task: ...``), as the user says it.
+
+    Speaking the task gives each message the step's own words, so a retrieval memory finds the
+    turns of earlier steps on a similar errand (the scripted embedder hashes words).
+
+    Returns:
+        The task sentence ending in a full stop, or None when the prompt has no task line.
+    """
+    system = next((m.content for m in request.messages if m.role == "system"), "")
+    found = re.search(r"^Task: (.+)$", system, re.M)
+    return found.group(1).strip().rstrip(".") + "." if found else None
+
+
+def _memory_section(request: ScriptedRequest) -> str:
+    for message in request.messages:
+        if message.role == "system" and _MEMORY_HEADING in message.content:
+            return message.content.split(_MEMORY_HEADING, 1)[1]
+    return ""
+
+
+def demo_setting(attribute_key: str, offered: list[str], request: ScriptedRequest) -> str:
+    """The demo PA's choice for ``IX_<attribute_key>``: what its memory section names, else the first.
+
+    Reads only the memory section of the PA's prompt (never the user's messages). A setting is
+    named either as prefstate writes it (``(IX_<key>): <Setting> (``) or by its behaviour text.
+    When several are named, the latest mention wins (notes kept in order, like MEMORY.md), except
+    in retrieved evidence listed "most similar first", where the first (best-matching) one wins.
+
+    Args:
+        attribute_key: the attribute of the offered IX tool.
+        offered: the tool's setting enum, in order.
+        request: the PA request.
+
+    Returns:
+        One of ``offered``.
+    """
+    memory = _flat(_memory_section(request))
+    picks = [(pos, name) for pos, key, name, _b in stated_wishes(memory) if key == attribute_key and name in offered]
+    for name in offered:
+        for hit in re.finditer(rf"\(IX_{re.escape(attribute_key)}\): {re.escape(name)} \(", memory):
+            picks.append((hit.start(), name))
+    if not picks:
+        return offered[0]
+    ranked = "most similar first" in memory  # retrieved items: the best match leads
+    return (min(picks) if ranked else max(picks))[1]
+
+
+def _note(context: str | None, behaviour: str) -> str:
+    where = f"In {context} matters" if context else "Once"
+    return f"{where} they asked for this: {behaviour}"
+
+
+def _notes_in(text: str, context: str | None) -> list[tuple[str, str, str]]:
+    """``(attribute key, setting, note)`` for each stated wish in ``text`` (latest per cell)."""
+    latest: dict[str, tuple[str, str, str]] = {}
+    flat = _flat(text)
+    for pos, key, name, behaviour in stated_wishes(text):
+        noted = re.search(r"In (work|personal) matters they asked for this: $", flat[max(0, pos - 60):pos])
+        latest[key] = (key, name, _note(noted.group(1) if noted else context, behaviour))  # a note keeps its context
+    return list(latest.values())
+
+
+def _context_of(text: str) -> str | None:
+    found = re.search(r"Context of this (?:session|conversation): (work|personal)", text)
+    return found.group(1) if found else None
+
+
+def _same_cell(note: str, key: str, context: str | None) -> bool:
+    """Whether a stored note states a wish for attribute ``key`` in the same context."""
+    hits = stated_wishes(note)
+    return bool(hits) and hits[0][1] == key and (_context_of_note(note) == context)
+
+
+def _context_of_note(note: str) -> str | None:
+    found = re.match(r"\s*-?\s*In (work|personal) matters", note)
+    return found.group(1) if found else None
+
+
+def _file_consolidation(user: str) -> str:
+    """File memory's save call: MEMORY.md with one line per stated wish, HISTORY entry."""
+    current = user.split("## Current memory file\n", 1)[-1].split("\n\n## Turns to fold in", 1)[0]
+    turns_text = user.split("## Turns to fold in", 1)[-1]
+    lines = [] if current.startswith("(empty") else current.strip().splitlines()
+    turns = re.split(r"^(?=\[\d{4}-\d{2}-\d{2} \d{2}:\d{2} (?:work|personal) )", turns_text, flags=re.M)
+    added = 0
+    dates: list[str] = []
+    for turn in turns:
+        head = re.match(r"\[(\d{4}-\d{2}-\d{2}) \d{2}:\d{2} (work|personal) ", turn)
+        if head is None:
+            continue
+        dates.append(head.group(1))
+        said = "\n".join(line for line in turn.splitlines() if line.startswith("User: "))
+        for key, _name, note in _notes_in(said, head.group(2)):
+            lines = [ln for ln in lines if not _same_cell(ln, key, head.group(2))]
+            lines.append(f"- {note}")
+            added += 1
+    if not any(ln.startswith("# ") for ln in lines):
+        lines.insert(0, "# Notes about this person")
+    span = f"{dates[0]} to {dates[-1]}" if dates else "earlier"
+    entry = (f"Conversations from {span}: {len(dates)} turn(s) about everyday tasks were folded in. "
+             f"{added} wish(es) about how to be helped were written down.")
+    return json.dumps({"history_entry": entry, "memory": "\n".join(lines) + "\n"})
+
+
+def _prefstate_extraction(user: str) -> str:
+    """prefstate's extraction call: one observation per wish, quoting the message verbatim."""
+    message = user.split("## The person's message\n", 1)[-1].rsplit("\n\nAnswer with", 1)[0]
+    observations = [
+        {"attribute": key, "setting": name, "quote": behaviour, "confidence": 0.9}
+        for _pos, key, name, behaviour in stated_wishes(message)
+    ]
+    return json.dumps({"observations": observations[:6]})
+
+
+def _mem0_decision(user: str) -> str:
+    """Our Mem0's update call: NONE for a note already stored, UPDATE the same cell, else ADD."""
+    stored = re.findall(r"^(\d+): (.*)$", user.split("\n\nNew note: ", 1)[0], flags=re.M)
+    new = user.split("\n\nNew note: ", 1)[-1].strip()
+    hits = stated_wishes(new)
+    for shown, text in stored:
+        if _flat(text) == _flat(new):
+            return json.dumps({"event": "NONE", "id": None, "text": ""})
+    if hits:
+        for shown, text in stored:
+            if _same_cell(text, hits[0][1], _context_of_note(new)):
+                return json.dumps({"event": "UPDATE", "id": int(shown), "text": new})
+    return json.dumps({"event": "ADD", "id": None, "text": new})
+
+
+def _mem0ai_update(text: str) -> str:
+    """mem0ai's update call: the new facts ADDed (or UPDATE a stored note of the same cell)."""
+    old_part, _sep, new_part = text.partition("new retrieved facts")
+    if "current content of my memory" in old_part:  # the stored memories, not the prompt's examples
+        old_part = old_part.split("current content of my memory", 1)[1]
+    else:
+        old_part = ""
+    old = [(m.group(1).strip(), m.group(3)) for m in re.finditer(
+        r"""['"]id['"]\s*:\s*['"]?([^'",}]+)['"]?\s*,\s*['"]text['"]\s*:\s*(['"])(.*?)\2\s*[,}]""", old_part)]
+    events: list[dict[str, str]] = []
+    for n, (key, _name, note) in enumerate(_notes_in(new_part, None)):
+        same = next((oid for oid, otext in old if stated_wishes(otext) and stated_wishes(otext)[0][1] == key), None)
+        if any(_flat(otext) == note for _oid, otext in old):
+            continue
+        if same is not None:
+            events.append({"id": same, "text": note, "event": "UPDATE"})
+        else:
+            events.append({"id": str(len(old) + n), "text": note, "event": "ADD"})
+    return json.dumps({"memory": events})
+
+
+def demo_memory_answer(request: ScriptedRequest) -> str | None:
+    """The demo memory role's reply, well-formed for every memory system; None: not recognised.
+
+    Told apart by the reply schema and, for mem0ai's own prompts, by the prompt's content:
+    File memory's consolidation (``history_entry`` + ``memory``), prefstate's extraction
+    (``observations``), our Mem0's extraction (``memories``) and update (``event``/``id``/``text``),
+    and mem0ai's fact extraction (``{"facts": [...]}``, 2.0.2), its one-call additive extraction
+    (a ``## New Messages`` section; ``{"memory": [{"id","text"}]}``, 2.2), a ``memory`` array
+    schema (``{"memory": [{"text"}]}``) and the update call (``new retrieved facts``;
+    ``{"memory": [{"id","text","event"}]}``).
+
+    Args:
+        request: a request to the memory role.
+
+    Returns:
+        The JSON reply text, or None when the request is none of those.
+    """
+    schema = request.json_schema or {}
+    props = schema.get("properties", {})
+    users = "\n\n".join(m.content for m in request.messages if m.role == "user")
+    everything = "\n\n".join(m.content for m in request.messages)
+    if "history_entry" in props or "## Turns to fold in" in users:
+        return _file_consolidation(users)
+    if "observations" in props:
+        return _prefstate_extraction(users)
+    if "memories" in props:
+        context = _context_of(users)
+        return json.dumps({"memories": [note for _k, _n, note in _notes_in(users, context)]})
+    if "event" in props and "id" in props:
+        return _mem0_decision(users)
+    if "new retrieved facts" in everything:
+        return _mem0ai_update(everything)
+    context = _context_of(users)
+    if "## New Messages" in users:  # mem0ai's one-call additive extraction: only the new messages
+        fresh = users.split("## New Messages", 1)[1].split("\n## ", 1)[0]
+        return json.dumps({"memory": [{"id": str(n), "text": note}
+                                      for n, (_k, _s, note) in enumerate(_notes_in(fresh, context))]})
+    if '"facts"' in everything:
+        return json.dumps({"facts": [note for _k, _n, note in _notes_in(users, context)]})
+    if "memory" in props:
+        return json.dumps({"memory": [{"text": note} for _k, _n, note in _notes_in(users, context)]})
+    return None

@@ -9,11 +9,15 @@ A client that goes away before its reply is written (a run stopped mid-call, the
 counted, not reported with a ``BrokenPipeError`` traceback; the count is printed on shutdown
 (:class:`DemoModelServer`).
 
-The answers are canned, not intelligent: the PA picks the first setting of every interaction tool
-it is offered and then replies with one fixed sentence; the simulated user says one fixed line
-and moves its beat on; structured (JSON) requests get an object shaped by their schema; the judge
-and the rater get middling scores. The scores of a demo run mean nothing - it exists to show the
-screens, the seats and the stores working.
+The answers are scripted, not intelligent (see :mod:`mempa_tui.llm.scripted_roles`): the PA
+reads only the memory section of its prompt and, at each interaction tool, picks the setting that
+memory names (by name or by its behaviour text), else the tool's first setting, then replies with
+one fixed sentence; the simulated user says one fixed line and moves its beat on, and on the first
+message after a decision point adds the behaviour it wants in plain words (the public behaviour
+text of its target setting); the memory role writes those wishes down in the shape each memory
+system asks for; other structured (JSON) requests get an object shaped by their schema; the judge
+and the rater get middling scores. So a memory changes the demo PA's choices, but the scores of a
+demo run say nothing about any model.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from mempa_tui.llm import (
     ScriptedRequest,
     ScriptedToolCall,
 )
+from mempa_tui.llm.scripted_roles import demo_memory_answer, demo_setting, demo_task, demo_wish, fill_schema
 
 __all__ = [
     "DEMO_PA_REPLY",
@@ -79,6 +84,10 @@ def demo_responder(request: ScriptedRequest) -> ScriptedReply | str:
     Returns:
         A reply with text or tool calls, or plain text.
     """
+    if request.model.endswith("-memory"):
+        answer = demo_memory_answer(request)
+        if answer is not None:
+            return answer
     if request.json_schema is not None:
         return json.dumps(_shaped(request.json_schema))
     if request.model.endswith("-pa"):
@@ -87,13 +96,16 @@ def demo_responder(request: ScriptedRequest) -> ScriptedReply | str:
                   for call in (m.tool_calls or [])}
         for tool in request.tools:
             if tool.name.startswith("IX_") and tool.name not in called:
-                setting = tool.parameters.get("properties", {}).get("setting", {}).get("enum", [None])[0]
-                if setting is not None:
-                    return ScriptedReply(tool_calls=[ScriptedToolCall(name=tool.name, arguments={"setting": setting})])
+                offered = tool.parameters.get("properties", {}).get("setting", {}).get("enum", [])
+                if offered:
+                    setting = demo_setting(tool.name.removeprefix("IX_"), list(offered), request)
+                    arguments = fill_schema(tool.parameters, {"setting": setting})  # payload too
+                    return ScriptedReply(tool_calls=[ScriptedToolCall(name=tool.name, arguments=arguments)])
         return ScriptedReply(text=DEMO_PA_REPLY, prompt_tokens=60, completion_tokens=12)
     if request.model.endswith("-simulator"):
+        line = " ".join(filter(None, (demo_task(request), DEMO_USER_LINE, demo_wish(request))))
         return ("<factual_check>none</factual_check><turn_assessment>advance</turn_assessment>"
-                f"<message>{DEMO_USER_LINE}</message>")
+                f"<message>{line}</message>")
     return "ok"
 
 
@@ -128,7 +140,8 @@ def write_demo_profile(server: ScriptedModelServer, models_dir: Path) -> Path:
     profile = server.profile(context_window=131072)
     data = profile.model_dump(mode="json", exclude_none=True)
     data["name"] = "demo"
-    data["description"] = "Canned answers from `python -m mempa_tui.tui.demo` (try the app; scores mean nothing)"
+    data["description"] = ("Scripted demo model from `python -m mempa_tui.tui.demo`: not a language model; its PA picks "
+                           "what its memory names, else the first setting (try the app; scores say nothing about models)")
     models_dir.mkdir(parents=True, exist_ok=True)
     path = models_dir / "demo.yaml"
     path.write_text("# Written by `python -m mempa_tui.tui.demo`; valid while it runs.\n"
