@@ -19,7 +19,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from mempa_tui.llm import ModelProfile, ModelSpec, Role
+from mempa_tui.llm import ChatMessage, ModelProfile, ModelSpec, Role, ToolSpec
 from mempa_tui.llm.embedded import (
     EmbeddedError,
     EmbeddedServer,
@@ -407,3 +407,114 @@ def test_the_terminal_app_does_not_import_the_command_line() -> None:
             "print(sorted(m for m in sys.modules if m.startswith('mempa_tui.cli._run')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
     assert out.stdout.strip() == "[]"
+
+
+class _OpenAIStandIn:
+    """A loopback OpenAI-style chat server that answers with queued replies and keeps each request."""
+
+    def __init__(self) -> None:
+        import http.server
+        import threading
+
+        self.requests: list[dict[str, object]] = []
+        self.replies: list[dict[str, object]] = []
+        outer = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 - http.server's name
+                outer.requests.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
+                body = json.dumps(outer.replies.pop(0)).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+        self.base = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+    def queue(self, content: str, *, cached: int | None = None) -> None:
+        usage: dict[str, object] = {"prompt_tokens": 500, "completion_tokens": 9, "total_tokens": 509}
+        if cached is not None:
+            usage["prompt_tokens_details"] = {"cached_tokens": cached}
+        self.replies.append({
+            "id": "x", "object": "chat.completion", "created": 0, "model": "m",
+            "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": content}}],
+            "usage": usage,
+        })
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def stand_in() -> object:
+    server = _OpenAIStandIn()
+    yield server
+    server.close()
+
+
+def _client_for(base: str, **spec: object) -> object:
+    from mempa_tui.llm import LLMClient
+
+    profile = ModelProfile(name="embedded", runtime="embedded",
+                           default=ModelSpec(model="openai/m", api_base=base, num_retries=0, **spec))  # type: ignore[arg-type]
+    return LLMClient(profile)
+
+
+WEATHER = ToolSpec(name="get_weather", description="Weather for a city.",
+                   parameters={"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]})
+
+
+async def test_the_servers_own_cache_count_is_recorded(stand_in: _OpenAIStandIn) -> None:
+    client = _client_for(stand_in.base)
+    stand_in.queue("Hello.", cached=480)
+    stand_in.queue("Hello again.")  # a server that reports no cache count: the client's estimate
+    messages = [ChatMessage(role="system", content="You help."), ChatMessage(role="user", content="Hi")]
+    first = await client.complete(Role.PA, messages)  # type: ignore[attr-defined]
+    assert first.usage.reused_prefix_tokens == 480 and first.usage.reused_by_server
+    assert client.calls[-1].reused_prefix_tokens == 480 and client.calls[-1].reused_by_server  # type: ignore[attr-defined]
+    second = await client.complete(Role.PA, messages)  # type: ignore[attr-defined]
+    assert not second.usage.reused_by_server and not client.calls[-1].reused_by_server  # type: ignore[attr-defined]
+
+
+async def test_a_fragment_of_a_tool_call_never_comes_back_as_reply_text(stand_in: _OpenAIStandIn) -> None:
+    client = _client_for(stand_in.base)
+    stand_in.queue('{"name": "mcp_state_route_14_consult')  # cut off at the token cap
+    reply = await client.complete(Role.PA, [ChatMessage(role="user", content="Plan my route")], tools=[WEATHER])  # type: ignore[attr-defined]
+    assert reply.text == ""
+    assert [(c.name, c.arguments_error is not None) for c in reply.tool_calls] == [("mcp_state_route_14_consult", True)]
+
+
+async def test_constrained_calling_sends_a_grammar_over_the_tools_and_a_reply_tool(stand_in: _OpenAIStandIn) -> None:
+    client = _client_for(stand_in.base, tool_calling="constrained")
+    stand_in.queue('{"name": "get_weather", "arguments": {"city": "Paris"}}')
+    stand_in.queue('{"name": "reply_to_user", "arguments": {"text": "It is sunny in Paris."}}')
+    messages = [ChatMessage(role="user", content="Weather in Paris?")]
+    called = await client.complete(Role.PA, messages, tools=[WEATHER])  # type: ignore[attr-defined]
+    assert [(c.name, c.arguments) for c in called.tool_calls] == [("get_weather", {"city": "Paris"})]
+    sent = stand_in.requests[0]
+    assert [t["function"]["name"] for t in sent["tools"]] == ["get_weather", "reply_to_user"]  # type: ignore[index,union-attr]
+    schema = sent["response_format"]["schema"]  # type: ignore[index]
+    assert [o["properties"]["name"]["const"] for o in schema["anyOf"]] == ["get_weather", "reply_to_user"]
+    assert schema["anyOf"][0]["properties"]["arguments"] == WEATHER.parameters
+    replied = await client.complete(Role.PA, messages, tools=[WEATHER])  # type: ignore[attr-defined]
+    assert replied.text == "It is sunny in Paris." and replied.tool_calls == []
+    stand_in.queue('{"name": "get_weather", "arguments": {"city": "Rome"}}')
+    await client.complete(Role.PA, messages, tools=[WEATHER], tool_choice="get_weather")  # type: ignore[attr-defined]
+    forced = stand_in.requests[2]["response_format"]["schema"]  # type: ignore[index]
+    assert [o["properties"]["name"]["const"] for o in forced["anyOf"]] == ["get_weather"]  # a forced call: no reply tool
+
+
+async def test_auto_calling_sends_no_grammar(stand_in: _OpenAIStandIn) -> None:
+    client = _client_for(stand_in.base)
+    stand_in.queue("Sunny.")
+    await client.complete(Role.PA, [ChatMessage(role="user", content="Weather?")], tools=[WEATHER])  # type: ignore[attr-defined]
+    assert "response_format" not in stand_in.requests[0]
+    assert [t["function"]["name"] for t in stand_in.requests[0]["tools"]] == ["get_weather"]  # type: ignore[index,union-attr]
