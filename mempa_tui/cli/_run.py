@@ -70,7 +70,7 @@ def _config(args: argparse.Namespace, profile: ModelProfile, memory: str, option
     return build_run_config(
         user=args.user, memory=memory, profile=profile, worlds=args.worlds, repeats=args.repeats,
         seed=args.seed, donor=donor, memory_options=options,
-        probe_concurrency=args.probe_concurrency, slice=args.slice,
+        probe_concurrency=args.probe_concurrency, slice=args.slice, quick=getattr(args, "quick", False),
     )
 
 

@@ -102,6 +102,9 @@ class RunConfig(BaseModel):
     slice: bool = False
     """Play only the timeline's quick-start ``slice`` (see :meth:`UserBundle.sliced`); part of the
     run id as a ``-slice`` suffix."""
+    quick: bool = False
+    """Play only the timeline's ``quick`` list and the probes of the cells it tests (see
+    :meth:`UserBundle.quick_start`); part of the run id as a ``-quick`` suffix."""
 
     @field_validator("memory")
     @classmethod
@@ -116,7 +119,13 @@ class RunConfig(BaseModel):
     def run_id(self) -> str:
         """Readable id ``<user>-<memory>-<profile>-s<seed>[-slice]``, e.g. ``A-file-embedded-s0``."""
         profile = _ID_SAFE.sub("_", Path(self.profile).stem) or "profile"
-        return f"{self.user}-{self.memory}-{profile}-s{self.seed}" + ("-slice" if self.slice else "")
+        return (f"{self.user}-{self.memory}-{profile}-s{self.seed}" + ("-slice" if self.slice else "")
+                + ("-quick" if self.quick else ""))
+
+    @property
+    def timeline_kind(self) -> str:
+        """What the run plays: ``whole timeline``, ``quick-start slice`` or ``quick start``."""
+        return "quick start" if self.quick else "quick-start slice" if self.slice else "whole timeline"
 
     @property
     def accumulates(self) -> bool:
@@ -128,6 +137,8 @@ class RunConfig(BaseModel):
         data = self.model_dump(mode="json")
         if not data.get("slice"):
             data.pop("slice", None)  # runs stored before the field existed played whole timelines
+        if not data.get("quick"):
+            data.pop("quick", None)
         return {k: v for k, v in sorted(data.items()) if k not in _UNHASHED}
 
     def config_hash(self) -> str:
@@ -198,6 +209,8 @@ def config_diff(stored_json: str, current: RunConfig) -> list[str]:
         return ["config: the stored configuration is not a mapping"]
     if not stored.get("slice"):
         stored.pop("slice", None)  # a whole-timeline run, stored with or without the field
+    if not stored.get("quick"):
+        stored.pop("quick", None)
     now = current.fingerprint()
     lines: list[str] = []
     for key in sorted(set(now) | (set(stored) - _UNHASHED)):

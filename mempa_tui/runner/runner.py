@@ -102,7 +102,9 @@ def filled_config(config: RunConfig, profile: ModelProfile) -> tuple[UserBundle,
         WorldFileError: the user's world files are invalid.
     """
     bundle = load_user(config.worlds_dir, config.user)
-    if config.slice:
+    if config.quick:
+        bundle = bundle.quick_start()
+    elif config.slice:
         bundle = bundle.sliced()
     if not config.worlds_digest:
         config = config.model_copy(update={"worlds_digest": worlds_digest(bundle.root)})
@@ -151,10 +153,10 @@ def donor_problem(config: RunConfig, donor: RunRecord | None, store_path: Path |
         theirs = RunConfig.model_validate_json(donor.config_json)
     except ValidationError:
         return f"donor run {donor.id} has a stored configuration this version cannot read"
-    if theirs.slice != config.slice:
-        played = "the quick-start slice" if theirs.slice else "the whole timeline"
-        wanted = "the quick-start slice (--slice)" if config.slice else "the whole timeline"
-        return f"donor run {donor.id} played {played}, but this run probes {wanted}"
+    if theirs.timeline_kind != config.timeline_kind:
+        flag = " (--quick)" if config.quick else " (--slice)" if config.slice else ""
+        return (f"donor run {donor.id} played the {theirs.timeline_kind}, but this run probes the "
+                f"{config.timeline_kind}{flag}")
     if theirs.worlds_digest and config.worlds_digest and theirs.worlds_digest != config.worlds_digest:
         return (f"donor run {donor.id} played other world files for user {config.user} "
                 f"(worlds digest {theirs.worlds_digest[:12]}, now {config.worlds_digest[:12]})")
@@ -284,10 +286,11 @@ class Runner:
             fits=lambda run: donor_problem(config.model_copy(update={"donor_run": run.id}), run) is None,
         )
         if donor is None:
-            slice_flag = " --slice" if config.slice else ""
+            slice_flag = " --quick" if config.quick else " --slice" if config.slice else ""
             notes.append(
                 f"warning: no completed accumulation run of user {config.user} with profile "
-                f"{config.profile} that played the same timeline{' (slice)' if config.slice else ''}; "
+                f"{config.profile} that played the same timeline"
+                f"{' (slice)' if config.slice else ' (quick start)' if config.quick else ''}; "
                 "probing from the fixture world with an empty memory "
                 f"(run e.g. `mempa run --user {config.user} --memory file --model {config.profile}{slice_flag}` "
                 "first, or name one with --donor)"

@@ -50,6 +50,7 @@ def build_run_config(
     memory_options: dict[str, int | float | bool | str] | None = None,
     probe_concurrency: int = 2,
     slice: bool = False,
+    quick: bool = False,
 ) -> RunConfig:
     """Check the user and its world files, then build the run's :class:`RunConfig`.
 
@@ -61,10 +62,12 @@ def build_run_config(
         repeats / seed / donor / memory_options / probe_concurrency: as ``mempa run``.
         slice: play only the timeline's quick-start slice (``mempa run --slice``); dropped for a
             timeline that names no slice (it is its own slice, and keeps its run id).
+        quick: play only the timeline's quick start (``mempa run --quick``).
 
     Raises:
         RunSetupError: unknown user, an invalid field (named like its command-line option), or
-            ``slice`` on a full timeline that names no slice.
+            ``slice`` on a full timeline that names no slice, ``quick`` on a timeline without a
+            ``quick`` list, or both.
         WorldFileError: the user's world files are invalid (``path:line: message``).
     """
     if not Path(worlds).is_dir():
@@ -77,6 +80,13 @@ def build_run_config(
             + (f" (users: {', '.join(users)})" if users else f" ({where} has no users)")
         )
     bundle = load_user(worlds, user)  # world file errors surface before any server starts
+    if quick:
+        if slice:
+            raise RunSetupError("--quick and --slice pick different parts of the timeline; give one of them")
+        try:
+            bundle.quick_start()
+        except ValueError as exc:
+            raise RunSetupError(str(exc)) from None
     if slice:
         try:
             bundle.sliced()
@@ -89,6 +99,7 @@ def build_run_config(
             user=user, profile=profile.name, memory=memory, seed=seed,
             repeats=repeats, worlds_dir=Path(worlds), donor_run=donor,
             memory_options=dict(memory_options or {}), probe_concurrency=probe_concurrency, slice=slice,
+            quick=quick,
         ).with_profile(profile)
     except ValueError as exc:  # pydantic ValidationError is a ValueError
         raise RunSetupError(_first_validation_line(exc)) from None
