@@ -518,3 +518,20 @@ async def test_auto_calling_sends_no_grammar(stand_in: _OpenAIStandIn) -> None:
     await client.complete(Role.PA, [ChatMessage(role="user", content="Weather?")], tools=[WEATHER])  # type: ignore[attr-defined]
     assert "response_format" not in stand_in.requests[0]
     assert [t["function"]["name"] for t in stand_in.requests[0]["tools"]] == ["get_weather"]  # type: ignore[index,union-attr]
+
+
+def test_the_shipped_embedded_profile_runs_one_server_and_a_constrained_pa() -> None:
+    from mempa_tui.llm import load_profile
+    from mempa_tui.runner.config import profile_fingerprint
+
+    profile = load_profile("embedded")
+    options = profile.options.embedded
+    assert options.server == "llama_cpp" and options.dedicated_servers == [] and options.cache_ram_mib > 0
+    assert profile.spec_for(Role.PA).max_concurrency == options.n_parallel  # one request per slot
+    assert profile.spec_for(Role.PA).tool_calling == "constrained"
+    assert profile.spec_for(Role.SIMULATOR).tool_calling == "auto"
+    # the calling mode changes results, so a stored run made under the other mode is not resumed
+    auto = profile.model_copy(update={"roles": {**profile.roles, Role.PA: profile.spec_for(Role.PA).model_copy(
+        update={"tool_calling": "auto"})}})
+    assert profile_fingerprint(profile)["pa"] != profile_fingerprint(auto)["pa"]
+    assert profile_fingerprint(profile)["simulator"] == profile_fingerprint(auto)["simulator"]

@@ -157,7 +157,8 @@ def profile_fingerprint(profile: ModelProfile) -> dict[str, str]:
     Endpoints, timeouts, retries and concurrency are left out (they change how fast, not what).
 
     Returns:
-        Role value -> ``"<model> temperature=.. max_tokens=.. context_window=.. seed=.."``, plus
+        Role value -> ``"<model> temperature=.. max_tokens=.. context_window=.. seed=.."`` (and
+        `` tool_calling=constrained`` for a spec that calls tools under a grammar), plus
         ``options`` -> the message-checker switch.
     """
     out: dict[str, str] = {}
@@ -166,6 +167,7 @@ def profile_fingerprint(profile: ModelProfile) -> dict[str, str]:
         out[role.value] = (
             f"{spec.model} temperature={spec.temperature} max_tokens={spec.max_tokens} "
             f"context_window={spec.context_window} seed={spec.seed}"
+            + (f" tool_calling={spec.tool_calling}" if spec.tool_calling != "auto" else "")
         )
     out["options"] = f"llm_message_checker={profile.options.llm_message_checker}"
     return out
