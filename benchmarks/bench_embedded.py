@@ -198,6 +198,23 @@ async def run(args: argparse.Namespace) -> None:
 
     client_module.LLMClient._record = record  # type: ignore[method-assign]
     client_module.LLMClient._completion = completion  # type: ignore[method-assign]
+    metrics: dict[str, float] = {}
+    original_stop = EmbeddedServer._stop
+
+    async def stop(self: EmbeddedServer) -> None:
+        # the server's own counters, read before it goes (prompt and generation tokens and seconds)
+        for base in self.bases.values():
+            try:
+                text = httpx.get(f"{base.removesuffix('/v1')}/metrics", timeout=10).text
+            except httpx.HTTPError:
+                continue
+            for line in text.splitlines():
+                if line.startswith("llamacpp:") and " " in line:
+                    name, value = line.split(" ", 1)
+                    metrics[name.removeprefix("llamacpp:")] = metrics.get(name.removeprefix("llamacpp:"), 0.0) + float(value)
+        await original_stop(self)
+
+    EmbeddedServer._stop = stop  # type: ignore[method-assign]
     argv = ["run", "--user", args.user, "--memory", args.memory, "--repeats", str(args.repeats),
             "--saves", args.saves, "--local-memory", str(Path(args.saves) / "local_memory")]
     if args.quick:
@@ -212,10 +229,20 @@ async def run(args: argparse.Namespace) -> None:
     code = await cmd_run(parsed)
     wall = time.perf_counter() - started
     print(f"\nexit code {code}; {load()}")
-    read = [t for t in timings if t.get("prompt_n", 0) > 50]
-    prompt_rate = (sum(t["prompt_n"] for t in read) / (sum(t["prompt_ms"] for t in read) / 1000)) if read else 0.0
-    gen = [t for t in timings if t.get("predicted_n", 0) > 5]
-    gen_rate = (sum(t["predicted_n"] for t in gen) / (sum(t["predicted_ms"] for t in gen) / 1000)) if gen else 0.0
+    prompt_rate = gen_rate = 0.0
+    if metrics.get("prompt_seconds_total"):
+        prompt_rate = metrics["prompt_tokens_total"] / metrics["prompt_seconds_total"]
+    if metrics.get("tokens_predicted_seconds_total"):
+        gen_rate = metrics["tokens_predicted_total"] / metrics["tokens_predicted_seconds_total"]
+    if metrics:
+        print(f"server counters: {metrics.get('prompt_tokens_total', 0):,.0f} prompt tokens read in "
+              f"{metrics.get('prompt_seconds_total', 0):.0f} s, {metrics.get('tokens_predicted_total', 0):,.0f} "
+              f"generated in {metrics.get('tokens_predicted_seconds_total', 0):.0f} s")
+    elif timings:
+        read = [t for t in timings if t.get("prompt_n", 0) > 50]
+        prompt_rate = sum(t["prompt_n"] for t in read) / (sum(t["prompt_ms"] for t in read) / 1000) if read else 0.0
+        gen = [t for t in timings if t.get("predicted_n", 0) > 5]
+        gen_rate = sum(t["predicted_n"] for t in gen) / (sum(t["predicted_ms"] for t in gen) / 1000) if gen else 0.0
     print_run_table(calls, wall, prompt_rate or args.prompt_rate, gen_rate or args.gen_rate)
 
 

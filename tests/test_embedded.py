@@ -535,3 +535,32 @@ def test_the_shipped_embedded_profile_runs_one_server_and_a_constrained_pa() -> 
         update={"tool_calling": "auto"})}})
     assert profile_fingerprint(profile)["pa"] != profile_fingerprint(auto)["pa"]
     assert profile_fingerprint(profile)["simulator"] == profile_fingerprint(auto)["simulator"]
+
+
+async def test_a_runtime_that_cannot_come_up_is_a_user_fixable_profile_error() -> None:
+    from contextlib import AsyncExitStack
+    from io import StringIO
+
+    from mempa_tui.cli._errors import user_error_message
+    from mempa_tui.llm.embedded import _free_port
+    from mempa_tui.llm.profile import ProfileError
+    from mempa_tui.llm.runtime import RuntimeUnavailableError, prepare_runtime
+
+    profile = ModelProfile(name="ollama", runtime="ollama", default=ModelSpec(model="ollama_chat/qwen2.5:7b-instruct"),
+                           options=ProfileOptions(ollama_url=f"http://127.0.0.1:{_free_port()}"))
+    async with AsyncExitStack() as stack:
+        with pytest.raises(RuntimeUnavailableError) as caught:
+            await prepare_runtime(profile, stack, StringIO())
+    assert isinstance(caught.value, ProfileError)
+    message = user_error_message(caught.value)
+    assert message is not None and message.startswith("model profile ollama: ")
+
+
+def test_run_setup_errors_are_user_fixable(tmp_path: Path) -> None:
+    from mempa_tui.cli._errors import user_error_message
+    from mempa_tui.llm import load_profile
+    from mempa_tui.runner.setup import RunSetupError, build_run_config
+
+    with pytest.raises(RunSetupError) as caught:
+        build_run_config(user="A", memory="file", profile=load_profile("embedded"), worlds=tmp_path / "absent")
+    assert user_error_message(caught.value) == str(caught.value) and "no worlds folder" in str(caught.value)
