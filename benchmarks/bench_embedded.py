@@ -13,6 +13,11 @@ Three parts, each printing a table:
     and what bringing it up costs on a server start: read and saved on the first start, restored
     from ``models/kv-cache`` on later ones.
 
+``validity``
+    The PA's first turn of several sessions under each calling mode (``auto``, ``constrained``):
+    the share of tool calls that name an offered tool with schema-valid arguments, fragments, and
+    non-empty replies.
+
 ``run``
     One run of mempa (``--memory none,file --quick`` by default) on the embedded model; then, per
     role, the calls, prompt tokens, reused tokens (the server's own counts), completion tokens and
@@ -21,6 +26,7 @@ Three parts, each printing a table:
 
     python benchmarks/bench_embedded.py rates --sizes 500,4000
     python benchmarks/bench_embedded.py prefix
+    python benchmarks/bench_embedded.py validity --prompts 6 --modes auto,constrained
     python benchmarks/bench_embedded.py run --user A --memory none,file --quick
 
 Timings on a shared machine are noisy: every table is printed with the load average.
@@ -135,6 +141,73 @@ async def prefix(args: argparse.Namespace) -> None:
                   f"read {timings.get('prompt_n')} at {timings.get('prompt_per_second', 0):.1f} tok/s, "
                   f"generated {timings.get('predicted_n')} at {timings.get('predicted_per_second', 0):.1f} tok/s")
             print("reply:", json.dumps(reply["choices"][0]["message"])[:400])
+    print(f"after: {load()}")
+
+
+async def validity(args: argparse.Namespace) -> None:
+    """Tool-call and reply validity of the PA's first turn of several sessions, per calling mode.
+
+    Each prompt is what the PA sees at a session's start (instructions, date, an empty memory, the
+    session's task as the user's message) with all 83 world tools. A call is valid when it names an
+    offered tool and its arguments meet that tool's schema; a reply is valid when it is non-empty
+    text and no fragment of a call (the client turns fragments into failed calls).
+    """
+    from datetime import datetime
+
+    import jsonschema
+
+    from mempa_tui.agent.prompt import context_prompt, instructions
+    from mempa_tui.llm import ChatMessage, LLMClient
+    from mempa_tui.memory.base import Evidence
+    from mempa_tui.runner.setup import pa_prefix
+    from mempa_tui.scripts.loader import load_user
+
+    bundle = load_user("worlds", args.user)
+    sessions = list(bundle.sessions.values())[: args.prompts]
+    fixed = pa_prefix()
+    tools = list(fixed.tools)
+    by_name = {t.name: t for t in tools}
+    modes = args.modes.split(",")
+    print(f"{len(sessions)} session openings of user {args.user}, modes {modes}; {load()}")
+    async with AsyncExitStack() as stack:
+        ready = await prepare_runtime(load_profile(args.model), stack, sys.stdout, prefix=fixed)
+        for mode in modes:
+            pa = ready.spec_for(Role.PA).model_copy(update={"tool_calling": mode})
+            client = LLMClient(ready.model_copy(update={"roles": {**ready.roles, Role.PA: pa}}))
+            counts = {"turns": 0, "calls": 0, "valid_calls": 0, "replies": 0, "valid_replies": 0, "fragments": 0}
+            started = time.perf_counter()
+            for session in sessions:
+                messages = [
+                    ChatMessage(role="system", content=instructions()),
+                    ChatMessage(role="system", content=context_prompt(datetime.fromisoformat(str(session.starts_at)),
+                                                                      Evidence())),
+                    ChatMessage(role="user", content=session.task),
+                ]
+                reply = await client.complete(Role.PA, messages, tools=tools)
+                counts["turns"] += 1
+                for call in reply.tool_calls:
+                    counts["calls"] += 1
+                    counts["fragments"] += int(call.arguments_error is not None)
+                    spec = by_name.get(call.name)
+                    ok = spec is not None and call.arguments_error is None
+                    if ok:
+                        try:
+                            jsonschema.validate(call.arguments, spec.parameters)
+                        except jsonschema.ValidationError:
+                            ok = False
+                    counts["valid_calls"] += int(ok)
+                    print(f"  [{mode}] {session.id}: call {call.name or '(no name)'} {'valid' if ok else 'INVALID'}"
+                          f" {json.dumps(call.arguments)[:120]}")
+                if not reply.tool_calls:
+                    counts["replies"] += 1
+                    counts["valid_replies"] += int(bool(reply.text.strip()))
+                    print(f"  [{mode}] {session.id}: reply {reply.text[:120]!r}")
+            seconds = time.perf_counter() - started
+            calls, replies = counts["calls"], counts["replies"]
+            print(f"mode {mode}: {counts['turns']} turns in {seconds:.0f} s; tool calls {calls}, valid "
+                  f"{counts['valid_calls']} ({counts['valid_calls'] / calls:.0%} of calls)" if calls else
+                  f"mode {mode}: {counts['turns']} turns in {seconds:.0f} s; no tool calls", end="")
+            print(f"; fragments {counts['fragments']}; replies {replies}, non-empty {counts['valid_replies']}")
     print(f"after: {load()}")
 
 
@@ -258,6 +331,10 @@ def main() -> None:
     r.add_argument("--python", default=None, help="interpreter that has the server package")
     p = sub.add_parser("prefix")
     p.add_argument("--generate", type=int, default=48)
+    v = sub.add_parser("validity")
+    v.add_argument("--user", default="A")
+    v.add_argument("--prompts", type=int, default=6)
+    v.add_argument("--modes", default="auto,constrained")
     u = sub.add_parser("run")
     u.add_argument("--user", default="A")
     u.add_argument("--memory", default="none,file")
@@ -268,7 +345,7 @@ def main() -> None:
     u.add_argument("--prompt-rate", type=float, default=0.0, help="fallback when the server reports no timings")
     u.add_argument("--gen-rate", type=float, default=0.0)
     args = parser.parse_args()
-    asyncio.run({"rates": rates, "prefix": prefix, "run": run}[args.part](args))
+    asyncio.run({"rates": rates, "prefix": prefix, "validity": validity, "run": run}[args.part](args))
 
 
 if __name__ == "__main__":
