@@ -73,7 +73,7 @@ _REPLY_TOOL_DICT: dict[str, Any] = {
         "description": "Answer the person in plain text and end your turn (use it when no other tool is needed now).",
         "parameters": {
             "type": "object",
-            "properties": {"text": {"type": "string", "description": "What the person reads."}},
+            "properties": {"text": {"type": "string", "minLength": 1, "description": "What the person reads."}},
             "required": ["text"],
         },
     },
