@@ -75,7 +75,7 @@ async def rates(args: argparse.Namespace) -> None:
     """Prompt and generation speed at each size, nothing cached (a fresh nonce starts each prompt)."""
     profile = load_profile(args.model)
     options = profile.options.embedded.model_copy(update={"server": args.server, "prefix_cache_dir": None,
-                                                           "n_parallel": 1})
+                                                           "n_parallel": 1, "n_threads": args.threads})
     profile = profile.model_copy(update={"options": profile.options.model_copy(update={"embedded": options})})
     weights = ensure_weights(profile.options.embedded.weights_dir)
     sizes = [int(s) for s in args.sizes.split(",")]
@@ -329,6 +329,7 @@ def main() -> None:
     r.add_argument("--generate", type=int, default=64)
     r.add_argument("--server", default="llama_cpp", choices=["llama_cpp", "llama_cpp_python"])
     r.add_argument("--python", default=None, help="interpreter that has the server package")
+    r.add_argument("--threads", type=int, default=None, help="llama.cpp threads (default: the profile's)")
     p = sub.add_parser("prefix")
     p.add_argument("--generate", type=int, default=48)
     v = sub.add_parser("validity")

@@ -564,3 +564,18 @@ def test_run_setup_errors_are_user_fixable(tmp_path: Path) -> None:
     with pytest.raises(RunSetupError) as caught:
         build_run_config(user="A", memory="file", profile=load_profile("embedded"), worlds=tmp_path / "absent")
     assert user_error_message(caught.value) == str(caught.value) and "no worlds folder" in str(caught.value)
+
+
+@pytest.mark.parametrize(("cpus", "load", "threads"), [(2, 0.1, 2), (2, 0.6, 1), (2, 6.5, 1), (8, 3.2, 5), (8, 0.0, 8)])
+def test_default_threads_leave_cores_that_other_work_holds(
+    monkeypatch: pytest.MonkeyPatch, cpus: int, load: float, threads: int
+) -> None:
+    from mempa_tui.llm import embedded
+
+    monkeypatch.setattr(embedded.os, "cpu_count", lambda: cpus)
+    monkeypatch.setattr(embedded.os, "getloadavg", lambda: (load, load, load))
+    assert embedded.default_threads() == threads
+    command = server_command(embedded_profile(), Path("m.gguf"), 1)
+    assert command[command.index("--threads") + 1] == str(threads)
+    fixed = server_command(embedded_profile(n_threads=2), Path("m.gguf"), 1)
+    assert fixed[fixed.index("--threads") + 1] == "2"

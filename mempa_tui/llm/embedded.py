@@ -184,13 +184,22 @@ def _free_port() -> int:
 
 
 def default_threads() -> int:
-    """Threads for prompt evaluation and generation when the profile sets none: all logical CPUs.
+    """Threads for prompt reading and generation when the profile sets none: the idle CPUs.
 
-    While the server computes, the harness only waits on it, so llama.cpp can use every core. On
-    a machine that is busy with other work, set ``options.embedded.n_threads`` lower: llama.cpp
-    threads wait on each other at every step, so oversubscribed cores slow it down.
+    While the server computes, the harness only waits on it, so on an idle machine llama.cpp uses
+    every logical CPU. On a machine busy with other work it uses only the CPUs the one-minute load
+    average leaves free (at least one): llama.cpp's threads wait for each other at every step, so a
+    thread that has to share its core stalls the others. Measured on a 2-core machine at load
+    average 5-7 (benchmarks/bench_embedded.py rates): one thread read prompts at 63 tokens/s and
+    generated 19.5 tokens/s at 840 prompt tokens, two threads 39-52 and 3.1-3.2.
+    Set ``options.embedded.n_threads`` to fix the count.
     """
-    return max(1, os.cpu_count() or 1)
+    cpus = max(1, os.cpu_count() or 1)
+    try:
+        busy = os.getloadavg()[0]
+    except OSError:  # not available on this platform
+        return cpus
+    return max(1, min(cpus, int(cpus - busy + 0.5)))
 
 
 def server_command(profile: ModelProfile, weights: Path, port: int, *, python: str = sys.executable) -> list[str]:

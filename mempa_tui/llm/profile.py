@@ -174,7 +174,9 @@ class EmbeddedOptions(BaseModel):
     weights_dir: str = "models/weights"
     """Folder the joined GGUF is written to (relative paths are relative to the working dir)."""
     n_threads: int | None = Field(default=None, ge=1)
-    """CPU threads for prompt evaluation and generation; None: all logical CPUs."""
+    """CPU threads for prompt evaluation and generation; None: the CPUs the load average leaves idle
+    when the server starts (all of them on an idle machine; see
+    :func:`~mempa_tui.llm.embedded.default_threads`)."""
     n_parallel: int = Field(default=1, ge=1, le=16)
     """Slots of the llama.cpp server (``llama_cpp`` only): requests decoded together by continuous
     batching. Every slot has the full ``context_window`` of its own. The profile's
