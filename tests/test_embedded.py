@@ -1,8 +1,9 @@
 """Embedded default: weight joining and verification, and the server process lifecycle.
 
-The real llama.cpp server is exercised by ``benchmarks/embedded_model.py``; here a small fake
-server script stands in for ``python -m llama_cpp.server`` so start, readiness, failure and
-termination are tested without loading a model.
+The real llama.cpp server is exercised by ``benchmarks/embedded_model.py`` and
+``benchmarks/bench_embedded.py``; here a small fake server script stands in for the server
+process so start, readiness, failure, termination and the prefix-state save/restore protocol are
+tested without loading a model.
 """
 
 from __future__ import annotations
@@ -18,12 +19,13 @@ from pathlib import Path
 import anyio
 import pytest
 
-from mempa_tui.llm import ModelProfile, ModelSpec, Role
+from mempa_tui.llm import ChatMessage, ModelProfile, ModelSpec, Role, ToolSpec
 from mempa_tui.llm.embedded import (
     EmbeddedError,
     EmbeddedServer,
     ensure_weights,
     part_paths,
+    prefix_key,
     server_command,
 )
 from mempa_tui.llm.profile import EmbeddedOptions, ProfileOptions
@@ -95,22 +97,51 @@ def embedded_profile(**options: object) -> ModelProfile:
     )
 
 
-def test_server_command_flags(tmp_path: Path) -> None:
-    command = server_command(embedded_profile(n_threads=3, extra_args=["--n_batch", "256"]), tmp_path / "m.gguf", 9999)
+def test_llama_cpp_python_server_command_flags(tmp_path: Path) -> None:
+    command = server_command(embedded_profile(server="llama_cpp_python", n_threads=3, extra_args=["--n_batch", "256"]),
+                             tmp_path / "m.gguf", 9999)
     joined = " ".join(command)
     assert command[1:3] == ["-m", "llama_cpp.server"]
     assert "--host 127.0.0.1" in joined and "--port 9999" in joined
     assert "--n_ctx 8192" in joined and "--cache" not in joined and "--n_threads 3" in joined
     assert "--chat_format" not in joined
     assert command[-2:] == ["--n_batch", "256"]
-    chatml = server_command(embedded_profile(chat_format="chatml-function-calling"), tmp_path / "m.gguf", 1)
+    chatml = server_command(embedded_profile(server="llama_cpp_python", chat_format="chatml-function-calling"),
+                            tmp_path / "m.gguf", 1)
     assert "--chat_format chatml-function-calling" in " ".join(chatml)
 
 
+def test_the_default_server_is_llama_cpps_own_with_slots_cache_and_prefix_folder(tmp_path: Path) -> None:
+    profile = embedded_profile(n_threads=2, n_parallel=3, cache_ram_mib=1024, prefix_cache_dir=str(tmp_path / "kv"))
+    command = server_command(profile, tmp_path / "m.gguf", 9999)
+    assert command[1:3] == ["-m", "mempa_tui.llm._llama_server"]
+    flags = dict(zip(command[3::2], command[4::2], strict=False))
+    assert flags["--port"] == "9999" and flags["--host"] == "127.0.0.1"
+    assert flags["--n-ctx"] == "8192"  # the largest context_window, per slot
+    assert flags["--parallel"] == "3" and flags["--cache-ram-mib"] == "1024" and flags["--threads"] == "2"
+    assert flags["--slot-save-path"] == str((tmp_path / "kv").resolve())
+    off = server_command(embedded_profile(prefix_cache_dir=None), tmp_path / "m.gguf", 1)
+    assert "--slot-save-path" not in off
+
+
+def test_the_launcher_maps_flags_to_llama_cpp_params(tmp_path: Path) -> None:
+    pytest.importorskip("xllamacpp")
+    from mempa_tui.llm._llama_server import build_params, parse_args
+
+    args = parse_args(["--model", "m.gguf", "--alias", "q", "--port", "9", "--n-ctx", "4096", "--threads", "2",
+                       "--parallel", "2", "--cache-ram-mib", "512", "--slot-save-path", str(tmp_path)])
+    params = build_params(args)
+    assert params.n_ctx == 8192 and params.n_parallel == 2  # each slot gets the whole window
+    assert params.cache_ram_mib == 512 and params.cont_batching and params.use_jinja
+    assert params.slot_save_path.endswith("/")  # llama.cpp joins folder and file name without a separator
+    assert params.cpuparams.n_threads == 2 and params.port == 9
+
+
 FAKE_SERVER = """\
-import http.server, json, os, sys, time
+import http.server, json, os, sys, time, urllib.parse
 args = sys.argv[1:]
 port = int(args[args.index("--port") + 1])
+slots = args[args.index("--slot-save-path") + 1] + "/" if "--slot-save-path" in args else ""
 with open(os.environ["FAKE_LOG"], "a") as log:
     log.write(json.dumps({"argv": args, "pid": os.getpid()}) + chr(10))
 mode = os.environ["FAKE_MODE"]
@@ -119,11 +150,38 @@ if mode == "crash":
     sys.exit(3)
 if mode == "silent":
     time.sleep(60)
+def note(entry):
+    with open(os.environ["FAKE_LOG"] + ".requests", "a") as out:
+        out.write(json.dumps(entry) + chr(10))
 class H(http.server.BaseHTTPRequestHandler):
-    def do_GET(self):
-        body = json.dumps({"data": [{"id": "m"}]}).encode()
-        self.send_response(200); self.send_header("Content-Length", str(len(body))); self.end_headers()
+    def reply(self, code, payload):
+        body = json.dumps(payload).encode()
+        self.send_response(code); self.send_header("Content-Length", str(len(body))); self.end_headers()
         self.wfile.write(body)
+    def do_GET(self):
+        if self.path == "/props":
+            return self.reply(200, {"chat_template": "TEMPLATE"})
+        self.reply(200, {"data": [{"id": "m"}]})
+    def do_POST(self):
+        url = urllib.parse.urlparse(self.path)
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])) or b"{}")
+        action = urllib.parse.parse_qs(url.query).get("action", [""])[0]
+        note({"path": url.path, "action": action, "body": body})
+        if url.path == "/v1/chat/completions":
+            return self.reply(200, {"choices": [{"message": {"role": "assistant", "content": "x"}}]})
+        if url.path.startswith("/slots/") and action == "save":
+            with open(slots + body["filename"], "w") as state:
+                state.write("STATE")
+            return self.reply(200, {"n_saved": 1234})
+        if url.path.startswith("/slots/") and action == "restore":
+            try:
+                text = open(slots + body["filename"]).read()
+            except OSError:
+                return self.reply(404, {"error": "no such file"})
+            if text != "STATE":
+                return self.reply(400, {"error": "bad state file"})
+            return self.reply(200, {"n_restored": 1234})
+        self.reply(404, {"error": "unknown"})
     def log_message(self, *a):
         pass
 http.server.HTTPServer(("127.0.0.1", port), H).serve_forever()
@@ -161,10 +219,21 @@ async def test_server_starts_fills_api_base_and_stops(fake_python: tuple[str, Pa
     assert gone(info["pid"])
 
 
-async def test_the_pa_and_the_simulator_get_servers_of_their_own(fake_python: tuple[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_one_process_serves_every_role_by_default(fake_python: tuple[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     python, log = fake_python
     monkeypatch.setenv("FAKE_MODE", "serve")
+    assert EmbeddedOptions().dedicated_servers == []
     async with EmbeddedServer(embedded_profile(startup_timeout_s=30), weights=tmp_path / "m.gguf", python=python) as ready:
+        started = [json.loads(line) for line in log.read_text().splitlines()]
+        assert len(started) == 1
+        assert len({ready.spec_for(r).api_base for r in Role}) == 1
+
+
+async def test_roles_listed_as_dedicated_get_servers_of_their_own(fake_python: tuple[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    python, log = fake_python
+    monkeypatch.setenv("FAKE_MODE", "serve")
+    profile = embedded_profile(startup_timeout_s=30, dedicated_servers=[Role.PA, Role.SIMULATOR])
+    async with EmbeddedServer(profile, weights=tmp_path / "m.gguf", python=python) as ready:
         started = [json.loads(line) for line in log.read_text().splitlines()]
         ports = [i["argv"][i["argv"].index("--port") + 1] for i in started]
         shared, pa, simulator = (f"http://127.0.0.1:{p}/v1" for p in ports)
@@ -222,6 +291,14 @@ async def test_missing_llama_cpp_names_the_extra(monkeypatch: pytest.MonkeyPatch
     real_find = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "llama_cpp" else real_find(name, *a))
     with pytest.raises(EmbeddedError, match=r'llama_cpp is not installed.*pip install -e "\.\[embedded\]"'):
+        async with EmbeddedServer(embedded_profile(server="llama_cpp_python"), weights=tmp_path / "m.gguf"):
+            pass
+
+
+async def test_missing_xllamacpp_names_the_extra(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    real_find = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "xllamacpp" else real_find(name, *a))
+    with pytest.raises(EmbeddedError, match=r'xllamacpp is not installed.*pip install -e "\.\[embedded\]"'):
         async with EmbeddedServer(embedded_profile(), weights=tmp_path / "m.gguf"):
             pass
 
@@ -241,3 +318,264 @@ def test_missing_weight_parts_say_what_they_are_and_how_to_install_them(monkeypa
     monkeypatch.setattr(embedded.importlib, "import_module", without_parts)
     with pytest.raises(EmbeddedError, match=r"embedded model's weights are not installed .* pip install -e"):
         embedded.part_paths()
+
+
+def requests_made(log: Path) -> list[dict[str, object]]:
+    path = Path(str(log) + ".requests")
+    lines = path.read_text().splitlines() if path.is_file() else []
+    path.unlink(missing_ok=True)
+    return [json.loads(line) for line in lines]
+
+
+PREFIX = [{"role": "system", "content": "You are a personal assistant."}]
+TOOLS = [{"type": "function", "function": {"name": "mcp_state_x", "description": "d", "parameters": {"type": "object"}}}]
+
+
+async def test_the_prefix_is_read_once_saved_and_restored_by_later_servers(
+    fake_python: tuple[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    python, log = fake_python
+    monkeypatch.setenv("FAKE_MODE", "serve")
+    weights = tmp_path / "m.gguf"
+    weights.write_bytes(b"GGUF")
+    profile = embedded_profile(startup_timeout_s=30, n_parallel=2, prefix_cache_dir=str(tmp_path / "kv"))
+    server = EmbeddedServer(profile, weights=weights, python=python)
+    async with server:
+        first = await server.warm_prefix(PREFIX, TOOLS)
+    made = requests_made(log)
+    assert first.action == "saved" and first.tokens == 1234 and first.path is not None and first.path.is_file()
+    assert first.path.parent == (tmp_path / "kv").resolve()
+    warm = [r for r in made if r["path"] == "/v1/chat/completions"]
+    assert len(warm) == 1 and warm[0]["body"]["max_tokens"] == 1  # type: ignore[index]
+    assert warm[0]["body"]["messages"][0] == PREFIX[0] and warm[0]["body"]["tools"] == TOOLS  # type: ignore[index]
+    assert [(r["path"], r["action"]) for r in made[1:]] == [("/slots/0", "save"), ("/slots/1", "restore")]
+    assert [p.name for p in first.path.parent.iterdir()] == [first.path.name]  # no partial file left
+
+    again = EmbeddedServer(profile, weights=weights, python=python)
+    async with again:
+        second = await again.warm_prefix(PREFIX, TOOLS)
+    assert second.action == "restored" and second.key == first.key
+    assert [(r["path"], r["action"]) for r in requests_made(log)] == [("/slots/0", "restore"), ("/slots/1", "restore")]
+
+    changed = EmbeddedServer(profile, weights=weights, python=python)
+    async with changed:
+        third = await changed.warm_prefix(PREFIX, [*TOOLS, {**TOOLS[0], "function": {**TOOLS[0]["function"], "name": "y"}}])
+    assert third.action == "saved" and third.key != first.key  # another tool list: read again
+
+
+async def test_a_state_that_does_not_restore_is_made_anew(
+    fake_python: tuple[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    python, log = fake_python
+    monkeypatch.setenv("FAKE_MODE", "serve")
+    profile = embedded_profile(startup_timeout_s=30, prefix_cache_dir=str(tmp_path / "kv"))
+    server = EmbeddedServer(profile, weights=tmp_path / "m.gguf", python=python)
+    async with server:
+        first = await server.warm_prefix(PREFIX, TOOLS)
+        assert first.path is not None
+        first.path.write_text("damaged")
+        second = await server.warm_prefix(PREFIX, TOOLS)
+    assert second.action == "saved" and second.path is not None and second.path.read_text() == "STATE"
+
+
+async def test_prefix_cache_is_off_without_a_folder_or_on_llama_cpp_python(
+    fake_python: tuple[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    python, log = fake_python
+    monkeypatch.setenv("FAKE_MODE", "serve")
+    for options in ({"prefix_cache_dir": None}, {"server": "llama_cpp_python"}):
+        server = EmbeddedServer(embedded_profile(startup_timeout_s=30, **options), weights=tmp_path / "m.gguf",
+                                python=python)
+        async with server:
+            assert (await server.warm_prefix(PREFIX, TOOLS)).action == "off"
+    assert requests_made(log) == []
+
+
+def test_the_prefix_key_follows_model_template_tools_and_instructions() -> None:
+    base = {"weights_sha256": "a" * 64, "chat_template": "T", "messages": PREFIX, "tools": TOOLS, "n_ctx": 4096}
+    key = prefix_key(**base)  # type: ignore[arg-type]
+    assert prefix_key(**base) == key  # type: ignore[arg-type]
+    for change in ({"weights_sha256": "b" * 64}, {"chat_template": "U"}, {"tools": []}, {"n_ctx": 8192},
+                   {"messages": [{"role": "system", "content": "Other instructions."}]}):
+        assert prefix_key(**{**base, **change}) != key  # type: ignore[arg-type]
+
+
+def test_the_terminal_app_does_not_import_the_command_line() -> None:
+    import subprocess
+
+    code = ("import sys, mempa_tui.tui.engine; "
+            "print(sorted(m for m in sys.modules if m.startswith('mempa_tui.cli._run')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
+    assert out.stdout.strip() == "[]"
+
+
+class _OpenAIStandIn:
+    """A loopback OpenAI-style chat server that answers with queued replies and keeps each request."""
+
+    def __init__(self) -> None:
+        import http.server
+        import threading
+
+        self.requests: list[dict[str, object]] = []
+        self.replies: list[dict[str, object]] = []
+        outer = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 - http.server's name
+                outer.requests.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
+                body = json.dumps(outer.replies.pop(0)).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+        self.base = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+    def queue(self, content: str, *, cached: int | None = None) -> None:
+        usage: dict[str, object] = {"prompt_tokens": 500, "completion_tokens": 9, "total_tokens": 509}
+        if cached is not None:
+            usage["prompt_tokens_details"] = {"cached_tokens": cached}
+        self.replies.append({
+            "id": "x", "object": "chat.completion", "created": 0, "model": "m",
+            "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": content}}],
+            "usage": usage,
+        })
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def stand_in() -> object:
+    server = _OpenAIStandIn()
+    yield server
+    server.close()
+
+
+def _client_for(base: str, **spec: object) -> object:
+    from mempa_tui.llm import LLMClient
+
+    profile = ModelProfile(name="embedded", runtime="embedded",
+                           default=ModelSpec(model="openai/m", api_base=base, num_retries=0, **spec))  # type: ignore[arg-type]
+    return LLMClient(profile)
+
+
+WEATHER = ToolSpec(name="get_weather", description="Weather for a city.",
+                   parameters={"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]})
+
+
+async def test_the_servers_own_cache_count_is_recorded(stand_in: _OpenAIStandIn) -> None:
+    client = _client_for(stand_in.base)
+    stand_in.queue("Hello.", cached=480)
+    stand_in.queue("Hello again.")  # a server that reports no cache count: the client's estimate
+    messages = [ChatMessage(role="system", content="You help."), ChatMessage(role="user", content="Hi")]
+    first = await client.complete(Role.PA, messages)  # type: ignore[attr-defined]
+    assert first.usage.reused_prefix_tokens == 480 and first.usage.reused_by_server
+    assert client.calls[-1].reused_prefix_tokens == 480 and client.calls[-1].reused_by_server  # type: ignore[attr-defined]
+    second = await client.complete(Role.PA, messages)  # type: ignore[attr-defined]
+    assert not second.usage.reused_by_server and not client.calls[-1].reused_by_server  # type: ignore[attr-defined]
+
+
+async def test_a_fragment_of_a_tool_call_never_comes_back_as_reply_text(stand_in: _OpenAIStandIn) -> None:
+    client = _client_for(stand_in.base)
+    stand_in.queue('{"name": "mcp_state_route_14_consult')  # cut off at the token cap
+    reply = await client.complete(Role.PA, [ChatMessage(role="user", content="Plan my route")], tools=[WEATHER])  # type: ignore[attr-defined]
+    assert reply.text == ""
+    assert [(c.name, c.arguments_error is not None) for c in reply.tool_calls] == [("mcp_state_route_14_consult", True)]
+
+
+async def test_constrained_calling_sends_a_grammar_over_the_tools_and_a_reply_tool(stand_in: _OpenAIStandIn) -> None:
+    client = _client_for(stand_in.base, tool_calling="constrained")
+    stand_in.queue('{"name": "get_weather", "arguments": {"city": "Paris"}}')
+    stand_in.queue('{"name": "reply_to_user", "arguments": {"text": "It is sunny in Paris."}}')
+    messages = [ChatMessage(role="user", content="Weather in Paris?")]
+    called = await client.complete(Role.PA, messages, tools=[WEATHER])  # type: ignore[attr-defined]
+    assert [(c.name, c.arguments) for c in called.tool_calls] == [("get_weather", {"city": "Paris"})]
+    sent = stand_in.requests[0]
+    assert [t["function"]["name"] for t in sent["tools"]] == ["get_weather", "reply_to_user"]  # type: ignore[index,union-attr]
+    schema = sent["response_format"]["schema"]  # type: ignore[index]
+    assert [o["properties"]["name"]["const"] for o in schema["anyOf"]] == ["get_weather", "reply_to_user"]
+    assert schema["anyOf"][0]["properties"]["arguments"] == WEATHER.parameters
+    replied = await client.complete(Role.PA, messages, tools=[WEATHER])  # type: ignore[attr-defined]
+    assert replied.text == "It is sunny in Paris." and replied.tool_calls == []
+    stand_in.queue('{"name": "get_weather", "arguments": {"city": "Rome"}}')
+    await client.complete(Role.PA, messages, tools=[WEATHER], tool_choice="get_weather")  # type: ignore[attr-defined]
+    forced = stand_in.requests[2]["response_format"]["schema"]  # type: ignore[index]
+    assert [o["properties"]["name"]["const"] for o in forced["anyOf"]] == ["get_weather"]  # a forced call: no reply tool
+
+
+async def test_auto_calling_sends_no_grammar(stand_in: _OpenAIStandIn) -> None:
+    client = _client_for(stand_in.base)
+    stand_in.queue("Sunny.")
+    await client.complete(Role.PA, [ChatMessage(role="user", content="Weather?")], tools=[WEATHER])  # type: ignore[attr-defined]
+    assert "response_format" not in stand_in.requests[0]
+    assert [t["function"]["name"] for t in stand_in.requests[0]["tools"]] == ["get_weather"]  # type: ignore[index,union-attr]
+
+
+def test_the_shipped_embedded_profile_runs_one_server_and_a_constrained_pa() -> None:
+    from mempa_tui.llm import load_profile
+    from mempa_tui.runner.config import profile_fingerprint
+
+    profile = load_profile("embedded")
+    options = profile.options.embedded
+    assert options.server == "llama_cpp" and options.dedicated_servers == [] and options.cache_ram_mib > 0
+    assert profile.spec_for(Role.PA).max_concurrency == options.n_parallel  # one request per slot
+    assert profile.spec_for(Role.PA).tool_calling == "constrained"
+    assert profile.spec_for(Role.SIMULATOR).tool_calling == "auto"
+    # the calling mode changes results, so a stored run made under the other mode is not resumed
+    auto = profile.model_copy(update={"roles": {**profile.roles, Role.PA: profile.spec_for(Role.PA).model_copy(
+        update={"tool_calling": "auto"})}})
+    assert profile_fingerprint(profile)["pa"] != profile_fingerprint(auto)["pa"]
+    assert profile_fingerprint(profile)["simulator"] == profile_fingerprint(auto)["simulator"]
+
+
+async def test_a_runtime_that_cannot_come_up_is_a_user_fixable_profile_error() -> None:
+    from contextlib import AsyncExitStack
+    from io import StringIO
+
+    from mempa_tui.cli._errors import user_error_message
+    from mempa_tui.llm.embedded import _free_port
+    from mempa_tui.llm.profile import ProfileError
+    from mempa_tui.llm.runtime import RuntimeUnavailableError, prepare_runtime
+
+    profile = ModelProfile(name="ollama", runtime="ollama", default=ModelSpec(model="ollama_chat/qwen2.5:7b-instruct"),
+                           options=ProfileOptions(ollama_url=f"http://127.0.0.1:{_free_port()}"))
+    async with AsyncExitStack() as stack:
+        with pytest.raises(RuntimeUnavailableError) as caught:
+            await prepare_runtime(profile, stack, StringIO())
+    assert isinstance(caught.value, ProfileError)
+    message = user_error_message(caught.value)
+    assert message is not None and message.startswith("model profile ollama: ")
+
+
+def test_run_setup_errors_are_user_fixable(tmp_path: Path) -> None:
+    from mempa_tui.cli._errors import user_error_message
+    from mempa_tui.llm import load_profile
+    from mempa_tui.runner.setup import RunSetupError, build_run_config
+
+    with pytest.raises(RunSetupError) as caught:
+        build_run_config(user="A", memory="file", profile=load_profile("embedded"), worlds=tmp_path / "absent")
+    assert user_error_message(caught.value) == str(caught.value) and "no worlds folder" in str(caught.value)
+
+
+@pytest.mark.parametrize(("cpus", "load", "threads"), [(2, 0.1, 2), (2, 0.6, 1), (2, 6.5, 1), (8, 3.2, 5), (8, 0.0, 8)])
+def test_default_threads_leave_cores_that_other_work_holds(
+    monkeypatch: pytest.MonkeyPatch, cpus: int, load: float, threads: int
+) -> None:
+    from mempa_tui.llm import embedded
+
+    monkeypatch.setattr(embedded.os, "cpu_count", lambda: cpus)
+    monkeypatch.setattr(embedded.os, "getloadavg", lambda: (load, load, load))
+    assert embedded.default_threads() == threads
+    command = server_command(embedded_profile(), Path("m.gguf"), 1)
+    assert command[command.index("--threads") + 1] == str(threads)
+    fixed = server_command(embedded_profile(n_threads=2), Path("m.gguf"), 1)
+    assert fixed[fixed.index("--threads") + 1] == "2"

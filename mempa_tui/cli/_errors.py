@@ -30,12 +30,13 @@ def user_error_message(exc: BaseException) -> str | None:
     from mempa_tui.llm.profile import ProfileError
     from mempa_tui.memory import MemoryConfigError
     from mempa_tui.runner import ConfigMismatchError, DonorError, RunBusyError
+    from mempa_tui.runner.setup import RunSetupError
     from mempa_tui.scripts.loader import WorldFileError
     from mempa_tui.store import StoreError
     from mempa_tui.world import WorldPathError
 
     if isinstance(exc, (UserError, ProfileError, ConfigMismatchError, DonorError, MemoryConfigError,
-                        StoreError, WorldPathError, RunBusyError)):
+                        StoreError, WorldPathError, RunBusyError, RunSetupError)):
         return str(exc)
     if isinstance(exc, WorldFileError):
         return str(exc)

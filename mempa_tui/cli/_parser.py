@@ -130,6 +130,10 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--slice", action="store_true",
                      help="play only the timeline's quick-start slice (its `slice:` steps) and the "
                           "probes that go with it; the run id gets a -slice suffix")
+    run.add_argument("--quick", action="store_true",
+                     help="play only the timeline's quick start (its `quick:` steps: one attribute in both "
+                          "contexts and its change event) and the probes of those cells; the run id gets a "
+                          "-quick suffix")
     run.add_argument("--memory-option", action="append", type=_memory_option, default=[], metavar="KEY=VALUE",
                      help="memory option, e.g. consolidate_at_tokens=20000 (repeatable)")
     run.add_argument("--probe-concurrency", type=_positive, default=2, metavar="N",

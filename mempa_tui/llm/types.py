@@ -89,13 +89,17 @@ class Usage(BaseModel):
     Attributes:
         prompt_tokens: tokens in the prompt as the provider counted them (or our estimate).
         completion_tokens: tokens generated.
-        reused_prefix_tokens: leading prompt tokens identical to the previous call of the same role
-            (what a KV cache can reuse), as counted by the client.
+        reused_prefix_tokens: prompt tokens the server took from its cache instead of reading them
+            (``usage.prompt_tokens_details.cached_tokens``, which llama.cpp's server and OpenAI
+            report); where the server reports none, the client's estimate: leading prompt tokens
+            identical to the previous call of the same role (what a KV cache can reuse).
+        reused_by_server: True when ``reused_prefix_tokens`` is the server's own count.
     """
 
     prompt_tokens: int = 0
     completion_tokens: int = 0
     reused_prefix_tokens: int = 0
+    reused_by_server: bool = False
 
 
 class Completion(BaseModel):
@@ -135,3 +139,5 @@ class LLMCallRecord(BaseModel):
     """Class name of the failure (``ContextWindowError``, ``LLMTimeoutError``...), None when ok."""
     trimmed_messages: int = 0
     """Old messages dropped to fit the context window before this call (0: none)."""
+    reused_by_server: bool = False
+    """True when ``reused_prefix_tokens`` is the server's own cache count, not the client's estimate."""

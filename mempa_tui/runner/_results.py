@@ -350,7 +350,7 @@ class RunGroup(BaseModel):
     condition and model."""
 
     timeline: str
-    """``whole timeline`` or ``quick-start slice``."""
+    """``whole timeline``, ``quick-start slice`` or ``quick start``."""
     run_ids: list[str]
     """The runs, in the order given."""
     left_out: list[str] = []
@@ -358,11 +358,14 @@ class RunGroup(BaseModel):
     the runs were not named: named runs that collide are an error)."""
 
 
-def _played_slice(run: RunRecord) -> bool:
+def _timeline_kind(run: RunRecord) -> str:
     try:
-        return bool(json.loads(run.config_json).get("slice"))
+        config = json.loads(run.config_json)
     except (json.JSONDecodeError, AttributeError):
-        return False
+        return "whole timeline"
+    if not isinstance(config, dict):
+        return "whole timeline"
+    return "quick start" if config.get("quick") else "quick-start slice" if config.get("slice") else "whole timeline"
 
 
 def comparable_groups(runs: Sequence[RunRecord], *, named: bool) -> list[RunGroup]:
@@ -384,15 +387,14 @@ def comparable_groups(runs: Sequence[RunRecord], *, named: bool) -> list[RunGrou
     Raises:
         ValueError: ``named`` and two runs collide (names both and why).
     """
-    groups: dict[bool, RunGroup] = {}
-    holder: dict[tuple[bool, str, str, str], RunRecord] = {}
+    groups: dict[str, RunGroup] = {}
+    holder: dict[tuple[str, str, str, str], RunRecord] = {}
     def preference(run: RunRecord) -> tuple[bool, int, float]:
         return (run.status is RunStatus.COMPLETED, -run.seed, run.updated_at.timestamp())
 
     for run in sorted(runs, key=preference, reverse=True):
-        sliced = _played_slice(run)
-        group = groups.setdefault(sliced, RunGroup(
-            timeline="quick-start slice" if sliced else "whole timeline", run_ids=[]))
+        sliced = _timeline_kind(run)
+        group = groups.setdefault(sliced, RunGroup(timeline=sliced, run_ids=[]))
         key = (sliced, run.user, run.memory, backbone_label(run))
         other = holder.get(key)
         if other is not None:
@@ -407,7 +409,7 @@ def comparable_groups(runs: Sequence[RunRecord], *, named: bool) -> list[RunGrou
     order = {r.id: i for i, r in enumerate(runs)}
     for group in groups.values():
         group.run_ids.sort(key=order.__getitem__)
-    return [groups[k] for k in (False, True) if k in groups]
+    return [groups[k] for k in ("whole timeline", "quick-start slice", "quick start") if k in groups]
 
 
 def paired_differences(

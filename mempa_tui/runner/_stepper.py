@@ -306,7 +306,7 @@ def _source_run(config: RunConfig) -> str | None:
 
 def _bundle(config: RunConfig, worlds_dir: Path | None) -> UserBundle:
     bundle = load_user(worlds_dir or config.worlds_dir, config.user)
-    return bundle.sliced() if config.slice else bundle
+    return bundle.quick_start() if config.quick else bundle.sliced() if config.slice else bundle
 
 
 def _checkpoint_choice(c: CheckpointRecord) -> CheckpointChoice:

@@ -110,6 +110,9 @@ class RunConfig(BaseModel):
     slice: bool = False
     """Play only the timeline's quick-start ``slice`` (see :meth:`UserBundle.sliced`); part of the
     run id as a ``-slice`` suffix."""
+    quick: bool = False
+    """Play only the timeline's ``quick`` list and the probes of the cells it tests (see
+    :meth:`UserBundle.quick_start`); part of the run id as a ``-quick`` suffix."""
 
     @field_validator("memory")
     @classmethod
@@ -125,7 +128,13 @@ class RunConfig(BaseModel):
         """Readable id ``<user>-<memory>-<profile>-s<seed>[-slice]``, e.g. ``A-file-embedded-s0``."""
         profile = _ID_SAFE.sub("_", Path(self.profile).stem) or "profile"
         memory = _ID_SAFE.sub("_", self.memory)  # a plugin's pkg.module:Class or mcp:<profile>
-        return f"{self.user}-{memory}-{profile}-s{self.seed}" + ("-slice" if self.slice else "")
+        return (f"{self.user}-{memory}-{profile}-s{self.seed}" + ("-slice" if self.slice else "")
+                + ("-quick" if self.quick else ""))
+
+    @property
+    def timeline_kind(self) -> str:
+        """What the run plays: ``whole timeline``, ``quick-start slice`` or ``quick start``."""
+        return "quick start" if self.quick else "quick-start slice" if self.slice else "whole timeline"
 
     @property
     def accumulates(self) -> bool:
@@ -139,6 +148,8 @@ class RunConfig(BaseModel):
             data.pop("slice", None)  # runs stored before the field existed played whole timelines
         if not data.get("memory_version"):
             data.pop("memory_version", None)  # built-in conditions: hashes as before the field existed
+        if not data.get("quick"):
+            data.pop("quick", None)
         return {k: v for k, v in sorted(data.items()) if k not in _UNHASHED}
 
     def config_hash(self) -> str:
@@ -157,7 +168,8 @@ def profile_fingerprint(profile: ModelProfile) -> dict[str, str]:
     Endpoints, timeouts, retries and concurrency are left out (they change how fast, not what).
 
     Returns:
-        Role value -> ``"<model> temperature=.. max_tokens=.. context_window=.. seed=.."``, plus
+        Role value -> ``"<model> temperature=.. max_tokens=.. context_window=.. seed=.."`` (and
+        `` tool_calling=constrained`` for a spec that calls tools under a grammar), plus
         ``options`` -> the message-checker switch.
     """
     out: dict[str, str] = {}
@@ -166,6 +178,7 @@ def profile_fingerprint(profile: ModelProfile) -> dict[str, str]:
         out[role.value] = (
             f"{spec.model} temperature={spec.temperature} max_tokens={spec.max_tokens} "
             f"context_window={spec.context_window} seed={spec.seed}"
+            + (f" tool_calling={spec.tool_calling}" if spec.tool_calling != "auto" else "")
         )
     out["options"] = f"llm_message_checker={profile.options.llm_message_checker}"
     return out
@@ -211,6 +224,8 @@ def config_diff(stored_json: str, current: RunConfig) -> list[str]:
         stored.pop("slice", None)  # a whole-timeline run, stored with or without the field
     if not stored.get("memory_version"):
         stored.pop("memory_version", None)  # a built-in condition, stored with or without the field
+    if not stored.get("quick"):
+        stored.pop("quick", None)
     now = current.fingerprint()
     lines: list[str] = []
     for key in sorted(set(now) | (set(stored) - _UNHASHED)):

@@ -78,7 +78,7 @@ def play_donor_first(config: RunConfig) -> str:
         e.g. ``mempa run --user A --memory file --model embedded --seed 0 --slice`` and its run id.
     """
     donor = config.model_copy(update={"memory": DONOR_CONDITION, "donor_run": None})
-    slice_flag = " --slice" if config.slice else ""
+    slice_flag = " --quick" if config.quick else " --slice" if config.slice else ""
     return (f"`mempa run --user {config.user} --memory {DONOR_CONDITION} --model {config.profile} "
             f"--seed {config.seed}{slice_flag}` (run {donor.run_id})")
 
@@ -125,7 +125,9 @@ def filled_config(config: RunConfig, profile: ModelProfile) -> tuple[UserBundle,
         MemoryPluginError: a plugin condition cannot be loaded (its version is recorded).
     """
     bundle = load_user(config.worlds_dir, config.user)
-    if config.slice:
+    if config.quick:
+        bundle = bundle.quick_start()
+    elif config.slice:
         bundle = bundle.sliced()
     if not config.worlds_digest:
         config = config.model_copy(update={"worlds_digest": worlds_digest(bundle.root)})
@@ -182,10 +184,10 @@ def donor_problem(config: RunConfig, donor: RunRecord | None, store_path: Path |
         theirs = RunConfig.model_validate_json(donor.config_json)
     except ValidationError:
         return f"donor run {donor.id} has a stored configuration this version cannot read"
-    if theirs.slice != config.slice:
-        played = "the quick-start slice" if theirs.slice else "the whole timeline"
-        wanted = "the quick-start slice (--slice)" if config.slice else "the whole timeline"
-        return f"donor run {donor.id} played {played}, but this run probes {wanted}"
+    if theirs.timeline_kind != config.timeline_kind:
+        flag = " (--quick)" if config.quick else " (--slice)" if config.slice else ""
+        return (f"donor run {donor.id} played the {theirs.timeline_kind}, but this run probes the "
+                f"{config.timeline_kind}{flag}")
     if theirs.worlds_digest and config.worlds_digest and theirs.worlds_digest != config.worlds_digest:
         return (f"donor run {donor.id} played other world files for user {config.user} "
                 f"(worlds digest {theirs.worlds_digest[:12]}, now {config.worlds_digest[:12]})")
@@ -327,7 +329,7 @@ class Runner:
         if donor is None:
             raise DonorError(
                 f"no completed File memory run of user {config.user} with profile {config.profile} that played "
-                f"the same timeline{' (slice)' if config.slice else ''}: No Memory and Oracle probe from its "
+                f"the same timeline{' (slice)' if config.slice else ' (quick start)' if config.quick else ''}: No Memory and Oracle probe from its "
                 f"checkpoints (paper Section 4); play {play_donor_first(config)} first, or name one with --donor"
             )
         notes.append(f"probing from the checkpoints of donor run {donor.id}")

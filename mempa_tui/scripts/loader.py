@@ -171,6 +171,32 @@ class UserBundle:
         timeline = self.timeline.model_copy(update={"steps": list(self.timeline.slice)})
         return replace(self, timeline=timeline, probes=probes, events=events, sessions=sessions)
 
+    def quick_start(self) -> UserBundle:
+        """The bundle a ``--quick`` run plays: the timeline's ``quick`` steps, and only the probes
+        of the cells they test (a cell is a context and an attribute): those cells' final probes
+        and the pre-event probes of the change events in the list. Events outside the list are
+        dropped (as in :meth:`sliced`); the fixture tree is shared.
+
+        Raises:
+            ValueError: the timeline names no ``quick`` list (names the file to edit).
+        """
+        if not self.timeline.quick:
+            raise ValueError(
+                f"user {self.label}'s timeline names no quick start: add a `quick:` list of step ids "
+                f"to {self.root / 'timeline.yaml'}, or run without --quick"
+            )
+        kept = set(self.timeline.quick)
+        sessions = {sid: s for sid, s in self.sessions.items() if sid in kept}
+        events = {eid: e for eid, e in self.events.items() if eid in kept}
+        cells = {(s.context, s.attribute) for s in sessions.values()} | {
+            (e.context, e.attribute) for e in events.values()}
+        probes = {
+            pid: p for pid, p in self.probes.items()
+            if (p.event in kept if p.event is not None else (p.context, p.attribute) in cells)
+        }
+        timeline = self.timeline.model_copy(update={"steps": list(self.timeline.quick)})
+        return replace(self, timeline=timeline, probes=probes, events=events, sessions=sessions)
+
     def targets_at(self, context: Context | str, when: datetime) -> dict[str, str]:
         """The user's settings in ``context`` at story time ``when``.
 

@@ -544,15 +544,24 @@ class Timeline(BaseModel):
             "events it includes). Empty: a ``slice``-scope timeline is its own slice."
         ),
     )
+    quick: list[str] = Field(
+        default_factory=list,
+        description=(
+            "The quick start: a few of ``steps``, in the same order, that ``mempa run --quick`` "
+            "plays, covering one attribute in both contexts and its change event; the run probes "
+            "only the cells its steps test (their final probes and the event's pre-event probe)."
+        ),
+    )
 
     @model_validator(mode="after")
     def _slice_within_steps(self) -> Timeline:
         position = {sid: i for i, sid in enumerate(self.steps)}
-        last = -1
-        for sid in self.slice:
-            if sid not in position:
-                raise ValueError(f"slice: {sid!r} is not a step of the timeline")
-            if position[sid] <= last:
-                raise ValueError(f"slice: {sid!r} is repeated or out of the timeline's order")
-            last = position[sid]
+        for name, chosen in (("slice", self.slice), ("quick", self.quick)):
+            last = -1
+            for sid in chosen:
+                if sid not in position:
+                    raise ValueError(f"{name}: {sid!r} is not a step of the timeline")
+                if position[sid] <= last:
+                    raise ValueError(f"{name}: {sid!r} is repeated or out of the timeline's order")
+                last = position[sid]
         return self

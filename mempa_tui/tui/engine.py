@@ -1,8 +1,8 @@
 """The app's only door to the engine: choices for the launcher, running a request, saved runs.
 
 Imports nothing from Textual (like toolong's ``log_file.py``), so it can be driven from a script
-or a test. A run is built exactly as ``mempa run`` builds it: :func:`~mempa_tui.cli._run.
-build_run_config` checks the user and its world files, :func:`~mempa_tui.cli._run.prepare_runtime`
+or a test. A run is built exactly as ``mempa run`` builds it: :func:`~mempa_tui.runner.setup.
+build_run_config` checks the user and its world files, :func:`~mempa_tui.llm.runtime.prepare_runtime`
 starts the embedded server or checks Ollama, then :class:`~mempa_tui.runner.Runner` plays it.
 """
 
@@ -22,8 +22,8 @@ from pydantic import BaseModel, Field, ValidationError
 
 from mempa_tui.agent.human import HumanAgentSeat
 from mempa_tui.cli._errors import user_error_message
-from mempa_tui.cli._run import DATABASE_NAME, build_run_config, prepare_runtime
 from mempa_tui.llm import LLMClient, ModelProfile, ProfileError, load_profile
+from mempa_tui.llm.runtime import prepare_runtime
 from mempa_tui.llm.types import ChatMessage, Completion, Role, ToolSpec
 from mempa_tui.memory import MemoryInspection, make_memory, memory_choices
 from mempa_tui.runner import (
@@ -44,6 +44,7 @@ from mempa_tui.runner._stepper import (
     stepper_choices,
 )
 from mempa_tui.runner.play import PlayOutcome, PlayRequest, play_step
+from mempa_tui.runner.setup import DATABASE_NAME, build_run_config, pa_prefix
 from mempa_tui.scoring import ProbeOutcome
 from mempa_tui.scripts.loader import list_users
 from mempa_tui.simulator.human import HumanUserSeat
@@ -282,7 +283,7 @@ class RunService:
             client = self._clients.get(profile_name)
             if client is None:
                 profile: ModelProfile = load_profile(profile_name, self.settings.models_dir)
-                profile = await prepare_runtime(profile, self._stack, _LineSink(say))
+                profile = await prepare_runtime(profile, self._stack, _LineSink(say), prefix=pa_prefix())
                 client = self._clients[profile_name] = LLMClient(profile)
             return client
 
@@ -300,7 +301,7 @@ class RunService:
             The run's outcome.
 
         Raises:
-            UserError / WorldFileError / ProfileError / ConfigMismatchError / DonorError /
+            RunSetupError / WorldFileError / ProfileError / ConfigMismatchError / DonorError /
             StoreError / LLMError: as ``mempa run`` raises them (see :func:`error_line`).
         """
         profile = load_profile(request.profile, self.settings.models_dir)
