@@ -179,3 +179,37 @@ async def test_partial_runs_are_named_with_their_probe_counts(tmp_path: Path) ->
         assert await partial_runs(store) == []
         await store.update_run("R-none-scripted-s0", total_probes=10)
         assert await partial_runs(store) == ["R-none-scripted-s0 4/10 probes"]
+
+
+async def test_results_screen_leaves_out_a_run_moved_aside_by_fresh(tmp_path: Path) -> None:
+    """An archived copy (``<id>~1``) of a run that was played again with ``--fresh`` holds the same
+    probes: the screen shows the runs `mempa results` shows, not a duplicate-outcome error."""
+    folders = make_folders(tmp_path)
+    folders.settings.saves_dir.mkdir(parents=True)
+    db = folders.settings.saves_dir / "mempa.sqlite"
+    await seed(db)
+    async with RunStore(db) as store:
+        assert await store.archive_run("R-file-scripted-s0") == "R-file-scripted-s0~1"
+        # the run played again under its id
+        config = RunConfig(user="R", profile="scripted", memory="file", repeats=2, worlds_dir=WORLDS)
+        await store.create_run(RunRecord(
+            id=config.run_id, user="R", profile="scripted", memory="file", seed=0, repeats=2,
+            config_json=config.model_dump_json(), config_hash=config.config_hash(),
+            status=RunStatus.COMPLETED, total_probes=4,
+        ))
+        for probe_id, (attribute, target, _wrong) in PROBES.items():
+            for repeat in (1, 2):
+                await store.save_probe_result(config.run_id, ProbeResultRecord(
+                    probe_id=probe_id, repeat=repeat, kind="final", context="work", attribute=attribute,
+                    target=target, selection=target, status="completed", brs=4, brs_reason="judge",
+                    prs=5, prs_reason="user", started_at=utc_now(), finished_at=utc_now(),
+                ))
+    app = MempaApp(folders.settings, options=RunnerOptions(resamples=50))
+    async with app.run_test(size=(140, 44)) as pilot:
+        await pilot.press("R")
+        screen = app.screen
+        assert isinstance(screen, ResultsScreen)
+        await _wait_workers(app, pilot, "results")
+        rows = _cells(screen.query_one("#results-table", DataTable))
+        assert [r[0] for r in rows] == ["File memory", "No Memory"]
+        assert len(screen.outcomes) == 8  # the new File memory run and No Memory; not the archived copy

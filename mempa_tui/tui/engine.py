@@ -484,10 +484,19 @@ class RunService:
         )
 
     async def outcomes(self, run_ids: Sequence[str] | None = None) -> list[ProbeOutcome]:
-        """Probe outcomes of the stored runs (all by default); none without a database."""
+        """Probe outcomes of the stored runs; none without a database.
+
+        By default every run except archived ones (``<id>~N``, moved aside by ``--fresh``: they
+        would collide with the run that replaced them) and plays, as ``mempa results`` shows them.
+        """
         if self._store is None and not self.database.is_file():
             return []
-        return await stored_outcomes(await self.store(), run_ids)
+        store = await self.store()
+        if run_ids is None:
+            from mempa_tui.runner._pooling import is_play
+
+            run_ids = [r.id for r in await store.list_runs() if "~" not in r.id and not is_play(r.id)]
+        return await stored_outcomes(store, run_ids)
 
     async def partial_runs(self) -> list[str]:
         """Stored runs whose probes are not all done (``<id> <done>/<total> probes``); none
