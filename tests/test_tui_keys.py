@@ -161,9 +161,12 @@ async def test_pa_seat_palette_filters_tab_reaches_the_ix_picker_and_empty_reply
             assert any("reply editor is empty" in n.message for n in app._notifications)
             assert screen.view is not None and screen.view.waiting
 
-            # type-to-filter by domain and bare name; enter picks the first match and opens its form
-            screen.query_one("#tool-filter", Input).focus()
+            # f3 puts the cursor in the filter box, so typed words filter instead of firing the
+            # screen's one-letter keys; by domain and bare name; enter picks the first match
+            await pilot.press("f3")
+            assert app.focused is screen.query_one("#tool-filter", Input)
             await pilot.press(*"email send")
+            assert app.screen is screen  # "a", "d", "s" ... were typed, not run as keys
             await _settle(pilot)
             kept = [str(prompt) for prompt, value in pick._options if isinstance(value, str)]
             assert kept == ["Email · message_send"], kept

@@ -347,8 +347,9 @@ class PlayAgentScreen(PlainNotify, Screen[None]):
         self.query_one("#reply", TextArea).focus()
 
     def action_focus_palette(self) -> None:
-        """Put the cursor on the tool palette."""
-        self.query_one("#tool-pick", Select).focus()
+        """Put the cursor in the tool palette's filter box (typing there narrows the palette; tab
+        moves on to the list), so typed words never reach the screen's one-letter keys."""
+        self.query_one("#tool-filter", Input).focus()
 
     def action_give_up(self) -> None:
         """End the turn with no reply (floored)."""
