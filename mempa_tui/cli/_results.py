@@ -58,7 +58,7 @@ async def print_results(
         results_text,
         stored_outcomes,
     )
-    from mempa_tui.runner import settings_lines
+    from mempa_tui.runner._settings import donor_mismatches, settings_lines
     from mempa_tui.runner._health import row_annotations, runs_health
     from mempa_tui.memory import CONDITION_SOURCES, source_notes
     from mempa_tui.scoring import condition_label
@@ -91,6 +91,8 @@ async def print_results(
         settings = settings_lines([records[i] for i in group.run_ids], list(records.values()))  # issue 11.4
         print("\nrun settings (donor, File memory thresholds, decoding):\n"
               + "\n".join(f"  {line}" for line in settings), file=out)
+        for line in donor_mismatches([records[i] for i in group.run_ids]):
+            print(f"  warning: {line}", file=out)
         conditions = {o.memory for o in outcomes}
         sources = source_notes([m for m in CONDITION_SOURCES if m in conditions])  # sources, ours, substitutions
         if sources:

@@ -19,7 +19,7 @@ from typing import Any
 
 from mempa_tui.store import RunRecord
 
-__all__ = ["decoding_text", "settings_line", "settings_lines", "thresholds_text"]
+__all__ = ["decoding_text", "donor_mismatches", "settings_line", "settings_lines", "thresholds_text"]
 
 _ROLES = ("pa", "simulator", "judge", "checker", "memory")
 
@@ -114,4 +114,35 @@ def settings_lines(records: Sequence[RunRecord], donors: Sequence[RunRecord] = (
         donor = by_id.get(str(config.get("donor_run"))) if config.get("donor_run") else None
         donor_budget = (_config(donor).get("file_memory_budget") or {}) if donor is not None else None
         lines.append(f"{record.id}: {settings_line(config, donor_budget=donor_budget)}")
+    return lines
+
+
+def donor_mismatches(records: Sequence[RunRecord]) -> list[str]:
+    """Warnings for reference runs shown beside File memory runs that are not their donor.
+
+    No Memory and Oracle probe from one File memory run's checkpoints (paper Section 4); their
+    difference from a File memory run is paired on the same worlds only when that run is their
+    donor. A File memory run played again with ``--fresh`` moves the old one aside (``<id>~N``),
+    and a reference run that probed the old one keeps following it, so a table can show the new
+    File memory run beside a No Memory run that probed the old one.
+
+    Args:
+        records: the runs of one results table.
+
+    Returns:
+        One line per reference run whose donor is not among the table's File memory runs, naming
+        both and what to run to pair them; empty when every reference run's donor is shown.
+    """
+    files = {r.id for r in records if r.memory == "file"}
+    lines = []
+    for record in records:
+        if record.memory not in ("none", "oracle") or not files:
+            continue
+        donor = _config(record).get("donor_run")
+        if donor and donor not in files:
+            lines.append(
+                f"{record.id} probed from donor {donor}, which is not the File memory run shown here "
+                f"({', '.join(sorted(files))}): their difference compares different checkpoints; rerun "
+                f"it with --fresh --donor {sorted(files)[0]} to pair them"
+            )
     return lines
