@@ -102,21 +102,23 @@ class LauncherScreen(PlainNotify, Screen[None]):
         """The form on the left, the saved runs on the right."""
         yield Header()
         with Horizontal(id="launcher"):
-            with Vertical(id="form"):
-                yield Label("New run", classes="section-title")
-                yield Label("", id="choices-note")
-                yield Label("Users (space toggles)", classes="field-label")
-                yield SelectionList[str](id="user", classes="picks")
-                yield Label("Memory conditions", classes="field-label")
-                yield SelectionList[str](id="memory", classes="picks")
-                yield Label("Model profiles", classes="field-label")
-                yield SelectionList[str](id="profile", classes="picks")
-                yield Label("", id="profile-note")
-                yield Label("Repeats per probe", classes="field-label")
-                yield Select[int]([(str(n), n) for n in REPEAT_CHOICES], id="repeats", value=3,
-                                  allow_blank=False)
-                yield Checkbox("Quick-start slice only (a full timeline is 94 sessions)", value=True, id="slice")
-                yield Label("", id="run-count")
+            with Vertical(id="form-column"):
+                with Vertical(id="form"):
+                    yield Label("New run", classes="section-title")
+                    yield Label("", id="choices-note")
+                    yield Label("Users (space toggles)", classes="field-label")
+                    yield SelectionList[str](id="user", classes="picks")
+                    yield Label("Memory conditions", classes="field-label")
+                    yield SelectionList[str](id="memory", classes="picks")
+                    yield Label("Model profiles", classes="field-label")
+                    yield SelectionList[str](id="profile", classes="picks")
+                    yield Label("", id="profile-note")
+                    yield Label("Repeats per probe", classes="field-label")
+                    yield Select[int]([(str(n), n) for n in REPEAT_CHOICES], id="repeats", value=3,
+                                      allow_blank=False)
+                    yield Checkbox("Quick-start slice only (a full timeline is 94 sessions)", value=True, id="slice")
+                    yield Label("", id="run-count")
+                # outside the scrolling form: always on screen, and last in the focus order
                 yield Button("Start runs", id="start", variant="primary")
             with Vertical(id="saved"):
                 yield Label("Saved runs", classes="section-title")
