@@ -373,8 +373,8 @@ def test_several_conditions_run_side_by_side_then_results_compares_stored_runs(
     assert main([*seed1, "--fresh"]) == 0
     capsys.readouterr()
     assert main(["results", "--saves", str(saves)]) == 0
-    assert "not shown: 1 archived run(s) (moved aside by --fresh; name them to compare them): R-file-scripted-s1~1" \
-        in capsys.readouterr().out
+    assert ("not shown: 1 archived run(s) (moved aside by --fresh; name one, without the run that replaced it, "
+            "to see its scores): R-file-scripted-s1~1") in capsys.readouterr().out
     assert main(["results", "R-file-scripted-s0", "R-file-scripted-s1", "--saves", str(saves)]) == 2
     assert "runs R-file-scripted-s0 and R-file-scripted-s1 both hold user R's file probes" in capsys.readouterr().err
 

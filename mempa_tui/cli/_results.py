@@ -147,8 +147,8 @@ async def cmd_results(args: argparse.Namespace, out: TextIO | None = None) -> in
             print(f"not shown: {len(plays)} play(s) (a person in a seat; --plays to include them)", file=out)
         archived = [r.id for r in runs if "~" in r.id and (not args.user or r.user in {u.upper() for u in args.user})]
         if archived and not args.run_ids:
-            print(f"not shown: {len(archived)} archived run(s) (moved aside by --fresh; name them to compare "
-                  f"them): {', '.join(archived)}", file=out)
+            print(f"not shown: {len(archived)} archived run(s) (moved aside by --fresh; name one, "
+                  f"without the run that replaced it, to see its scores): {', '.join(archived)}", file=out)
         if args.user:
             users = {u.upper() for u in args.user}
             chosen = [r.id for r in runs if r.id in chosen and r.user in users]
