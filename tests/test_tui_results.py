@@ -162,8 +162,12 @@ def test_results_snapshot(snap_compare: Any, tmp_path: Path) -> None:
             await pilot.pause()
             await app.workers.wait_for_complete()
             table = app.screen.query("#results-table")
-            if (getattr(app.screen, "rows", None) and not any(w.is_running for w in app.workers)
-                    and table and table.first().row_count):
+            # rows and the differences from No Memory drawn, and no load pending or running (the
+            # initial grouping's Changed may queue a second, exclusive load after the first)
+            idle = not any(w.state in (WorkerState.PENDING, WorkerState.RUNNING) for w in app.workers)
+            diff = app.screen.query("#diff-table")
+            if (getattr(app.screen, "rows", None) and getattr(app.screen, "differences", None) and idle
+                    and table and table.first().row_count and diff and diff.first().row_count):
                 break
         for _ in range(3):  # let the filled table lay out its column widths before the shot
             await pilot.pause()
