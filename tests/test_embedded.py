@@ -209,7 +209,7 @@ def gone(pid: int) -> bool:
 async def test_server_starts_fills_api_base_and_stops(fake_python: tuple[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     python, log = fake_python
     monkeypatch.setenv("FAKE_MODE", "serve")
-    server = EmbeddedServer(embedded_profile(startup_timeout_s=30, dedicated_servers=[]), weights=tmp_path / "m.gguf", python=python)
+    server = EmbeddedServer(embedded_profile(startup_timeout_s=300, dedicated_servers=[]), weights=tmp_path / "m.gguf", python=python)
     async with server as ready:
         info = json.loads(log.read_text())
         port = info["argv"][info["argv"].index("--port") + 1]
@@ -223,7 +223,7 @@ async def test_one_process_serves_every_role_by_default(fake_python: tuple[str, 
     python, log = fake_python
     monkeypatch.setenv("FAKE_MODE", "serve")
     assert EmbeddedOptions().dedicated_servers == []
-    async with EmbeddedServer(embedded_profile(startup_timeout_s=30), weights=tmp_path / "m.gguf", python=python) as ready:
+    async with EmbeddedServer(embedded_profile(startup_timeout_s=300), weights=tmp_path / "m.gguf", python=python) as ready:
         started = [json.loads(line) for line in log.read_text().splitlines()]
         assert len(started) == 1
         assert len({ready.spec_for(r).api_base for r in Role}) == 1
@@ -232,7 +232,7 @@ async def test_one_process_serves_every_role_by_default(fake_python: tuple[str, 
 async def test_roles_listed_as_dedicated_get_servers_of_their_own(fake_python: tuple[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     python, log = fake_python
     monkeypatch.setenv("FAKE_MODE", "serve")
-    profile = embedded_profile(startup_timeout_s=30, dedicated_servers=[Role.PA, Role.SIMULATOR])
+    profile = embedded_profile(startup_timeout_s=300, dedicated_servers=[Role.PA, Role.SIMULATOR])
     async with EmbeddedServer(profile, weights=tmp_path / "m.gguf", python=python) as ready:
         started = [json.loads(line) for line in log.read_text().splitlines()]
         ports = [i["argv"][i["argv"].index("--port") + 1] for i in started]
@@ -249,7 +249,7 @@ async def test_server_crash_reports_its_output(fake_python: tuple[str, Path], tm
     python, _ = fake_python
     monkeypatch.setenv("FAKE_MODE", "crash")
     with pytest.raises(EmbeddedError, match="exited with code 3") as caught:
-        async with EmbeddedServer(embedded_profile(startup_timeout_s=30), weights=tmp_path / "m.gguf", python=python):
+        async with EmbeddedServer(embedded_profile(startup_timeout_s=300), weights=tmp_path / "m.gguf", python=python):
             pass
     assert "bad magic" in str(caught.value)
 
@@ -338,7 +338,7 @@ async def test_the_prefix_is_read_once_saved_and_restored_by_later_servers(
     monkeypatch.setenv("FAKE_MODE", "serve")
     weights = tmp_path / "m.gguf"
     weights.write_bytes(b"GGUF")
-    profile = embedded_profile(startup_timeout_s=30, n_parallel=2, prefix_cache_dir=str(tmp_path / "kv"))
+    profile = embedded_profile(startup_timeout_s=300, n_parallel=2, prefix_cache_dir=str(tmp_path / "kv"))
     server = EmbeddedServer(profile, weights=weights, python=python)
     async with server:
         first = await server.warm_prefix(PREFIX, TOOLS)
@@ -368,7 +368,7 @@ async def test_a_state_that_does_not_restore_is_made_anew(
 ) -> None:
     python, log = fake_python
     monkeypatch.setenv("FAKE_MODE", "serve")
-    profile = embedded_profile(startup_timeout_s=30, prefix_cache_dir=str(tmp_path / "kv"))
+    profile = embedded_profile(startup_timeout_s=300, prefix_cache_dir=str(tmp_path / "kv"))
     server = EmbeddedServer(profile, weights=tmp_path / "m.gguf", python=python)
     async with server:
         first = await server.warm_prefix(PREFIX, TOOLS)
@@ -384,7 +384,7 @@ async def test_prefix_cache_is_off_without_a_folder_or_on_llama_cpp_python(
     python, log = fake_python
     monkeypatch.setenv("FAKE_MODE", "serve")
     for options in ({"prefix_cache_dir": None}, {"server": "llama_cpp_python"}):
-        server = EmbeddedServer(embedded_profile(startup_timeout_s=30, **options), weights=tmp_path / "m.gguf",
+        server = EmbeddedServer(embedded_profile(startup_timeout_s=300, **options), weights=tmp_path / "m.gguf",
                                 python=python)
         async with server:
             assert (await server.warm_prefix(PREFIX, TOOLS)).action == "off"

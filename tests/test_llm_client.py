@@ -398,7 +398,7 @@ async def test_slow_reply_times_out(wire: str) -> None:
     release = threading.Event()
 
     def stall(request: ScriptedRequest) -> ScriptedReply:
-        release.wait(timeout=10)
+        release.wait(timeout=600)  # a hang guard, not a deadline
         return ScriptedReply(text="late")
 
     try:
@@ -427,7 +427,7 @@ async def test_concurrency_is_limited_per_endpoint() -> None:
             state["peak"] = max(state["peak"], state["in_flight"])
             if state["in_flight"] >= 2:
                 two_in.set()
-        two_in.wait(timeout=5)
+        two_in.wait(timeout=600)  # a hang guard, not a deadline
         with lock:
             state["in_flight"] -= 1
         return ScriptedReply(text="done")

@@ -209,7 +209,7 @@ async def test_dashboard_x_pauses_the_playing_run_with_no_row_focused(tmp_path: 
         if request.model.endswith("-simulator") and any(
                 "Task: Answer Dana about the venue" in (m.content or "") for m in request.messages):
             reached.set()
-            release.wait(timeout=60)
+            release.wait(timeout=600)
         return run_responder(request)
 
     async with ScriptedModelServer(responder) as server:
@@ -225,7 +225,7 @@ async def test_dashboard_x_pauses_the_playing_run_with_no_row_focused(tmp_path: 
                     for value in values:
                         picks.select(value)
                 await pilot.press("n")
-                with anyio.fail_after(60):
+                with anyio.fail_after(600):
                     while len(app.book) < 2 or app.book.get("R-none-scripted-s0") is None \
                             or app.book.get("R-none-scripted-s0").active:  # type: ignore[union-attr]
                         await pilot.pause()
@@ -235,7 +235,7 @@ async def test_dashboard_x_pauses_the_playing_run_with_no_row_focused(tmp_path: 
                 dashboard.set_focus(None)
                 await pilot.pause()
                 await pilot.press("x")
-                with anyio.fail_after(60):
+                with anyio.fail_after(600):
                     while (entry := app.book.get("R-file-scripted-s0")) is not None and entry.active:
                         await pilot.pause()
                 assert entry is not None and entry.state == "stopped" and entry.paused

@@ -22,7 +22,7 @@ from mempa_tui.tui.screens.results import ResultsScreen
 
 async def _loaded(app: MempaApp, pilot: Pilot[None]) -> None:
     """Wait until the results load has run and the tables are drawn, however busy the machine."""
-    with anyio.fail_after(120):
+    with anyio.fail_after(600):
         while True:
             await pilot.pause()
             live = [w for w in app.workers if w.group == "results"
