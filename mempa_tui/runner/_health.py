@@ -292,14 +292,14 @@ def row_annotations(runs: Sequence[RunRecord], healths: Mapping[str, MemoryHealt
         rows pool different users, probes or repeat counts.
     """
     from mempa_tui.runner._pooling import coverage_by_row, mixed_coverage
-    from mempa_tui.runner.report import backbone_label
+    from mempa_tui.runner.report import backbone_label, memory_label
 
     by_row: dict[tuple[str, ...], list[MemoryHealth]] = {}
     by_user: dict[tuple[str, ...], list[MemoryHealth]] = {}
     for run in runs:
-        if run.id in healths:
-            by_row.setdefault((run.memory, backbone_label(run)), []).append(healths[run.id])
-            by_user.setdefault((run.memory, backbone_label(run), run.user), []).append(healths[run.id])
+        if run.id in healths:  # keyed as the rows are: a plugin's row is its `<import path> <version>`
+            by_row.setdefault((memory_label(run), backbone_label(run)), []).append(healths[run.id])
+            by_user.setdefault((memory_label(run), backbone_label(run), run.user), []).append(healths[run.id])
     coverage = coverage_by_row(outcomes)
     mixed = mixed_coverage(coverage)
     covers: dict[tuple[str, ...], str] = {k: c.text() + (" *" if k in mixed else "") for k, c in coverage.items()}
