@@ -31,9 +31,10 @@ async def _loaded(app: MempaApp, pilot: Pilot[None]) -> None:
                 if worker.state is WorkerState.RUNNING:
                     await worker.wait()
             screen = app.screen
-            if (not live and isinstance(screen, ResultsScreen) and screen.rows
-                    and screen.query_one("#results-table", DataTable).row_count):
-                break
+            if (not live and isinstance(screen, ResultsScreen) and screen.rows and screen.differences
+                    and screen.query_one("#results-table", DataTable).row_count
+                    and screen.query_one("#diff-table", DataTable).row_count):
+                break  # the scores and the differences from No Memory both drawn
     for _ in range(3):
         await pilot.pause()
 
