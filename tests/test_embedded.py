@@ -403,8 +403,9 @@ def test_the_prefix_key_follows_model_template_tools_and_instructions() -> None:
 def test_the_terminal_app_does_not_import_the_command_line() -> None:
     import subprocess
 
-    code = ("import sys, mempa_tui.tui.engine; "
-            "print(sorted(m for m in sys.modules if m.startswith('mempa_tui.cli._run')))")
+    # The whole app, not only its engine facade: no module of the command line may load (issue 12.7).
+    code = ("import sys, mempa_tui.tui.engine, mempa_tui.tui.app; "
+            "print(sorted(m for m in sys.modules if m.startswith('mempa_tui.cli')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
     assert out.stdout.strip() == "[]"
 

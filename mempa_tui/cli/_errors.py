@@ -1,43 +1,7 @@
-"""Errors the CLI turns into one line and exit code 2 (never a traceback for user errors)."""
+"""The CLI's errors: the shared ones of :mod:`mempa_tui.runner.errors`, re-exported for the commands."""
 
 from __future__ import annotations
 
+from mempa_tui.runner.errors import UserError, unwritable, user_error_message
+
 __all__ = ["UserError", "unwritable", "user_error_message"]
-
-
-class UserError(Exception):
-    """A problem the user can fix (argument, user, profile, world file, server); exit code 2."""
-
-
-def unwritable(exc: OSError, what: str) -> UserError:
-    """The error for files that could not be written (a read-only saves folder, a full disk).
-
-    Args:
-        exc: the failed write.
-        what: what was being written, e.g. ``"the report"``.
-    """
-    where = f" to {exc.filename}" if exc.filename else ""
-    return UserError(f"cannot write {what}{where} ({exc.strerror or exc}); pass --out DIR with a folder "
-                     "you can write to")
-
-
-def user_error_message(exc: BaseException) -> str | None:
-    """One line for a known user-fixable error, or None when ``exc`` is not one.
-
-    Known: :class:`UserError`, world file errors (``path:line: message``), profile errors, config
-    mismatches on resume, a run another process is playing, donor problems, memory option errors, store errors.
-    """
-    from mempa_tui.llm.profile import ProfileError
-    from mempa_tui.memory import MemoryConfigError
-    from mempa_tui.runner import ConfigMismatchError, DonorError, RunBusyError
-    from mempa_tui.runner.setup import RunSetupError
-    from mempa_tui.scripts.loader import WorldFileError
-    from mempa_tui.store import StoreError
-    from mempa_tui.world import WorldPathError
-
-    if isinstance(exc, (UserError, ProfileError, ConfigMismatchError, DonorError, MemoryConfigError,
-                        StoreError, WorldPathError, RunBusyError, RunSetupError)):
-        return str(exc)
-    if isinstance(exc, WorldFileError):
-        return str(exc)
-    return None

@@ -21,7 +21,7 @@ import anyio
 from pydantic import BaseModel, Field, ValidationError
 
 from mempa_tui.agent.human import HumanAgentSeat
-from mempa_tui.cli._errors import user_error_message
+from mempa_tui.runner.errors import user_error_message
 from mempa_tui.llm import LLMClient, ModelProfile, ProfileError, load_profile
 from mempa_tui.llm.runtime import prepare_runtime
 from mempa_tui.llm.types import ChatMessage, Completion, Role, ToolSpec
