@@ -21,6 +21,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar, cast
 
+from rich import box
 from rich.table import Table
 from rich.text import Text
 from textual import work
@@ -76,6 +77,9 @@ class CompareScreen(PlainNotify, Screen[None]):
     """Runs side by side per probe and repeat, filtered, with each memory's evidence."""
 
     CSS_PATH = "compare.tcss"
+    # below 32 rows (80x24) the picker shrinks to two rows and its label goes, so the table and
+    # the evidence keep most of the screen
+    VERTICAL_BREAKPOINTS: ClassVar[list[tuple[int, str]] | None] = [(0, "-short"), (32, "-tall")]
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("c", "compare", "Compare", id="compare.run",
                 tooltip="Compare the ticked runs (two or more of one user and one timeline)"),
@@ -238,7 +242,8 @@ class CompareScreen(PlainNotify, Screen[None]):
             view.update(Text("" if comparison is None else "(no probe repeat matches the filter)", style="dim"))
             return
         grid = Table(title=f"{row.probe_id} repeat {row.repeat} · {row.context} · {row.attribute} · "
-                           f"target {row.target}", title_justify="left", expand=True, show_lines=False)
+                           f"target {row.target}", title_justify="left", title_style="bold", expand=True,
+                     box=box.SIMPLE_HEAD, pad_edge=False)
         for i, run_id in enumerate(comparison.run_ids, 1):
             health = comparison.health.get(run_id)
             state = health.short() if health is not None else "n/a"
@@ -283,8 +288,8 @@ class CompareScreen(PlainNotify, Screen[None]):
 
     def on_select_changed(self, event: Select.Changed) -> None:
         """A common filter chosen: apply it and show its clause in the typed field."""
-        if event.select.id != "compare-where-choice" or event.value is Select.BLANK:
-            return
+        if event.select.id != "compare-where-choice" or event.value is Select.BLANK or self.comparison is None:
+            return  # the initial value's Changed on mount, before anything is compared
         index = int(str(event.value))
         if 0 <= index < len(self._filters):
             clause = self._filters[index][1]
