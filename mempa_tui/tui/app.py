@@ -101,7 +101,8 @@ class MempaApp(App[None]):
                 tooltip="Replay a stored probe one model call at a time; target, BRS and PRS revealed after"),
         Binding("R", "switch_mode('results')", "Results", id="app.results",
                 tooltip="PSA, CS, PET, BRS and PRS of the stored runs; bar chart; Markdown and CSV export"),
-        Binding("C", "switch_mode('compare')", "Compare", id="app.compare",
+        # not in the footer (it is full at 80 columns); listed by ? and the command palette
+        Binding("C", "switch_mode('compare')", "Compare", id="app.compare", show=False,
                 tooltip="Compare runs of one user probe by probe: selections, scores and each memory's evidence"),
         Binding("question_mark", "help", "Keys", key_display="?", id="app.help",
                 tooltip="List every key of this screen"),

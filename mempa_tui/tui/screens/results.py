@@ -190,9 +190,11 @@ class ResultsScreen(PlainNotify, Screen[None]):
     @work(exclusive=True, group="results", exit_on_error=False)
     async def load(self) -> None:
         """Read every stored probe outcome, then score the chosen grouping."""
-        self.outcomes = await self.mempa.service.outcomes()
-        self.partial = await self.mempa.service.partial_runs()
-        self.settings = await self._settings()
+        service = self.mempa.service
+        shown = set(await service.result_run_ids())  # plays and archived runs are not in the rows
+        self.outcomes = await service.outcomes()
+        self.partial = [line for line in await service.partial_runs() if line.split(" ", 1)[0] in shown]
+        self.settings = await self._settings(shown)
         await self._score()
 
     async def _annotate(self, outcomes: list[ProbeOutcome], by: Grouping) -> None:
@@ -203,14 +205,15 @@ class ResultsScreen(PlainNotify, Screen[None]):
             self.annotations = RowAnnotations(health={}, covers={}, notes=[f"memory health not read: {error_line(exc)}"])
             self.notify(error_line(exc), severity="error", title="Results: memory health")
 
-    async def _settings(self) -> list[str]:
-        """The settings line of every stored run that has probe results (none without a database)."""
+    async def _settings(self, shown: set[str]) -> list[str]:
+        """The settings line of every shown run (of ``shown``) that has probe results (none
+        without a database)."""
         service = self.mempa.service
         if not self.outcomes or not service.database.is_file():
             return []
         store = await service.store()
         records = await store.list_runs()
-        scored = {s.run.id for s in await store.summaries() if s.probes_done}
+        scored = {s.run.id for s in await store.summaries() if s.probes_done and s.run.id in shown}
         return settings_lines([r for r in records if r.id in scored], records)
 
     async def _score(self) -> None:
@@ -245,7 +248,7 @@ class ResultsScreen(PlainNotify, Screen[None]):
         count = Text(
             f"{len(self.outcomes)} probe result(s) from {runs} user × condition × model combination(s); "
             "cells are mean±SD over repeats; floored = the PA broke the IX contract (PSA 0, BRS 1); "
-            "Health = memory health (BROKEN: marked, not the condition's score); Covers = users probes×repeats"
+            "Health: memory health (BROKEN: not the condition's score); Covers: users probes×repeats"
             + (f"\nnot finished, rows cover only the probes so far: {', '.join(self.partial)}" if self.partial else "")
         )
         self.query_one("#results-count", Static).update(count)
