@@ -19,6 +19,7 @@ from test_browse_support import FILE_RUN, MEM0AI_RUN, NONE_RUN, WORLDS, seed
 from rich.console import Console
 from rich.text import Text
 from test_tui_support import make_folders
+from textual.binding import Binding
 from textual.pilot import Pilot
 from textual.widgets import DataTable, Input, Select, Static
 from textual.worker import WorkerState
@@ -228,6 +229,14 @@ async def test_command_palette_offers_the_comparison(tmp_path: Path) -> None:
         provider = MempaCommands(app.screen)
         names = [text for text, _command, _help in provider._commands()]
         assert "Compare runs probe by probe" in names
+        await pilot.press("C")
+        await _idle(app, pilot)
+        assert isinstance(app.screen, CompareScreen)
+        texts = {text for text, _command, _help in MempaCommands(app.screen)._commands()}
+        for binding in CompareScreen.BINDINGS:  # every key of the screen is also a command
+            assert isinstance(binding, Binding)
+            key = binding.key_display or binding.key
+            assert f"Compare: {binding.description} ({key})" in texts, binding
 
 
 def test_cell_text_of_a_missing_run() -> None:
@@ -261,3 +270,23 @@ def test_compare_snapshot_80x24(snap_compare: Any, tmp_path: Path) -> None:
 
 def test_compare_snapshot_160x48(snap_compare: Any, tmp_path: Path) -> None:
     assert _snapshot(snap_compare, tmp_path, (160, 48))
+
+
+async def test_tab_reaches_every_control_at_80x24(tmp_path: Path) -> None:
+    """Keyboard-complete at 80x24 (issue 16.6): Tab walks picker, filter choice, typed filter,
+    table and the evidence pane, and every one of them is on screen."""
+    app = await _seeded(_app(tmp_path, mode="compare"))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _idle(app, pilot)
+        screen = app.screen
+        assert isinstance(screen, CompareScreen)
+        wanted = ["compare-runs", "compare-where-choice", "compare-where", "compare-table", "compare-evidence-box"]
+        assert [w.id for w in screen.focus_chain] == wanted
+        seen = []
+        for _ in wanted:
+            await pilot.press("tab")
+            focused = app.focused
+            assert focused is not None and focused.region.height > 0
+            assert screen.region.contains_region(focused.region), focused
+            seen.append(focused.id)
+        assert sorted(seen) == sorted(wanted)

@@ -109,6 +109,8 @@ class CompareScreen(PlainNotify, Screen[None]):
         self.last_export: Path | None = None
         """The Markdown file written last."""
         self._filters: list[tuple[str, str]] = [("every probe repeat", "")]
+        self._resumed = False
+        """Whether the screen was shown once (its first ScreenResume comes with on_mount's load)."""
         self._pending: list[str] = []
         """Runs to tick (and compare) once the picker is filled (:meth:`preset`)."""
 
@@ -141,12 +143,17 @@ class CompareScreen(PlainNotify, Screen[None]):
         self._status(Text("tick two or more runs of one user, then press c", style="dim"))
         self.load_choices()
 
+    def on_screen_resume(self) -> None:
+        """Coming back: runs may have stored probes meanwhile (the first showing is on_mount's)."""
+        if self._resumed and self.is_mounted:
+            self.load_choices()
+        self._resumed = True
+
     def preset(self, run_ids: list[str]) -> None:
         """Tick ``run_ids`` (those the picker offers) and compare them when two or more are ticked
         (the Results screen's ``o``)."""
         self._pending = list(run_ids)
-        if self.choices:
-            self._apply_pending()
+        self.load_choices()  # the list may have grown since; the ticks are applied once it is read
 
     # ---- loading ------------------------------------------------------------------------------
 
