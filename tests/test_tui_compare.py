@@ -15,9 +15,10 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-from test_browse_support import FILE_RUN, MEM0AI_RUN, NONE_RUN, WORLDS, seed
+import pytest
 from rich.console import Console
 from rich.text import Text
+from test_browse_support import FILE_RUN, MEM0AI_RUN, NONE_RUN, WORLDS, seed
 from test_tui_support import make_folders
 from textual.binding import Binding
 from textual.pilot import Pilot
@@ -290,3 +291,64 @@ async def test_tab_reaches_every_control_at_80x24(tmp_path: Path) -> None:
             assert screen.region.contains_region(focused.region), focused
             seen.append(focused.id)
         assert sorted(seen) == sorted(wanted)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+async def test_compare_demo_model_runs_file_right_none_wrong_and_export(tmp_path: Path) -> None:
+    """Runs made by the demo model (User A's quick-start slice, File memory then No Memory probing
+    from its checkpoints, as ``test_demo_memory_slice``): the app shows the probes File memory got
+    right and No Memory wrong, each with the notes File memory handed the PA, and exports them."""
+    from test_demo_memory_slice import DEMO_FILE_OPTIONS
+
+    from mempa_tui.llm import LLMClient, ScriptedModelServer
+    from mempa_tui.runner import Runner
+    from mempa_tui.runner._browse import compare_runs, filter_compare, parse_where
+    from mempa_tui.tools import default_registry
+    from mempa_tui.tui.demo import demo_responder
+
+    worlds = Path(__file__).resolve().parent.parent / "worlds"
+    folders = make_folders(tmp_path, worlds)
+    folders.settings.saves_dir.mkdir(parents=True)
+    ids: list[str] = []
+    async with ScriptedModelServer(demo_responder) as server:
+        client = LLMClient(server.profile(context_window=131072))
+        async with RunStore(folders.settings.saves_dir / "mempa.sqlite") as store:
+            for memory in ("file", "none"):
+                config = RunConfig(user="A", profile="demo", memory=memory, repeats=1, worlds_dir=worlds, slice=True,
+                                   memory_options=DEMO_FILE_OPTIONS if memory == "file" else {})
+                outcome = await Runner(config, store, client, default_registry(),
+                                       memory_root=folders.settings.local_memory_dir, resamples=50).run()
+                assert outcome.status is RunStatus.COMPLETED, memory
+                ids.append(outcome.run_id)
+            expected = filter_compare(await compare_runs(store, ids), parse_where("file right, none wrong", ids))
+    assert expected, "the demo model's File memory must win some probe for this test to mean anything"
+
+    app = MempaApp(folders.settings, options=RunnerOptions(resamples=50), initial_mode="compare")
+    async with app.run_test(size=(160, 48)) as pilot:
+        await _idle(app, pilot)
+        screen = app.screen
+        assert isinstance(screen, CompareScreen)
+        await _tick(app, pilot, *ids)
+        await pilot.press("c")
+        await _idle(app, pilot)
+        assert screen.comparison is not None and screen.comparison.run_ids == tuple(ids)
+        await pilot.press("f")  # the first common filter: file right, none wrong
+        await pilot.pause()
+        assert screen.where == "file right, none wrong"
+        assert [(r.probe_id, r.repeat) for r in screen.shown] == [(r.probe_id, r.repeat) for r in expected]
+        first = screen.shown[0]
+        file_cell, none_cell = first.cells[ids[0]], first.cells[ids[1]]
+        assert file_cell is not None and none_cell is not None
+        assert file_cell.outcome == "correct" and none_cell.outcome == "wrong"
+        evidence = _text(screen, "#compare-evidence")
+        # File memory handed the PA its notes; No Memory handed nothing; both shown side by side
+        assert file_cell.evidence.strip() and none_cell.evidence == ""
+        assert file_cell.evidence.strip().splitlines()[0][:30] in evidence
+        assert "(the memory handed the PA nothing)" in evidence
+        await pilot.press("x")
+        await _idle(app, pilot)
+        assert screen.last_export is not None
+        text = screen.last_export.read_text(encoding="utf-8")
+        assert text.startswith("# Probe-by-probe comparison where file right, none wrong")
+        assert all(f"## {r.probe_id} repeat {r.repeat}" in text for r in expected)

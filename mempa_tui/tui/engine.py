@@ -37,6 +37,7 @@ from mempa_tui.runner import (
 )
 from mempa_tui.runner._browse import (
     BrowseError,
+    CompareCell,
     CompareRow,
     compare_markdown,
     compare_runs,
@@ -64,7 +65,10 @@ from mempa_tui.tui.book import RunRequest
 from mempa_tui.tui.settings import AppSettings
 
 __all__ = [
+    "BrowseError",
+    "CompareCell",
     "CompareChoice",
+    "CompareRow",
     "Comparison",
     "LauncherChoices",
     "ProfileChoice",

@@ -32,9 +32,11 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Input, Label, Select, Static
 from textual.worker import Worker, WorkerState
 
-from mempa_tui.runner._browse import BrowseError, CompareCell, CompareRow
 from mempa_tui.tui.engine import (
+    BrowseError,
+    CompareCell,
     CompareChoice,
+    CompareRow,
     Comparison,
     compare_choices,
     compare_stored,
