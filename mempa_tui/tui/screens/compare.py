@@ -70,9 +70,10 @@ def cell_text(cell: CompareCell | None) -> str:
 
 
 def choice_label(choice: CompareChoice) -> str:
-    """A run as the picker lists it: id, user, condition, timeline, probes, status, health."""
-    return (f"{choice.run_id} · user {choice.user} · {choice.memory} · {choice.timeline} · "
-            f"{choice.probes_done} probe repeat(s) · {choice.status} · memory {choice.health}")
+    """A run as the picker lists it: id, condition with its memory health, user, timeline, probes,
+    status (what decides comparability and trust first, so 80 columns show it)."""
+    return (f"{choice.run_id} · {choice.memory}, memory {choice.health} · user {choice.user} · "
+            f"{choice.timeline} · {choice.probes_done} probe repeat(s) · {choice.status}")
 
 
 class CompareScreen(PlainNotify, Screen[None]):

@@ -332,7 +332,7 @@ class ResultsScreen(PlainNotify, Screen[None]):
         from mempa_tui.tui.screens.compare import CompareScreen
 
         users = {o.user for o in self.outcomes}
-        ids = await self.mempa.service.result_run_ids() if len(users) == 1 else []
+        ids = sorted(await self.mempa.service.result_run_ids()) if len(users) == 1 else []  # columns by run id
         await self.mempa.switch_mode("compare")
         screen = self.mempa.screen
         if isinstance(screen, CompareScreen):
