@@ -45,8 +45,8 @@ from mempa_tui.runner._results import (
     paired_differences,
     results_rows,
 )
-from mempa_tui.scoring import ConditionScores, Difference, MetricSummary, ProbeOutcome, condition_label
 from mempa_tui.runner._health import RowAnnotations
+from mempa_tui.scoring import ConditionScores, Difference, MetricSummary, ProbeOutcome, condition_label
 from mempa_tui.tui.engine import error_line, results_annotations
 from mempa_tui.tui.plain import PlainNotify
 from mempa_tui.tui.widgets.tables import fill_table
@@ -127,7 +127,8 @@ class ResultsScreen(PlainNotify, Screen[None]):
         self.unpaired: dict[str, int] = {}
         """Per condition, its probe repeats without a No Memory counterpart (left out of the difference)."""
         self.settings: list[str] = []
-        """``<run id>: <settings>`` of every stored run with probe results (donor, thresholds, decoding)."""
+        """``<run id>: <settings>`` of every shown run with probe results (donor, thresholds, decoding;
+        plays and archived runs are not shown)."""
         self.annotations = RowAnnotations(health={}, covers={}, notes=[])
         """The Health and Covers cells of the rows and the notes under the table."""
         self.last_export: ExportedResults | None = None
