@@ -1,6 +1,6 @@
 """The Results screen says what ``mempa results`` says (issue 16.4/16.6): each condition's paired
-difference from No Memory with its 95 % interval, the floored count and every run's settings line,
-with PRS on screen at 80x24. Data: ``test_tui_results.seed`` (File memory PSA 100 %, No Memory 50 %).
+difference from No Memory with its 95 % interval, the floored count, every run's settings line and
+the Health and Covers columns, with PRS on screen at 80x24 (the rest scrolls sideways). Data: ``test_tui_results.seed`` (File memory PSA 100 %, No Memory 50 %).
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+from test_browse_support import seed as seed_with_health
 from test_tui_results import seed
 from test_tui_support import make_folders
 from textual.pilot import Pilot
@@ -74,10 +75,10 @@ async def test_results_screen_shows_differences_floored_and_settings_at_80x24(tm
         assert "decoding:" in settings
 
 
-def _snapshot(snap_compare: Any, tmp_path: Path, size: tuple[int, int]) -> bool:
+def _snapshot(snap_compare: Any, tmp_path: Path, size: tuple[int, int], *, broken: bool = False) -> bool:
     folders = make_folders(tmp_path)
     folders.settings.saves_dir.mkdir(parents=True)
-    asyncio.run(seed(folders.settings.saves_dir / "mempa.sqlite"))
+    asyncio.run((seed_with_health if broken else seed)(folders.settings.saves_dir / "mempa.sqlite"))
     app = MempaApp(folders.settings, options=RunnerOptions(resamples=50), initial_mode="results")
 
     async def loaded(pilot: Pilot[None]) -> None:
@@ -92,3 +93,8 @@ def test_results_snapshot_80x24(snap_compare: Any, tmp_path: Path) -> None:
 
 def test_results_snapshot_160x48(snap_compare: Any, tmp_path: Path) -> None:
     assert _snapshot(snap_compare, tmp_path, (160, 48))
+
+
+def test_results_snapshot_broken_memory_160x48(snap_compare: Any, tmp_path: Path) -> None:
+    """``test_browse_support.seed``: mem0's row reads BROKEN in Health, with the note under the table."""
+    assert _snapshot(snap_compare, tmp_path, (160, 48), broken=True)

@@ -138,7 +138,10 @@ async def test_results_screen_groups_charts_and_exports(tmp_path: Path) -> None:
         await _wait_workers(app, pilot, "results")
         assert screen.query_one("#grouping", Select).value == "user"
         rows = _cells(table)
-        assert [r[6] for r in rows] == ["R", "R"]  # the breakdown follows the five metrics
+        labels = [str(c.label) for c in table.ordered_columns]
+        assert labels[:8] == ["Memory", "PSA", "CS", "PET", "BRS", "PRS", "Health", "Covers"]
+        assert [r[labels.index("user")] for r in rows] == ["R", "R"]  # the breakdown follows Health, Covers
+        assert [r[labels.index("Covers")] for r in rows] == ["R 2x2", "R 2x2"]
 
         await pilot.press("c")  # chart CS
         assert screen.query_one("#metric", Select).value == "CS"
@@ -217,3 +220,56 @@ async def test_results_screen_leaves_out_a_run_moved_aside_by_fresh(tmp_path: Pa
         rows = _cells(screen.query_one("#results-table", DataTable))
         assert [r[0] for r in rows] == ["File memory", "No Memory"]
         assert len(screen.outcomes) == 8  # the new File memory run and No Memory; not the archived copy
+
+
+async def test_results_screen_marks_a_broken_memory_and_says_what_rows_cover(tmp_path: Path) -> None:
+    """Health and Covers as ``mempa results`` prints them (issue 16.1/16.4): mem0's run stored
+    nothing (66 of 66 replies malformed), so its row reads BROKEN and a note names the run; File
+    memory is ok, No Memory has no store (n/a); each row covers user R, 2 probes x 2 repeats."""
+    from test_browse_support import MEM0AI_RUN
+    from test_browse_support import seed as seed_with_health
+
+    folders = make_folders(tmp_path)
+    folders.settings.saves_dir.mkdir(parents=True)
+    await seed_with_health(folders.settings.saves_dir / "mempa.sqlite")
+    app = MempaApp(folders.settings, options=RunnerOptions(resamples=50))
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.press("R")
+        screen = app.screen
+        assert isinstance(screen, ResultsScreen)
+        await _wait_workers(app, pilot, "results")
+        table = screen.query_one("#results-table", DataTable)
+        labels = [str(c.label) for c in table.ordered_columns]
+        rows = {r[0]: r for r in _cells(table)}
+        health = {m: r[labels.index("Health")] for m, r in rows.items()}
+        assert health == {"File memory": "ok", "Mem0": "BROKEN 1/1", "No Memory": "n/a"}, health
+        assert {r[labels.index("Covers")] for r in rows.values()} == {"R 2x2"}
+        notes = str(screen.query_one("#results-notes", Static).render())
+        assert f"BROKEN memory in {MEM0AI_RUN}" in notes and "66/66 malformed memory-model replies" in notes
+        title = str(screen.query_one("#diff-title", Static).render())
+        assert "marked BROKEN above has a broken memory" in title
+        # the play (a person in the user's seat) is not in the rows, so not in the notes either
+        assert screen.partial == [] and not any(line.startswith("play-") for line in screen.settings)
+
+
+async def test_results_table_scrolls_sideways_to_health_and_covers_at_80x24(tmp_path: Path) -> None:
+    """At 80 columns the metrics are on screen and the rest is reached by ⇧→, which the footer names."""
+    folders = make_folders(tmp_path)
+    folders.settings.saves_dir.mkdir(parents=True)
+    await seed(folders.settings.saves_dir / "mempa.sqlite")
+    app = MempaApp(folders.settings, options=RunnerOptions(resamples=50), initial_mode="results")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _wait_workers(app, pilot, "results")
+        screen = app.screen
+        assert isinstance(screen, ResultsScreen)
+        table = screen.query_one("#results-table", DataTable)
+        await pilot.pause()
+        assert table.max_scroll_x > 0 and table.scroll_x == 0  # wider than the screen
+        footer = {b.binding.description for b in screen.active_bindings.values() if b.binding.show}
+        assert "Scroll columns" in footer
+        await pilot.press("shift+right")
+        await pilot.pause()
+        assert table.scroll_x > 0
+        await pilot.press("shift+left")
+        await pilot.pause()
+        assert table.scroll_x == 0

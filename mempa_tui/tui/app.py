@@ -33,6 +33,7 @@ from mempa_tui.tui.screens import (
     SessionScreen,
     key_rows,
 )
+from mempa_tui.tui.screens.compare import CompareScreen
 from mempa_tui.tui.screens.play_agent import PlayAgentScreen
 from mempa_tui.tui.screens.play_user import PlayUserScreen
 from mempa_tui.tui.screens.probe_stepper import ProbeStepperScreen
@@ -79,6 +80,7 @@ class MempaApp(App[None]):
         "session": SessionScreen,
         "stepper": ProbeStepperScreen,
         "results": ResultsScreen,
+        "compare": CompareScreen,
         "play_user": PlayUserScreen,
         "play_agent": PlayAgentScreen,
     }
@@ -99,6 +101,9 @@ class MempaApp(App[None]):
                 tooltip="Replay a stored probe one model call at a time; target, BRS and PRS revealed after"),
         Binding("R", "switch_mode('results')", "Results", id="app.results",
                 tooltip="PSA, CS, PET, BRS and PRS of the stored runs; bar chart; Markdown and CSV export"),
+        # not in the footer (it is full at 80 columns); listed by ? and the command palette
+        Binding("C", "switch_mode('compare')", "Compare", id="app.compare", show=False,
+                tooltip="Compare runs of one user probe by probe: selections, scores and each memory's evidence"),
         Binding("question_mark", "help", "Keys", key_display="?", id="app.help",
                 tooltip="List every key of this screen"),
         Binding("ctrl+q", "quit", "Quit", id="app.quit", priority=True,

@@ -39,6 +39,8 @@ class MempaCommands(Provider):
              "Replay a stored probe one model call at a time; then target, BRS and PRS"),
             ("Open results", partial(app.switch_mode, "results"),
              "PSA, CS, PET, BRS, PRS by user, condition, model, dimension; chart; export"),
+            ("Compare runs probe by probe", partial(app.switch_mode, "compare"),
+             "Per probe and repeat: each run's selection, target, BRS, PRS and its memory's evidence; filter; export"),
             ("Show keys", app.action_help, "List every key of the current screen"),
         ]
         for entry in app.book:

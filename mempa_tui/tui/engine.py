@@ -9,6 +9,7 @@ starts the embedded server or checks Ollama, then :class:`~mempa_tui.runner.Runn
 from __future__ import annotations
 
 import io
+import json
 import tempfile
 from collections.abc import Callable, Sequence
 from contextlib import AsyncExitStack
@@ -34,7 +35,17 @@ from mempa_tui.runner import (
     StepEvent,
     run_is_being_played,
 )
+from mempa_tui.runner._browse import (
+    BrowseError,
+    CompareCell,
+    CompareRow,
+    compare_markdown,
+    compare_runs,
+    filter_compare,
+    parse_where,
+)
 from mempa_tui.runner._episode_events import EpisodeEvent, episode_event_adapter
+from mempa_tui.runner._health import MemoryHealth, RowAnnotations, row_annotations, runs_health
 from mempa_tui.runner._results import partial_runs, stored_outcomes
 from mempa_tui.runner._scoring import ProbeScorer
 from mempa_tui.runner._stepper import (
@@ -54,16 +65,26 @@ from mempa_tui.tui.book import RunRequest
 from mempa_tui.tui.settings import AppSettings
 
 __all__ = [
+    "BrowseError",
+    "CompareCell",
+    "CompareChoice",
+    "CompareRow",
+    "Comparison",
     "LauncherChoices",
     "ProfileChoice",
     "RunService",
     "RunnerOptions",
     "StoredEvent",
+    "compare_choices",
+    "compare_stored",
     "discover_choices",
     "empty_pickers",
     "error_line",
+    "export_comparison",
     "play_from_record",
     "request_from_record",
+    "results_annotations",
+    "where_choices",
 ]
 
 
@@ -155,6 +176,192 @@ def error_line(exc: BaseException) -> str:
     """One line for an error: the CLI's wording for user-fixable errors, else type and message."""
     known = user_error_message(exc)
     return known if known is not None else f"{type(exc).__name__}: {exc}"
+
+
+# ---- probe-by-probe comparison and results annotations (issue 16) ----------------------------
+
+
+class CompareChoice(BaseModel):
+    """A stored run as the comparison screen's picker offers it (runs with probe results only)."""
+
+    run_id: str
+    """The run's id."""
+    user: str
+    """Its user label."""
+    memory: str
+    """Its memory condition."""
+    profile: str
+    """Its model profile."""
+    timeline: str
+    """``quick-start slice`` or ``whole timeline`` (runs compare only within one)."""
+    probes_done: int
+    """Probe repeats stored."""
+    status: str
+    """Its status as shown (:meth:`RunService.shown_status`)."""
+    health: str
+    """Its memory health cell (``ok``, ``n/a``, ``warn: N failure(s)``, ``BROKEN``)."""
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Runs compared probe by probe (paper Section 3.5 outcomes; issue 16).
+
+    Attributes:
+        run_ids: the compared runs, in column order (``#1``, ``#2``...).
+        rows: one row per probe and repeat stored by any of them, unfiltered.
+        health: run id -> its memory health (a broken memory's outcomes are not its condition's).
+    """
+
+    run_ids: tuple[str, ...]
+    rows: tuple[CompareRow, ...]
+    health: dict[str, MemoryHealth]
+
+    def filtered(self, where: str) -> list[CompareRow]:
+        """The rows that pass ``where`` (``"file right, none wrong"``; blank keeps every row).
+
+        Raises:
+            BrowseError: the clause does not parse or names no compared run (the message says which).
+        """
+        if not where.strip():
+            return list(self.rows)
+        return filter_compare(self.rows, parse_where(where, self.run_ids))
+
+
+def _timeline(run: RunRecord) -> str:
+    try:
+        return "quick-start slice" if json.loads(run.config_json).get("slice") else "whole timeline"
+    except (json.JSONDecodeError, AttributeError):
+        return "whole timeline"
+
+
+async def compare_choices(service: RunService) -> list[CompareChoice]:
+    """Every stored run with at least one probe result, grouped by user then newest first; none
+    without a database. Archived runs (``<id>~N``) and plays are offered too: naming them is the
+    person's choice, and :func:`compare_stored` refuses pairs that cannot be compared.
+
+    Raises:
+        StoreError: the database is not readable.
+    """
+    summaries = [s for s in await service.saved_runs() if s.probes_done]
+    if not summaries:
+        return []
+    healths = await runs_health(await service.store(), [s.run for s in summaries])
+    out = [CompareChoice(run_id=s.run.id, user=s.run.user, memory=s.run.memory, profile=s.run.profile,
+                         timeline=_timeline(s.run), probes_done=s.probes_done, status=service.shown_status(s.run),
+                         health=healths[s.run.id].short())
+           for s in summaries]
+    return sorted(out, key=lambda c: c.user)  # stable: newest first within a user
+
+
+async def compare_stored(service: RunService, run_ids: Sequence[str]) -> Comparison:
+    """Compare stored runs probe by probe (:func:`~mempa_tui.runner._browse.compare_runs`) with
+    each run's memory health.
+
+    Args:
+        service: the app's engine service.
+        run_ids: two or more runs of one user and one kind of timeline, in column order.
+
+    Raises:
+        BrowseError: fewer than two runs, an unknown run, runs of different users or timelines
+            (the engine's message, naming each run's user or timeline).
+        StoreError: the database is not readable.
+    """
+    if service._store is None and not service.database.is_file():
+        raise BrowseError(f"no run database at {service.database}: finish a run's probes first")
+    store = await service.store()
+    rows = await compare_runs(store, run_ids)
+    ids = tuple(dict.fromkeys(run_ids))
+    records = [r for r in await store.list_runs() if r.id in ids]
+    return Comparison(run_ids=ids, rows=tuple(rows), health=await runs_health(store, records))
+
+
+def where_choices(run_ids: Sequence[str], memories: Sequence[str]) -> list[tuple[str, str]]:
+    """The common filters of a comparison: every run right while another is wrong, as
+    ``(label, clause)`` pairs for :func:`~mempa_tui.runner._browse.parse_where`, the first being
+    ``("every probe repeat", "")``.
+
+    Args:
+        run_ids: the compared runs, in column order.
+        memories: each run's memory condition (same order); a condition held by one run only
+            names it (``file right, none wrong``), else the run is named ``#N``.
+
+    Raises:
+        ValueError: ``memories`` is not as long as ``run_ids``.
+    """
+    if len(memories) != len(run_ids):
+        raise ValueError(f"{len(memories)} memory conditions for {len(run_ids)} runs")
+    names = []
+    for i, (run_id, memory) in enumerate(zip(run_ids, memories, strict=True), 1):
+        unique = memories.count(memory) == 1
+        try:
+            unique = unique and parse_where(f"{memory} right", run_ids)[0].run_id == run_id
+        except BrowseError:
+            unique = False
+        names.append(memory if unique else f"#{i}")
+    out = [("every probe repeat", "")]
+    for a, first in enumerate(names):
+        for b, second in enumerate(names):
+            if a != b:
+                clause = f"{first} right, {second} wrong"
+                out.append((clause, clause))
+    for name in names:
+        out.append((f"{name} floored", f"{name} floored"))
+    return out
+
+
+def export_comparison(comparison: Comparison, rows: Sequence[CompareRow], where: str, folder: Path) -> Path:
+    """Write the shown comparison rows as Markdown
+    (:func:`~mempa_tui.runner._browse.compare_markdown`) to ``folder/compare-<UTC time>.md``.
+
+    Args:
+        comparison: what was compared (its runs name the columns).
+        rows: the rows shown (already filtered).
+        where: the filter they were shown by (``""``: none), put in the title.
+        folder: where to write (created if missing; the app's saves folder).
+
+    Returns:
+        The written file's path.
+
+    Raises:
+        OSError: the folder or file cannot be written.
+    """
+    title = "Probe-by-probe comparison" + (f" where {where.strip()}" if where.strip() else "")
+    text = compare_markdown(rows, comparison.run_ids, title=title)
+    broken = [rid for rid, h in comparison.health.items() if h.broken]
+    if broken:
+        text += "".join(f"\n{rid}: its memory is BROKEN ({'; '.join(comparison.health[rid].problems)}); its "
+                        "outcomes are a broken memory's, not the condition's\n" for rid in broken)
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"compare-{utc_now().strftime('%Y%m%d-%H%M%S')}.md"
+    n = 1
+    while path.exists():
+        n += 1
+        path = folder / f"compare-{utc_now().strftime('%Y%m%d-%H%M%S')}-{n}.md"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+async def results_annotations(
+    service: RunService, outcomes: Sequence[ProbeOutcome], by: str = "condition"
+) -> RowAnnotations:
+    """The Health and Covers cells of the Results screen's rows, and the notes under the table
+    (:func:`~mempa_tui.runner._health.row_annotations`, as ``mempa results`` prints them): a run
+    whose memory is broken is marked on its row and named in a note, never averaged in silently;
+    a row that pools other users, probes or repeat counts than the rest is marked ``*``.
+
+    Args:
+        service: the app's engine service.
+        outcomes: the probe outcomes the screen shows (of :meth:`RunService.outcomes`).
+        by: the screen's grouping.
+
+    Raises:
+        StoreError: the database is not readable.
+    """
+    if not outcomes or (service._store is None and not service.database.is_file()):
+        return RowAnnotations(health={}, covers={}, notes=[])
+    store = await service.store()
+    runs = [r for r in await store.list_runs() if r.id in set(await service.result_run_ids())]
+    return row_annotations(runs, await runs_health(store, runs), outcomes, by=by)
 
 
 def play_from_record(config_json: str) -> PlayRequest | None:
@@ -493,10 +700,17 @@ class RunService:
             return []
         store = await self.store()
         if run_ids is None:
-            from mempa_tui.runner._pooling import is_play
-
-            run_ids = [r.id for r in await store.list_runs() if "~" not in r.id and not is_play(r.id)]
+            run_ids = await self.result_run_ids()
         return await stored_outcomes(store, run_ids)
+
+    async def result_run_ids(self) -> list[str]:
+        """The runs the Results screen reads by default: every stored run except archived ones
+        (``<id>~N``) and plays, as ``mempa results`` shows them; none without a database."""
+        if self._store is None and not self.database.is_file():
+            return []
+        from mempa_tui.runner._pooling import is_play
+
+        return [r.id for r in await (await self.store()).list_runs() if "~" not in r.id and not is_play(r.id)]
 
     async def partial_runs(self) -> list[str]:
         """Stored runs whose probes are not all done (``<id> <done>/<total> probes``); none

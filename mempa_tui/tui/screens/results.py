@@ -6,8 +6,17 @@ thresholds, decoding; issue 11.4), as ``mempa results`` prints them; a bar chart
 export as Markdown and CSV. Scoring is the scoring package's (via
 :mod:`mempa_tui.runner._results`); reading and scoring run in workers.
 
+Each row also carries its memory health (:mod:`mempa_tui.runner._health`: a run whose memory is
+broken is marked ``BROKEN`` on its row and named under the table, never averaged in silently) and
+what it covers (users, probes x repeats; ``*`` marks a row that pools other users, probes or repeat
+counts than the rest), the cells ``mempa results`` prints (:func:`~mempa_tui.tui.engine.
+results_annotations`).
+
 Layout (issue 16.6): the metric columns come right after the memory condition and every part
-scrolls in one column, so at 80x24 PRS and the differences are on screen, never cut off."""
+scrolls in one column, so at 80x24 PRS and the differences are on screen, never cut off; the
+columns after PRS (Health, Covers, counts, model) are reached by scrolling the table sideways
+(``shift+→`` / ``shift+←`` anywhere, or ``←`` / ``→`` on the table), as the footer says.
+``o`` opens the probe-by-probe comparison with the shown runs of one user ticked."""
 
 from __future__ import annotations
 
@@ -36,8 +45,9 @@ from mempa_tui.runner._results import (
     paired_differences,
     results_rows,
 )
+from mempa_tui.runner._health import RowAnnotations
 from mempa_tui.scoring import ConditionScores, Difference, MetricSummary, ProbeOutcome, condition_label
-from mempa_tui.tui.engine import error_line
+from mempa_tui.tui.engine import error_line, results_annotations
 from mempa_tui.tui.plain import PlainNotify
 from mempa_tui.tui.widgets.tables import fill_table
 
@@ -90,6 +100,12 @@ class ResultsScreen(PlainNotify, Screen[None]):
 
     CSS_PATH = "results.tcss"
     BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("shift+right", "scroll_columns(1)", "Scroll columns", key_display="⇧←→", id="results.right",
+                tooltip="Scroll the results table right to Health, Covers, the counts and the model (⇧← back)"),
+        Binding("shift+left", "scroll_columns(-1)", "Scroll columns back", key_display="⇧←", show=False,
+                id="results.left", tooltip="Scroll the results table back to the memory and the metrics"),
+        Binding("o", "compare", "Compare", id="results.compare",
+                tooltip="Compare runs probe by probe (the shown runs of one user ticked)"),
         Binding("g", "cycle_grouping", "Group by", id="results.group",
                 tooltip="Split rows by nothing more, by user, by dimension or by reply-vs-action group"),
         Binding("c", "cycle_metric", "Chart metric", id="results.metric",
@@ -111,7 +127,10 @@ class ResultsScreen(PlainNotify, Screen[None]):
         self.unpaired: dict[str, int] = {}
         """Per condition, its probe repeats without a No Memory counterpart (left out of the difference)."""
         self.settings: list[str] = []
-        """``<run id>: <settings>`` of every stored run with probe results (donor, thresholds, decoding)."""
+        """``<run id>: <settings>`` of every shown run with probe results (donor, thresholds, decoding;
+        plays and archived runs are not shown)."""
+        self.annotations = RowAnnotations(health={}, covers={}, notes=[])
+        """The Health and Covers cells of the rows and the notes under the table."""
         self.last_export: ExportedResults | None = None
         self._loaded_by: str | None = None
         """The grouping the latest load was started for (its Select's own Changed is skipped)."""
@@ -134,6 +153,7 @@ class ResultsScreen(PlainNotify, Screen[None]):
         with VerticalScroll(id="results-body"):
             yield Static("", id="results-count")
             yield DataTable(id="results-table", zebra_stripes=True, cursor_type="row")
+            yield Static("", id="results-notes")
             yield Static("", id="diff-title", classes="results-title")
             yield DataTable(id="diff-table", zebra_stripes=True, cursor_type="row")
             yield Static("", id="results-settings")
@@ -171,25 +191,37 @@ class ResultsScreen(PlainNotify, Screen[None]):
     @work(exclusive=True, group="results", exit_on_error=False)
     async def load(self) -> None:
         """Read every stored probe outcome, then score the chosen grouping."""
-        self.outcomes = await self.mempa.service.outcomes()
-        self.partial = await self.mempa.service.partial_runs()
-        self.settings = await self._settings()
+        service = self.mempa.service
+        shown = set(await service.result_run_ids())  # plays and archived runs are not in the rows
+        self.outcomes = await service.outcomes()
+        self.partial = [line for line in await service.partial_runs() if line.split(" ", 1)[0] in shown]
+        self.settings = await self._settings(shown)
         await self._score()
 
-    async def _settings(self) -> list[str]:
-        """The settings line of every stored run that has probe results (none without a database)."""
+    async def _annotate(self, outcomes: list[ProbeOutcome], by: Grouping) -> None:
+        """Health and Covers of the rows (a failed read is shown in the column, not swallowed)."""
+        try:
+            self.annotations = await results_annotations(self.mempa.service, outcomes, by)
+        except Exception as exc:  # noqa: BLE001 - shown as the table's note and a notification
+            self.annotations = RowAnnotations(health={}, covers={}, notes=[f"memory health not read: {error_line(exc)}"])
+            self.notify(error_line(exc), severity="error", title="Results: memory health")
+
+    async def _settings(self, shown: set[str]) -> list[str]:
+        """The settings line of every shown run (of ``shown``) that has probe results (none
+        without a database)."""
         service = self.mempa.service
         if not self.outcomes or not service.database.is_file():
             return []
         store = await service.store()
         records = await store.list_runs()
-        scored = {s.run.id for s in await store.summaries() if s.probes_done}
+        scored = {s.run.id for s in await store.summaries() if s.probes_done and s.run.id in shown}
         return settings_lines([r for r in records if r.id in scored], records)
 
     async def _score(self) -> None:
         outcomes, by = list(self.outcomes), self.grouping
         resamples = self.mempa.service.options.resamples
         self.rows = await anyio.to_thread.run_sync(lambda: results_rows(outcomes, by))
+        await self._annotate(outcomes, by)
         conditions = {o.memory for o in outcomes}
         if "none" in conditions and len(conditions) > 1:
             self.differences, self.unpaired = await anyio.to_thread.run_sync(
@@ -202,20 +234,29 @@ class ResultsScreen(PlainNotify, Screen[None]):
         by = self.grouping
         table = self.query_one("#results-table", DataTable)
         # metrics first (after the condition), so PRS is on screen at 80 columns (issue 16.6)
-        columns = ["Memory", *SHOWN_METRICS] + ([by] if by != "condition" else [])
+        # then Health and Covers (issue 16.1/16.4), reached by scrolling sideways at 80 columns
+        extra = self.annotations.columns()
+        columns = ["Memory", *SHOWN_METRICS, *extra] + ([by] if by != "condition" else [])
         columns += ["probes", "floored", "incomplete", "model"]
         rows = []
         for r in self.rows:
             cells = [r.label, *(metric_cell(r.metric(name)) for name in SHOWN_METRICS)]
+            cells += [cell(r) for cell in extra.values()]
             cells += [r.breakdown or ""] if by != "condition" else []
             rows.append([*cells, str(r.probes), str(r.floored), str(r.incomplete), r.model])
         fill_table(table, columns, rows)
         runs = len({(o.memory, o.model, o.user) for o in self.outcomes})
-        self.query_one("#results-count", Static).update(Text(
+        count = Text(
             f"{len(self.outcomes)} probe result(s) from {runs} user × condition × model combination(s); "
-            "cells are mean±SD over repeats; floored = the PA broke the IX contract (PSA 0, BRS 1)"
+            "cells are mean±SD over repeats; floored = the PA broke the IX contract (PSA 0, BRS 1); "
+            "Health: memory health (BROKEN: not the condition's score); Covers: users probes×repeats"
             + (f"\nnot finished, rows cover only the probes so far: {', '.join(self.partial)}" if self.partial else "")
-        ))
+        )
+        self.query_one("#results-count", Static).update(count)
+        notes = self.query_one("#results-notes", Static)
+        notes.update(Text("\n".join(self.annotations.notes), style="bold red" if any(
+            n.startswith("BROKEN") for n in self.annotations.notes) else ""))
+        notes.display = bool(self.annotations.notes)
         self._show_differences()
         self.query_one("#results-settings", Static).update(Text(
             "run settings (donor, File memory thresholds, decoding):\n"
@@ -239,6 +280,8 @@ class ResultsScreen(PlainNotify, Screen[None]):
         table.display = True
         notes = [f"{condition_label(m)}: {n} probe repeat(s) without a No Memory counterpart left out"
                  for m, n in self.unpaired.items() if n]
+        if any(cell.startswith("BROKEN") for cell in self.annotations.health.values()):
+            notes.append("a condition marked BROKEN above has a broken memory: its difference is not the condition's")
         title.update(Text(
             "Difference from No Memory (percentage points; paired over the same probes and repeats; "
             "95% cluster-bootstrap interval)"
@@ -278,6 +321,23 @@ class ResultsScreen(PlainNotify, Screen[None]):
     def action_cycle_metric(self) -> None:
         """Next charted metric."""
         self._cycle("#metric", SHOWN_METRICS)
+
+    def action_scroll_columns(self, direction: int) -> None:
+        """Scroll the results table sideways by about a third of its width (``direction`` 1: right)."""
+        table = self.query_one("#results-table", DataTable)
+        step = max(8, table.scrollable_content_region.width // 3)
+        table.scroll_relative(x=step * direction, animate=False)
+
+    async def action_compare(self) -> None:
+        """Open the probe-by-probe comparison; when the shown runs are of one user, they are ticked."""
+        from mempa_tui.tui.screens.compare import CompareScreen
+
+        users = {o.user for o in self.outcomes}
+        ids = sorted(await self.mempa.service.result_run_ids()) if len(users) == 1 else []  # columns by run id
+        await self.mempa.switch_mode("compare")
+        screen = self.mempa.screen
+        if isinstance(screen, CompareScreen):
+            screen.preset(ids)
 
     def action_refresh(self) -> None:
         """Read the stored results again."""
