@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping
 from datetime import datetime
+from pathlib import Path
 
 import pytest
 from test_agent_support import PAQueue, RecordingMemory, call, tiny_world
@@ -349,3 +350,50 @@ def test_an_advance_with_words_is_refused_rather_than_dropped() -> None:
     seat.start(autonomy_session(), targets())
     with pytest.raises(ValueError, match="send it first, or end the session with it"):
         seat.submit(UserAction(kind="advance", text="Yes, send it."))
+
+
+# ---- the app's play-as-user screen ------------------------------------------------------------
+
+
+async def test_the_app_sends_the_box_text_with_end_and_the_pa_answers_it(tmp_path: Path) -> None:
+    from test_tui_support import fixed_scorer, make_folders, run_responder, write_profile
+    from textual.widgets import Input, Select
+
+    from mempa_tui.tui import MempaApp, RunnerOptions
+    from mempa_tui.tui.screens.play_user import PlayUserScreen
+
+    async with ScriptedModelServer(run_responder) as server:
+        folders = make_folders(tmp_path)
+        write_profile(server.profile(context_window=131072), folders.settings.models_dir)
+        app = MempaApp(folders.settings, options=RunnerOptions(scorer=fixed_scorer, resamples=100))
+        async with app.run_test(size=(120, 40)) as pilot:
+            await pilot.press("u")
+            screen = app.screen
+            assert isinstance(screen, PlayUserScreen)
+            await pilot.pause()
+            screen.query_one("#play-user", Select).value = "R"
+            await pilot.pause()
+            screen.query_one("#play-step", Select).value = "R-s1"
+            screen.query_one("#play-profile", Select).value = "scripted"
+
+            async def until_waiting(key: str) -> None:
+                before = screen.panel
+                await pilot.press(key)
+                while not (screen.panel is not None and screen.panel is not before and screen.panel.waiting):
+                    await pilot.pause()
+
+            await until_waiting("ctrl+r")
+            box = screen.query_one("#message", Input)
+            box.value = "Can you find the boiler inspection email?"
+            await until_waiting("enter")
+            box.value = "That's all I needed, thanks."
+            await pilot.press("ctrl+o")  # end the session with the words in the box
+            await app.workers.wait_for_complete()
+            await pilot.pause()
+            assert screen.outcome is not None and screen.outcome.status == "completed", screen.outcome
+            assert [p.human_message for p in screen.outcome.fidelity] == [
+                "Can you find the boiler inspection email?", "That's all I needed, thanks."]
+            assert box.value == ""
+        pa = [r for r in server.requests if r.model.endswith("-pa")]
+        last_user = [m for m in pa[-1].messages if m.role == "user"][-1].content or ""
+        assert "That's all I needed, thanks." in last_user
