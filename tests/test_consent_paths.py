@@ -397,3 +397,28 @@ async def test_the_app_sends_the_box_text_with_end_and_the_pa_answers_it(tmp_pat
         pa = [r for r in server.requests if r.model.endswith("-pa")]
         last_user = [m for m in pa[-1].messages if m.role == "user"][-1].content or ""
         assert "That's all I needed, thanks." in last_user
+
+
+async def test_a_person_in_the_pa_seat_sees_a_consent_only_turn_as_notes(rig: Rig) -> None:
+    from test_seats_human import PAPerson, reply, tool
+
+    from mempa_tui.agent.human import HumanAgentSeat
+
+    seat = ScriptedSeat([
+        UserTurn(message="Can you text Colm that the review is at 15:00?", released_facts=["new_time"]),
+        UserTurn(consent={"held_0001": True}, done=True),
+    ])
+    pa_person = PAPerson([
+        [tool("IX_autonomy_level", setting="Self-directed"),
+         tool("mcp_state_message_send", **SEND), reply("Shall I send Colm the text?")],
+        [reply("Colm has the new time.")],
+    ])
+    pa = HumanAgentSeat(on_change=pa_person)
+    pa_person.seat = pa
+    ctx = context(rig, RecordingMemory(), seat)
+    ctx.agent_seat = pa
+    result = await run_accumulation(autonomy_session(), ctx)
+    assert result.status == "completed", result.reason
+    last = [v for v in pa_person.views if v.turn_index == 1][-1]
+    assert last.user_message is None and any("approved held_0001" in n for n in last.runtime_notes)
+    assert [(c.tool, c.op) for c in result.change_log] == [("message_send", "insert")]
