@@ -248,7 +248,7 @@ class SessionDriver:
                 prior_messages=len(evidence.prior_messages),
             )
         )
-        self.wrapper.begin_turn(event=user_message is None)
+        self.wrapper.begin_turn(event=notice is not None)
         actions = TurnActions(
             self.registry,
             self.wrapper,
