@@ -637,8 +637,8 @@ async def test_consent_in_a_turn_that_moves_to_the_next_beat_releases_the_item(
     rig.sim_replies.extend(
         [
             sim("Can you text Colm that the review moved?"),
-            # approves the held text and moves on in the same turn: the draft is discarded,
-            # its consent is not
+            # approves the held text and moves on in the same turn: the consent and the words
+            # go with the next beat's message (the words open it)
             sim("Yes, send it.", "advance", consent="held_0001: approve"),
             sim("It's at 15:00 now."),
             sim("", "advance"),
@@ -659,6 +659,7 @@ async def test_consent_in_a_turn_that_moves_to_the_next_beat_releases_the_item(
         m for m in rig.queue.pa_requests[2].messages if m.role == "user"
     ][-1].content
     assert "approved held_0001" in second_turn_user and "15:00" in second_turn_user
+    assert "Yes, send it.\n\nIt's at 15:00 now." in second_turn_user
 
 
 async def test_a_text_confirmation_that_ends_the_session_reaches_the_pa_first(

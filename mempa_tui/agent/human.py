@@ -84,7 +84,8 @@ class PATurnView(BaseModel):
     now: datetime
     """The story date and time of the turn."""
     user_message: str | None = None
-    """The user's message, or None on a world-event turn."""
+    """The user's message, or None on a world-event turn and on a turn where the user only
+    decided held items (the notes say what ran or was declined)."""
     notice: str | None = None
     """The world event's notice on an event turn."""
     runtime_notes: list[str] = Field(default_factory=list)
@@ -163,7 +164,7 @@ class HumanAgentSeat:
             raise RuntimeError("HumanAgentSeat.respond called before begin_session")
         view = PATurnView(
             step_id=self._start.step_id, is_probe=self._start.is_probe, turn_index=self._turns,
-            now=turn.now, user_message=turn.user_message, notice=turn.notice,
+            now=turn.now, user_message=turn.user_message or None, notice=turn.notice,
             runtime_notes=list(turn.runtime_notes), evidence=turn.evidence.system_text,
             oracle=self._start.oracle, tools=actions.tool_specs(), required_ix=turn.required_ix,
             selections=actions.wrapper.selections,

@@ -68,7 +68,8 @@ class AgentTurnInput(BaseModel):
     """One PA turn's input.
 
     Attributes:
-        user_message: the user's delivered message, or None on a world-event turn.
+        user_message: the user's delivered message; '' on a turn where the user only decided
+            held items (the PA acts on ``runtime_notes``, issue 15.1); None on a world-event turn.
         notice: the world event's notice on an event turn (marked as not from the user).
         now: the story time of the turn (moves forward on event turns).
         runtime_notes: harness feedback about held items released or denied by the user's

@@ -4,6 +4,14 @@ Each user turn: the user seat writes the turn (consent -> :meth:`IXWrapper.relea
 runs; released facts open write locks), memory retrieves evidence (Eq. 2, R), the PA seat plays the
 turn through the wrapper, the wrapper renders it, and the turn as the PA saw it goes to memory
 (Eq. 1, A). A world-event beat moves the clock and hands the PA a notice instead of a message.
+
+A user's consent or confirmation always gets the PA's turn before the session ends (issue 15.1;
+Section 3.4, Appendix E.4: the user's consent releases the held item, and the PA is told what ran).
+A user turn that carries a message is delivered even when the seat marks it ``done`` (the end
+waits for the PA's reply); a turn whose consent decided held items but that has no message (a
+person approving an item and ending the session) gives the PA a turn whose input is the harness's
+account of what ran or was declined, so it can report it or carry on. Only then does the session
+end.
 """
 
 from __future__ import annotations
@@ -58,7 +66,8 @@ class Exchange(BaseModel):
     """One PA turn as the user met it: what prompted it and what was delivered.
 
     Attributes:
-        user_message: the user's message, or None on a world-event turn.
+        user_message: the user's message, or None on a world-event turn and on a turn that
+            carried only the user's consent (no words).
         notice: the world event's notice on an event turn.
         delivered: the rendered public turn.
     """
@@ -149,12 +158,18 @@ class SessionDriver:
                 if key not in self.activated:
                     self.activated.append(key)
 
-    def _release(self, consent: dict[str, bool], *, answered: bool = False) -> None:
+    def _release(self, consent: dict[str, bool], *, answered: bool = False) -> bool:
+        """Apply the user's consent (and an answer's release, E.3) to the held items.
+
+        Returns:
+            True when a held item was decided (run, failed or declined): the PA has something to
+            act on and must get a turn before the session ends.
+        """
         if not consent and not answered:
-            return
+            return False
         out: ReleaseOutcome = self.wrapper.release(consent, answered=answered)
         if not consent and not out.by_answer:
-            return
+            return False
         self.emit(
             ConsentEvent(
                 turn_index=self.turn_index,
@@ -180,6 +195,7 @@ class SessionDriver:
                     f"The user agreed to move on to '{item.label}' ({item.id}); it opens your next "
                     "reply. Handle that topic now."
                 )
+        return bool(out.executed or out.denied or out.approved)
 
     def _on_call(self, call: ExecutedCall) -> None:
         self.emit(ToolCallEvent(turn_index=self.turn_index, call=call))
@@ -199,15 +215,26 @@ class SessionDriver:
     # ---- one PA turn ------------------------------------------------------------------------
 
     async def pa_turn(
-        self, *, user_message: str | None, notice: str | None
+        self,
+        *,
+        user_message: str | None,
+        notice: str | None,
+        consent_only: str | None = None,
     ) -> SessionOutcome | DeliveredTurn:
         """Play one PA turn; returns the delivered turn, or the floored outcome.
+
+        Args:
+            user_message: the user's delivered message (None on an event or consent-only turn).
+            notice: the world event's notice on an event turn.
+            consent_only: on a turn where the user decided held items without words, a short
+                account of the decisions (``[Consent] approved held_0001``); it is the memory's
+                query and the turn record's user side, and the PA reads the harness notes only.
 
         A turn that holds an Autonomy Level action while its reply asks the user nothing is
         delivered (the user and the PRS rater see it) and then ends the step floored (Appendix
         F.2, "held an action without asking").
         """
-        query = user_message if user_message is not None else (notice or "")
+        query = user_message if user_message is not None else (notice or consent_only or "")
         evidence = await self.memory.retrieve(query, self.session)
         if (
             self.session.is_probe
@@ -221,7 +248,7 @@ class SessionDriver:
                 prior_messages=len(evidence.prior_messages),
             )
         )
-        self.wrapper.begin_turn(event=user_message is None)
+        self.wrapper.begin_turn(event=notice is not None)
         actions = TurnActions(
             self.registry,
             self.wrapper,
@@ -233,7 +260,7 @@ class SessionDriver:
             self.script.attribute if self.script.attribute in self.activated else None
         )
         turn = AgentTurnInput(
-            user_message=user_message,
+            user_message="" if consent_only is not None else user_message,
             notice=notice,
             now=self.wc.now,
             runtime_notes=self._notes,
@@ -256,6 +283,8 @@ class SessionDriver:
             turn_index=self.turn_index,
             user_message=user_message
             if user_message is not None
+            else consent_only
+            if consent_only is not None
             else f"[Notification] {notice}",
             tool_calls=[
                 c for c in delivered.executed if c.status is CallStatus.EXECUTED
@@ -309,8 +338,8 @@ class SessionDriver:
             ) in turn.released_facts:  # facts first: they may open a held write's lock
                 self.wc.release_fact(fact_id)
             # the user's answer also releases writes held while the PA asked for information (E.3)
-            answered = bool(turn.message) and not (turn.done or turn.invalid)
-            self._release(turn.consent, answered=answered)
+            answered = bool(turn.message) and not turn.invalid
+            decided = self._release(turn.consent, answered=answered)
             if turn.invalid:
                 return SessionOutcome(
                     status="invalid", reason=turn.invalid_reason or "invalid user turn"
@@ -339,18 +368,31 @@ class SessionDriver:
                 self.user.advance_beat()
                 self._track_beat(self.user.current_beat)
                 continue
-            if turn.done or not turn.message:
-                return SessionOutcome()
-            user_turns += 1
-            self.emit(
-                UserMessageEvent(
-                    turn_index=self.turn_index, text=turn.message, beat_id=turn.beat_id
+            if not turn.message:
+                if not decided:
+                    return SessionOutcome()
+                # consent without words (e.g. a person approves and ends): the PA still gets
+                # the turn to act on it before the end
+                outcome = await self.pa_turn(
+                    user_message=None,
+                    notice=None,
+                    consent_only=_consent_account(turn.consent),
                 )
-            )
-            outcome = await self.pa_turn(user_message=turn.message, notice=None)
+            else:
+                user_turns += 1
+                self.emit(
+                    UserMessageEvent(
+                        turn_index=self.turn_index,
+                        text=turn.message,
+                        beat_id=turn.beat_id,
+                    )
+                )
+                outcome = await self.pa_turn(user_message=turn.message, notice=None)
             if isinstance(outcome, SessionOutcome):
                 return outcome
             delivered = outcome
+            if turn.done:  # the seat's end signal waited for this PA turn
+                return SessionOutcome()
             if user_turns >= self.cap:
                 return SessionOutcome(
                     reason=f"turn cap of {self.cap} user turns reached"
@@ -367,3 +409,16 @@ class SessionDriver:
                 turn_index=self.turn_index, status=outcome.status, reason=outcome.reason
             )
         )
+
+
+def _consent_account(consent: dict[str, bool]) -> str:
+    """The user's decisions in a few words, for a consent-only turn's record and memory query.
+
+    Args:
+        consent: held item id -> approve (True) or deny (False).
+
+    Returns:
+        e.g. ``[Consent] approved held_0001; declined held_0002``.
+    """
+    parts = [f"{'approved' if ok else 'declined'} {item}" for item, ok in consent.items()]
+    return "[Consent] " + "; ".join(parts)

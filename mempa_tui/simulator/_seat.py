@@ -38,8 +38,11 @@ class UserTurn(BaseModel):
 
     Attributes:
         message: the visible message to deliver to the PA; empty when nothing is to be delivered
-            (``done``, ``invalid`` or ``waiting_for_event``).
-        consent: held item id -> approve (True) or deny (False).
+            (``invalid`` or ``waiting_for_event``, and usually ``done``). A ``done`` turn that
+            still carries a message is delivered, and the session ends after the PA's reply.
+        consent: held item id -> approve (True) or deny (False). Consent that decides a held
+            item always gets the PA a turn: with the message, or, without one, a turn on the
+            harness's notes of what ran (issue 15.1), before any end.
         beat_id: the beat the message belongs to (for logs; never shown to the PA).
         done: the session is over; nothing more will be said.
         invalid: every attempt failed the checks; the episode loop marks the session invalid.

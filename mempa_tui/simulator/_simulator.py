@@ -8,13 +8,33 @@ is invalid and is never delivered.
 Beat progression (Appendix D.1-D.2): the private ``<turn_assessment>`` says whether the PA's
 latest reply met the current beat's goal. When it did, the simulator moves to the next beat and
 writes the turn there (the draft written for the finished beat is discarded, so no filler message
-reaches the PA), except its consent decisions, which are kept. When the move ends the session while
-the PA waits for the user's word (held items, or a question in its latest reply), no later user
-turn would carry the draft's words, so the draft is checked and delivered and the end waits for
-the PA's reply to it (a confirmation written with ``done`` reaches the PA, and the PA gets the
-turn to act on it). A beat whose ``max_turns`` runs out moves the session ahead to the next beat that
-declares skills, releasing the facts of any beat it passes. A beat that declares skills is never
-skipped, nor the beat after it, nor a world-event beat. The session is done after the last beat.
+reaches the PA), except its consent decisions, which are kept.
+
+A draft that answers the PA is never discarded (issue 15.1). The PA waits for the user's word when
+the draft decides held items, items are still waiting, or the PA's latest reply asked a question;
+a draft written with ``advance`` or ``done`` at such a moment is checked like any message and
+reaches the PA, with its consent, before the PA's next turn, whatever the move:
+
+- into an ordinary beat (no world event, no decision point): the words open the next beat's message (the next beat's draft is written
+  knowing they were said, and both go as one message, the confirmation first). The next beat's
+  facts are released and the consent applied with that message, so a held write that waits for a
+  fact the next beat gives (a write lock) runs with it, and the PA acts on both in one turn. This
+  is what a person does in a chat ("Yes, send it. It's at 15:00 now.").
+- into a world-event beat, or past the last beat (the end signal): no user message would follow
+  before the PA's next turn, so the words are delivered now as this turn's message, and the move
+  (the event, or the end) waits for the PA's reply to them. A world event moves the story clock:
+  a confirmation given before it must be acted on before it, not folded into the message that
+  reacts to the event, when the approved text would go out after the event's time. The same holds
+  for a beat that opens a decision point: its opening message stays the next beat's own, checked
+  for manner requests like every decision-point opening (Table 8 condition 3).
+
+Either way the ``<consent_decisions>`` reach the PA with the words written beside them, as one
+simulator turn is one message with its private blocks (Appendix D.1); and the beat still moves
+on the simulator's assessment. Off the last beat, a moving draft with no words answers nothing and
+moves on at once (its consent still goes with the next turn). A beat whose ``max_turns`` runs out
+moves the session ahead to the next beat that declares skills, releasing the facts of any beat it
+passes. A beat that declares skills is never skipped, nor the beat after it, nor a world-event
+beat. The session is done after the last beat.
 Beats that open with a world event are not spoken by the user: the simulator reports
 ``waiting_for_event`` and the episode loop delivers the event to the PA, then calls
 :meth:`UserSimulator.advance_beat`.
@@ -306,17 +326,22 @@ class UserSimulator:
             return
         self._enter(target, skipped=range(self._index + 1, target))
 
-    def _last_word_counts(self, parsed: ParsedTurn) -> bool:
-        """Whether ``parsed`` moves on past the last beat while the PA waits for the user's word:
-        the draft decides held items, items are still waiting, or the PA's latest reply asked a
-        question. Such a draft is checked and delivered, and the PA gets the turn to act on it,
-        so a consent or a confirmation is never dropped; any other closing draft is discarded
-        like every draft for a finished beat."""
-        if self._move_target(timeout=False, done_requested=parsed.assessment == "done") is not None:
-            return False
+    def _answers_pa(self, parsed: ParsedTurn) -> bool:
+        """Whether the moving draft ``parsed`` (``advance`` or ``done``) is the user's word the PA
+        waits for, so it is checked and delivered before the move (see the module docstring).
+
+        The PA waits when the draft decides held items, items are still waiting, or the PA's
+        latest reply asked a question. Past the last beat no later turn could carry the answer, so
+        such a draft must have words (an empty one is rewritten); off the last beat an empty draft
+        answers nothing and moves on at once, its consent kept for the next turn. Such a draft is
+        delivered now or opens the next beat's message (:meth:`next_turn`); any other moving
+        draft is discarded like every draft for a finished beat.
+        """
         last = next((e for e in reversed(self._dialogue) if e.speaker != "user"), None)
         asked = last is not None and last.speaker == "assistant" and "?" in last.text
-        return bool(parsed.consent or self._pending or asked)
+        waits = bool(parsed.consent or self._pending or asked)
+        ends = self._move_target(timeout=False, done_requested=parsed.assessment == "done") is None
+        return waits and (ends or bool((parsed.message or "").strip()))
 
     def advance_beat(self) -> Beat | None:
         """Move one beat on (after the episode loop delivered a world event); the new beat or None."""
@@ -417,11 +442,18 @@ class UserSimulator:
 
         outcome = await self._produce(allow_move=self._turns > 0)
         early_consent: dict[str, bool] = {}
+        carried: str | None = None
         if outcome.move and outcome.parsed is not None:
             done_requested = outcome.parsed.assessment == "done"
-            if self._last_word_counts(outcome.parsed) and outcome.parsed.message:
-                # the user's last word: deliver it now; the move, and so the end signal, waits
-                # for the next call, after the PA's turn
+            answer = outcome.parsed.message if self._answers_pa(outcome.parsed) else None
+            target = self._move_target(timeout=False, done_requested=done_requested)
+            if answer and (
+                target is None
+                or script.beats[target].event is not None
+                or script.beats[target].decision_point is not None
+            ):
+                # the user's answer before a world event, a decision point or the end: deliver it
+                # now; the move (the event, the end signal) waits for the next call, after the PA
                 self._move_after_reply = done_requested
                 return self._deliver(outcome, beat_id=script.beats[self._index].id)
             self._move_on(timeout=False, done_requested=done_requested)
@@ -430,12 +462,23 @@ class UserSimulator:
                 return self._closing_turn(outcome, done=True)
             if closing:
                 return self._closing_turn(outcome, waiting_for_event=True)
-            # the draft for the finished beat is discarded, but not its consent decisions
+            # a draft for the finished beat is discarded, but not its consent decisions, and
+            # not its words when they answer the PA: they open the next beat's message
             early_consent = self._consent(outcome.parsed)
+            carried = answer
+            if carried:
+                self._dialogue.append(DialogueEntry(speaker="user", text=carried))
             earlier = outcome
-            outcome = await self._produce(allow_move=False)
+            try:
+                outcome = await self._produce(allow_move=False)
+            finally:
+                if carried:  # the joined message is recorded once, as delivered
+                    self._dialogue.pop()
             outcome.rejected = earlier.rejected + outcome.rejected
             outcome.warnings = earlier.warnings + outcome.warnings
+            if carried and outcome.parsed is not None and outcome.parsed.message:
+                joined = f"{carried}\n\n{outcome.parsed.message}"
+                outcome.parsed = outcome.parsed.model_copy(update={"message": joined})
 
         if outcome.parsed is None or not outcome.parsed.message:
             self._finished = True
@@ -471,7 +514,7 @@ class UserSimulator:
                 completion = await self._client.complete(Role.SIMULATOR, messages)
                 parsed = parse_turn(completion.text)
             outcome.move = allow_move and parsed.assessment in ("advance", "done")
-            if outcome.move and not self._last_word_counts(parsed):
+            if outcome.move and not self._answers_pa(parsed):
                 outcome.parsed = parsed  # moves on: the next beat's turn carries the words
                 return outcome
             decision = self._at_decision()

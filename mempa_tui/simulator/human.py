@@ -7,6 +7,13 @@ the beat, the released facts and the held items exactly as the simulator would, 
 wrapper and memory cannot tell the difference. The person moves the beat on themselves (the
 simulator does it from its private turn assessment).
 
+Ending never drops the person's word (issue 15.1; Section 3.4, Appendix E.4). When the person ends
+the session, or moves past the last beat, with a message or with consent decisions, the seat hands
+that turn to the loop first: the message (with its consent) is delivered, or, with consent alone,
+the loop gives the PA a turn to act on the decisions. The end signal comes at the next call, after
+the PA's reply, which the person also sees. This is what the simulator does with its own closing
+words (:mod:`mempa_tui.simulator._simulator`).
+
 At each of the person's turns the seat also asks the simulator, from the same state and the same
 dialogue, what it would have written. Both go into :attr:`HumanUserSeat.fidelity` as a
 :class:`FidelityPair`; the shadow's answer is never delivered. A failed shadow call is recorded in
@@ -59,7 +66,8 @@ class UserAction(BaseModel):
     kind: Literal["say", "advance", "end"]
     """``say`` a message; ``advance`` to the next beat (its goal was met); ``end`` the session."""
     text: str = ""
-    """The message (``say`` only; must not be empty)."""
+    """The message: required for ``say``; optional for ``end`` (the last word, delivered and
+    answered by the PA before the session ends); not allowed for ``advance``."""
     consent: dict[str, bool] = Field(default_factory=dict)
     """Held item id -> approve (True) or deny (False); applied before the PA's next turn."""
 
@@ -177,6 +185,7 @@ class HumanUserSeat:
         self._pending: dict[str, HeldItem] = {}
         self._consent: dict[str, bool] = {}
         self._finished = False
+        self._end_after_reply = False
         self._after_event = False
         self._waiting = False
         self._warnings: list[str] = []
@@ -190,7 +199,8 @@ class HumanUserSeat:
         """Hand the seat the person's next action (the app calls this; never blocks).
 
         Raises:
-            ValueError: a ``say`` action with an empty message, or consent for an item that is not
+            ValueError: a ``say`` action with an empty message, an ``advance`` with a message (it
+                would be lost: send it, or end with it), or consent for an item that is not
                 waiting (the message names the item and the pending ones).
             SimulatorStateError: the session is over.
         """
@@ -198,6 +208,8 @@ class HumanUserSeat:
             raise SimulatorStateError("the session is over; there is no turn to take")
         if action.kind == "say" and not action.text.strip():
             raise ValueError("a message to the assistant cannot be empty")
+        if action.kind == "advance" and action.text.strip():
+            raise ValueError("moving to the next beat carries no message: send it first, or end the session with it")
         unknown = [k for k in action.consent if k not in self._pending]
         if unknown:
             waiting = ", ".join(self._pending) or "none"
@@ -255,7 +267,7 @@ class HumanUserSeat:
         self._targets = dict(targets)
         self._released, self._reported, self._dialogue, self._pending = [], set(), [], {}
         self._consent = {}
-        self._finished = self._after_event = self._waiting = False
+        self._finished = self._after_event = self._waiting = self._end_after_reply = False
         self._user_turns = 0
         self.fidelity = []
         material = [render_persona(self.persona), script.task]
@@ -310,18 +322,35 @@ class HumanUserSeat:
 
         Returns:
             The person's turn: a message with its consent, ``waiting_for_event`` at a world-event
-            beat, or ``done`` when they end the session or pass the last beat.
+            beat, or ``done`` when they end the session or pass the last beat. An end that
+            carries a message or consent first returns that turn (consent alone: an empty
+            message with the consent) and returns ``done`` at the next call, after the PA's reply.
         """
         self._record(delivered)
+        if self._end_after_reply:
+            self._end_after_reply = False
+            self._finished = True
+            self._changed()
         while True:
             if self._finished:
                 return self._turn(done=True)
             if self.script.beats[self._index].event is not None:
                 return self._turn(waiting_for_event=True)
             action, shadow = await self._await_action()
-            # Consent given with 'advance' waits for the next delivered turn (the PA acts only
-            # after a message anyway).
+            # Consent given with 'advance' goes with the next turn the loop receives (a message,
+            # a world event's turn, or the end): the PA acts on it in that turn.
             self._consent.update(self._take_consent(action.consent))
+            ends = action.kind == "end" or (
+                action.kind == "advance" and self._index + 1 >= len(self.script.beats)
+            )
+            if ends and (action.text.strip() or self._consent):
+                # the person's last word: the PA gets its turn on it before the end signal
+                self._end_after_reply = True
+                if action.text.strip():
+                    return self._say(action, shadow)
+                turn = self._turn()
+                self._changed()
+                return turn
             if action.kind == "end":
                 self._finished = True
                 self._changed()
@@ -432,7 +461,8 @@ class HumanUserSeat:
         finally:
             self._waiting = False
         action = box_action[0]
-        return action, (box_shadow[0] if box_shadow and action.kind == "say" else None)
+        spoken = action.kind == "say" or bool(action.text.strip())
+        return action, (box_shadow[0] if box_shadow and spoken else None)
 
     def _manner_scope(self) -> tuple[str, ...]:
         """The attribute whose manner requests are flagged now: the tested one on the message

@@ -54,7 +54,7 @@ class PlayUserScreen(PlainNotify, Screen[None]):
         Binding("ctrl+n", "advance", "Next beat", id="play_user.advance", priority=True,
                 tooltip="This beat's goal is met: move on to the next beat (its facts are released)"),
         Binding("ctrl+o", "end", "End session", id="play_user.end", priority=True,
-                tooltip="End the session now (your consent choices go with it)"),
+                tooltip="End the session (your message and consent choices go with it; the assistant answers them first)"),
     ]
 
     class PanelChanged(Message):
@@ -237,8 +237,11 @@ class PlayUserScreen(PlainNotify, Screen[None]):
         self._submit(UserAction(kind="advance", consent=self._consent()))
 
     def action_end(self) -> None:
-        """End the session."""
-        self._submit(UserAction(kind="end", consent=self._consent()))
+        """End the session; a message in the box and the consent choices go with it (the PA
+        answers them before the session ends)."""
+        box = self.query_one("#message", Input)
+        if self._submit(UserAction(kind="end", text=box.value, consent=self._consent())):
+            box.value = ""
 
     # ---- helpers --------------------------------------------------------------------------------
 
