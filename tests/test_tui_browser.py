@@ -122,10 +122,9 @@ async def test_runs_steps_and_a_probe_in_full(env: Env) -> None:
         runs = screen.query_one("#browser-runs", DataTable)
         assert set(_table_keys(runs)) == {FILE_RUN, NONE_RUN}, (screen.runs, list(env.folders.settings.saves_dir.iterdir()))
         row = [str(c) for c in runs.get_row(FILE_RUN)]
-        assert row[:5] == [FILE_RUN, "R", "file", "scripted", "whole timeline"]
-        assert row[5] == "completed"
+        assert row[:7] == [FILE_RUN, "completed", "ok", "R", "file", "scripted", "whole timeline"]
         none_row = [str(c) for c in runs.get_row(NONE_RUN)]
-        assert none_row[4] == f"probes from {FILE_RUN}"
+        assert none_row[6] == "probes only" and none_row[2] == "n/a"
 
         await _pick(pilot, runs, FILE_RUN)
         await until(pilot, lambda: screen.listing is not None)
@@ -304,30 +303,35 @@ def _snapshot_app(env_root: Path, stored: Path) -> MempaApp:
     return MempaApp(folders.settings, initial_mode="browser")
 
 
-async def _filled(pilot: Pilot[None], run_id: str, row: str | None) -> None:
+async def _filled(pilot: Pilot[None], view: str) -> None:
+    """Wait until the Runs tab is filled; then for ``steps`` the run's steps, for ``probe`` one
+    probe repeat with the memory at its checkpoint."""
     app = pilot.app
     assert isinstance(app, MempaApp)
     screen = _browser(app)
     await until(pilot, lambda: screen.runs is not None)
     await settle(app, pilot)
-    if row is None:
+    if view == "runs":
         return
-    screen.open_run(run_id, row)
-    await until(pilot, lambda: screen.memory_view is not None)
+    screen.open_run(FILE_RUN, f"probe:{PROBE}:1" if view == "probe" else None)
+    await until(pilot, lambda: screen.listing is not None)
     await settle(app, pilot)
+    if view == "probe":
+        await until(pilot, lambda: screen.memory_view is not None)
+        await settle(app, pilot)
 
 
-@pytest.mark.parametrize(("size", "row"), [
-    ((80, 24), None),
-    ((80, 24), f"probe:{PROBE}:1"),
-    ((160, 48), f"probe:{PROBE}:1"),
-], ids=["runs-80x24", "probe-80x24", "probe-160x48"])
+@pytest.mark.parametrize(("size", "view"), [
+    ((80, 24), "runs"), ((80, 24), "steps"), ((80, 24), "probe"),
+    ((160, 48), "runs"), ((160, 48), "steps"), ((160, 48), "probe"),
+], ids=["runs-80x24", "steps-80x24", "probe-80x24", "runs-160x48", "steps-160x48", "probe-160x48"])
 def test_browser_snapshot(snap_compare: Any, tmp_path: Path, stored: Path, size: tuple[int, int],
-                          row: str | None) -> None:
-    """The Runs tab, and a probe repeat in full, once every table and the memory are loaded."""
+                          view: str) -> None:
+    """The Runs tab, a run's Steps, and a probe repeat in full, once every table and the memory
+    are loaded (no tmp path is shown: the screen names runs, never folders)."""
     app = _snapshot_app(tmp_path, stored)
 
     async def filled(pilot: Pilot[None]) -> None:
-        await _filled(pilot, FILE_RUN, row)
+        await _filled(pilot, view)
 
     assert snap_compare(app, terminal_size=size, run_before=filled)

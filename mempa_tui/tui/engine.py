@@ -137,8 +137,11 @@ class BrowsedRun(BaseModel):
     profile: str
     """Model profile name."""
     played: str
-    """What it played: ``whole timeline``, ``quick-start slice``, ``quick start``, ``probes from
-    <donor>`` (No Memory / Oracle) or ``play (<seat> seat, <step>)`` for a person's play."""
+    """What it played: ``whole timeline``, ``quick-start slice``, ``quick start``, ``probes only``
+    (No Memory / Oracle, from :attr:`donor`'s checkpoints) or ``play (<seat> seat, <step>)`` for a
+    person's play."""
+    donor: str | None = None
+    """The run whose checkpoints its probes start from (No Memory and Oracle), if any."""
     status: str
     """As :meth:`RunService.shown_status` shows it (``interrupted`` for a dead ``running``)."""
     steps: str
@@ -161,8 +164,8 @@ def _played(run: RunRecord) -> str:
         config = RunConfig.model_validate_json(run.config_json)
     except ValidationError:
         return "unreadable configuration"
-    if run.donor_run:
-        return f"probes from {run.donor_run}"
+    if run.donor_run or not config.accumulates:
+        return "probes only"
     return config.timeline_kind
 
 
@@ -541,6 +544,7 @@ class RunService:
             h = health[run.id]
             out.append(BrowsedRun(
                 run_id=run.id, user=run.user, memory=run.memory, profile=run.profile, played=_played(run),
+                donor=run.donor_run,
                 status=self.shown_status(run, active_here=run.id in active),
                 steps=f"{s.steps_done}/{run.total_steps}" if run.total_steps else "-",
                 probes=f"{s.probes_done}/{run.total_probes}", health=h.short(), health_text=h.text(),

@@ -68,11 +68,13 @@ if TYPE_CHECKING:
 
 __all__ = ["RUN_COLUMNS", "STEP_COLUMNS", "BrowserScreen", "calls_text", "summary_text"]
 
-RUN_COLUMNS = ("run", "user", "memory", "model", "played", "status", "steps", "probes", "health")
+RUN_COLUMNS = ("run", "status", "health", "user", "memory", "model", "played", "steps", "probes")
 """Columns of the Runs tab."""
 
-STEP_COLUMNS = ("#", "step", "kind", "cell", "status", "selection", "target", "outcome", "BRS", "PRS")
-"""Columns of the Steps tab (``cell`` is context / attribute of a probe)."""
+STEP_COLUMNS = ("#", "step", "outcome", "selection", "target", "BRS", "PRS", "kind", "cell", "status")
+"""Columns of the Steps tab, the outcome first so it shows at 80 columns (``#``: a timeline
+step's position or a probe's repeat; ``outcome``: a probe repeat's correct / wrong / floored /
+incomplete, a timeline step's status; ``cell``: a probe's context / attribute)."""
 
 NARROW = 120
 """Below this many columns the detail tab stacks the transcript over the side panel."""
@@ -184,13 +186,13 @@ class BrowserScreen(PlainNotify, Screen[None]):
             with TabPane("Steps", id="tab-steps"):
                 yield Label("Choose a run on the Runs tab (1) with enter.", id="steps-head")
                 with Horizontal(classes="browser-bar"):
-                    yield Select[str]([("work", "work"), ("personal", "personal")], prompt="any context",
+                    yield Select[str]([("work", "work"), ("personal", "personal")], prompt="context",
                                       id="f-context")
-                    yield Select[str]([(a.name, a.key) for a in ATTRIBUTES], prompt="any attribute",
+                    yield Select[str]([(a.name, a.key) for a in ATTRIBUTES], prompt="attribute",
                                       id="f-attribute")
-                    yield Select[str]([(d.value, d.value) for d in Dimension], prompt="any dimension",
+                    yield Select[str]([(d.value, d.value) for d in Dimension], prompt="dimension",
                                       id="f-dimension")
-                    yield Select[str]([(o, o) for o in OUTCOMES], prompt="any outcome", id="f-outcome")
+                    yield Select[str]([(o, o) for o in OUTCOMES], prompt="outcome", id="f-outcome")
                 yield DataTable(id="browser-steps", cursor_type="row", zebra_stripes=True)
             with TabPane("Detail", id="tab-detail"):
                 with Horizontal(id="detail-body"):
@@ -249,7 +251,7 @@ class BrowserScreen(PlainNotify, Screen[None]):
         cursor = table.cursor_row
         shown = self._shown_runs()
         fill_table(table, RUN_COLUMNS,
-                   [[r.run_id, r.user, r.memory, r.profile, r.played, r.status, r.steps, r.probes, r.health]
+                   [[r.run_id, r.status, r.health, r.user, r.memory, r.profile, r.played, r.steps, r.probes]
                     for r in shown],
                    keys=[r.run_id for r in shown])
         if shown:
@@ -324,13 +326,13 @@ class BrowserScreen(PlainNotify, Screen[None]):
         keys: list[str] = []
         if flt is None:
             for s in listing.steps:
-                rows.append([str(s.index + 1), s.step_id, s.kind, "", s.status, s.selection or "-", "",
-                             "", "", ""])
+                rows.append([str(s.index + 1), s.step_id, s.status, s.selection or "-", "", "", "", s.kind,
+                             "", s.status])
                 keys.append(f"step:{s.step_id}")
         probes = [p for p in listing.probes if flt is None or flt.keeps(p)]
         for p in probes:
-            rows.append([f"r{p.repeat}", p.probe_id, p.kind, f"{p.context}/{p.attribute}", p.status,
-                         p.selection or "-", p.target, p.outcome, _score(p.brs), _score(p.prs)])
+            rows.append([f"r{p.repeat}", p.probe_id, p.outcome, p.selection or "-", p.target, _score(p.brs),
+                         _score(p.prs), p.kind, f"{p.context}/{p.attribute}", p.status])
             keys.append(f"probe:{p.probe_id}:{p.repeat}")
         fill_table(table, STEP_COLUMNS, rows, keys=keys)
         self.row_keys = keys
