@@ -55,7 +55,8 @@ class DashboardScreen(PlainNotify, Screen[None]):
                 tooltip="Play the focused run again from its last checkpoint"),
         Binding("v", "view", "View session", id="dashboard.view",
                 tooltip="Open the session view of the focused run"),
-        Binding("b", "browse", "Browse run", id="dashboard.browse",
+        # show=False: the footer's keys (and its snapshots) stay as they were; ? and ctrl+p list it
+        Binding("b", "browse", "Browse run", id="dashboard.browse", show=False,
                 tooltip="Open the focused run in the run browser: every stored step and probe repeat in full"),
     ]
 
