@@ -31,6 +31,7 @@ from textual.widgets import DataTable, Select, TabbedContent
 from mempa_tui.llm import ScriptedModelServer
 from mempa_tui.store import RunStatus
 from mempa_tui.tui import MempaApp, RunnerOptions, RunRequest, RunService
+from mempa_tui.tui.commands import MempaCommands
 from mempa_tui.tui.screens.browser import BrowserScreen
 from mempa_tui.tui.screens.dashboard import DashboardScreen
 from mempa_tui.tui.screens.help import HelpScreen
@@ -285,6 +286,9 @@ async def test_dashboard_opens_a_finished_run_with_its_stored_transcript(env: En
         await settle(app, pilot)
         text = app.screen.query_one(TranscriptView).plain_text()
         assert "Could you look into this for me please?" in text
+
+        texts = {text for text, _, _ in MempaCommands(app.screen)._commands()}
+        assert {"Open run browser", f"Browse run {FILE_RUN}"} <= texts
 
         await pilot.press("d")
         await pilot.pause()
