@@ -339,3 +339,50 @@ def test_browser_snapshot(snap_compare: Any, tmp_path: Path, stored: Path, size:
         await _filled(pilot, view)
 
     assert snap_compare(app, terminal_size=size, run_before=filled)
+
+
+async def test_health_plays_evidence_scores_and_floored_probes_of_a_hand_made_store(tmp_path: Path) -> None:
+    """The hand-made store of the browse tests: a BROKEN memory is marked on its row and in red on
+    its steps; a play says which seat; a File memory probe shows the evidence it was handed with
+    its score and what the memory held; the floored filter finds No Memory's floored repeat; a
+    snapshot that cannot be rebuilt is a note, not a crash."""
+    from test_browse_support import FILE_RUN as HAND_FILE
+    from test_browse_support import MEM0AI_RUN, PLAY_RUN
+    from test_browse_support import NONE_RUN as HAND_NONE
+    from test_browse_support import seed
+
+    folders = make_folders(tmp_path)
+    folders.settings.saves_dir.mkdir(parents=True)
+    await seed(folders.settings.saves_dir / "mempa.sqlite")
+    app = MempaApp(folders.settings, initial_mode="browser")
+    async with app.run_test(size=(160, 48)) as pilot:
+        screen = await _loaded(app, pilot)
+        runs = screen.query_one("#browser-runs", DataTable)
+        cells = {key: [str(c) for c in runs.get_row(key)] for key in _table_keys(runs)}
+        assert cells[MEM0AI_RUN][2] == "BROKEN" and cells[HAND_FILE][2] == "ok"
+        assert cells[PLAY_RUN][6] == "play"  # its id says so (this hand-made one stores no seat)
+
+        screen.open_run(MEM0AI_RUN, "step:R-s1")
+        await until(pilot, lambda: screen.memory_view is not None)
+        await settle(app, pilot)
+        head = screen.query_one("#steps-head")
+        assert head.has_class("-broken") and "66/66 malformed" in str(head.render())
+        assert "could not rebuild the mem0 memory" in screen.side_text()
+
+        screen.open_run(HAND_FILE, "probe:R-final-work-verbosity:1")
+        await until(pilot, lambda: screen.memory_view is not None and screen.detail is not None
+                    and screen.detail.run_id == HAND_FILE)
+        await settle(app, pilot)
+        side = screen.side_text()
+        assert "0.91 prefers terse replies" in side  # the evidence item with its retrieval score
+        assert "- The user prefers terse replies at work." in side  # the memory at the checkpoint
+        assert "BRS 4  judge: judge: matches" in side
+        assert "Model calls (1)" in str(screen.query_one("#detail-calls-box").title)
+        assert "prompt 120 (reused 100) · completion 9 · 0.25s" in side
+
+        screen.open_run(HAND_NONE)
+        await until(pilot, lambda: screen.listing is not None and screen.listing.run.id == HAND_NONE)
+        await settle(app, pilot)
+        screen.query_one("#f-outcome", Select).value = "floored"
+        await pilot.pause()
+        assert screen.row_keys == ["probe:R-final-work-solution_breadth:2"]

@@ -160,6 +160,10 @@ def _played(run: RunRecord) -> str:
     play = play_from_record(run.config_json)
     if play is not None:
         return f"play ({play.seat} seat, {play.step_id})"
+    from mempa_tui.runner._pooling import is_play
+
+    if is_play(run.id):
+        return "play"
     try:
         config = RunConfig.model_validate_json(run.config_json)
     except ValidationError:
