@@ -278,6 +278,7 @@ class BrowserScreen(PlainNotify, Screen[None]):
     def choose_run(self, run_id: str, step: str | None = None) -> None:
         """Read ``run_id``'s steps and probes and show the Steps tab."""
         self.listing = None
+        self._fill_steps()  # no rows of the previous run while this one is read
         self.load_listing(run_id, step)
         self.action_show_tab("tab-steps")
 
