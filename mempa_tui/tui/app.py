@@ -33,6 +33,7 @@ from mempa_tui.tui.screens import (
     SessionScreen,
     key_rows,
 )
+from mempa_tui.tui.screens.browser import BrowserScreen
 from mempa_tui.tui.screens.compare import CompareScreen
 from mempa_tui.tui.screens.play_agent import PlayAgentScreen
 from mempa_tui.tui.screens.play_user import PlayUserScreen
@@ -83,6 +84,7 @@ class MempaApp(App[None]):
         "compare": CompareScreen,
         "play_user": PlayUserScreen,
         "play_agent": PlayAgentScreen,
+        "browser": BrowserScreen,
     }
     DEFAULT_MODE = "launcher"
     COMMANDS = App.COMMANDS | {MempaCommands}
@@ -101,6 +103,8 @@ class MempaApp(App[None]):
                 tooltip="Replay a stored probe one model call at a time; target, BRS and PRS revealed after"),
         Binding("R", "switch_mode('results')", "Results", id="app.results",
                 tooltip="PSA, CS, PET, BRS and PRS of the stored runs; bar chart; Markdown and CSV export"),
+        Binding("b", "switch_mode('browser')", "Run browser", id="app.browser",
+                tooltip="Every stored run, step and probe repeat: transcript, calls, evidence, memory, scores"),
         # not in the footer (it is full at 80 columns); listed by ? and the command palette
         Binding("C", "switch_mode('compare')", "Compare", id="app.compare", show=False,
                 tooltip="Compare runs of one user probe by probe: selections, scores and each memory's evidence"),
@@ -159,6 +163,13 @@ class MempaApp(App[None]):
         screen = self.screen
         if isinstance(screen, SessionScreen):
             screen.show_run(key)
+
+    async def show_browser(self, run_id: str | None = None) -> None:
+        """Switch to the run browser; with ``run_id``, show that stored run's steps."""
+        await self.switch_mode("browser")
+        screen = self.screen
+        if run_id is not None and isinstance(screen, BrowserScreen):
+            screen.open_run(run_id)
 
     def action_help(self) -> None:
         """Open the key list of the current screen."""

@@ -39,6 +39,8 @@ class MempaCommands(Provider):
              "Replay a stored probe one model call at a time; then target, BRS and PRS"),
             ("Open results", partial(app.switch_mode, "results"),
              "PSA, CS, PET, BRS, PRS by user, condition, model, dimension; chart; export"),
+            ("Open run browser", partial(app.show_browser),
+             "Every stored run, step and probe repeat in full; filter probes by cell and outcome"),
             ("Compare runs probe by probe", partial(app.switch_mode, "compare"),
              "Per probe and repeat: each run's selection, target, BRS, PRS and its memory's evidence; filter; export"),
             ("Show keys", app.action_help, "List every key of the current screen"),
@@ -46,6 +48,9 @@ class MempaCommands(Provider):
         for entry in app.book:
             commands.append((f"View run {entry.label}", partial(app.show_session, entry.key),
                              f"Session view of {entry.label} ({entry.state})"))
+            if entry.run_id is not None:
+                commands.append((f"Browse run {entry.label}", partial(app.show_browser, entry.run_id),
+                                 f"Run browser on {entry.label}: every stored step and probe repeat"))
             if entry.active:
                 commands.append((f"Pause run {entry.label}", partial(app.stop_run, entry.key),
                                  "Stop it after the current call; resume continues it"))

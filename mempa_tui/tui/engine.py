@@ -36,13 +36,23 @@ from mempa_tui.runner import (
     run_is_being_played,
 )
 from mempa_tui.runner._browse import (
+    OUTCOMES,
     BrowseError,
     CompareCell,
     CompareRow,
+    MemoryView,
+    ProbeFilter,
+    ProbeLine,
+    RunListing,
+    StepDetail,
+    StepLine,
+    checkpoint_memory,
     compare_markdown,
     compare_runs,
     filter_compare,
     parse_where,
+    run_listing,
+    step_details,
 )
 from mempa_tui.runner._episode_events import EpisodeEvent, episode_event_adapter
 from mempa_tui.runner._health import MemoryHealth, RowAnnotations, row_annotations, runs_health
@@ -65,15 +75,23 @@ from mempa_tui.tui.book import RunRequest
 from mempa_tui.tui.settings import AppSettings
 
 __all__ = [
+    "OUTCOMES",
     "BrowseError",
+    "BrowsedRun",
     "CompareCell",
     "CompareChoice",
     "CompareRow",
     "Comparison",
     "LauncherChoices",
+    "MemoryView",
+    "ProbeFilter",
+    "ProbeLine",
     "ProfileChoice",
+    "RunListing",
     "RunService",
     "RunnerOptions",
+    "StepDetail",
+    "StepLine",
     "StoredEvent",
     "compare_choices",
     "compare_stored",
@@ -121,6 +139,54 @@ class RunnerOptions:
 
     scorer: ProbeScorer | None = None
     resamples: int = 5000
+
+
+class BrowsedRun(BaseModel):
+    """One stored run as the run browser lists it (issue 16: every stored run, any status)."""
+
+    run_id: str
+    """The run's id."""
+    user: str
+    """User label."""
+    memory: str
+    """Memory condition."""
+    profile: str
+    """Model profile name."""
+    played: str
+    """What it played: ``whole timeline``, ``quick-start slice``, ``quick start``, ``probes only``
+    (No Memory / Oracle, from :attr:`donor`'s checkpoints) or ``play (<seat> seat, <step>)`` for a
+    person's play."""
+    donor: str | None = None
+    """The run whose checkpoints its probes start from (No Memory and Oracle), if any."""
+    status: str
+    """As :meth:`RunService.shown_status` shows it (``interrupted`` for a dead ``running``)."""
+    steps: str
+    """Timeline steps stored of planned (``3/3``), ``-`` for a run without a timeline."""
+    probes: str
+    """Probe repeats stored of planned (``6/6``)."""
+    health: str
+    """The memory's health as a table cell (``ok``, ``n/a``, ``warn: ...``, ``BROKEN``;
+    :meth:`~mempa_tui.runner._health.MemoryHealth.short`)."""
+    health_text: str
+    """The health in one line with its counted failures."""
+
+
+def _played(run: RunRecord) -> str:
+    """What a stored run played (see :attr:`BrowsedRun.played`)."""
+    play = play_from_record(run.config_json)
+    if play is not None:
+        return f"play ({play.seat} seat, {play.step_id})"
+    from mempa_tui.runner._pooling import is_play
+
+    if is_play(run.id):
+        return "play"
+    try:
+        config = RunConfig.model_validate_json(run.config_json)
+    except ValidationError:
+        return "unreadable configuration"
+    if run.donor_run or not config.accumulates:
+        return "probes only"
+    return config.timeline_kind
 
 
 class StoredEvent(BaseModel):
@@ -660,6 +726,65 @@ class RunService:
         inspection = await anyio.to_thread.run_sync(rebuild)
         where = "the start" if checkpoint.step_index < 0 else f"step {checkpoint.step_index + 1} ({checkpoint.step_id})"
         return inspection, f"checkpoint after {where}"
+
+    # ---- run browser (issue 16) ------------------------------------------------------------
+
+    async def browse_runs(self, active: Sequence[str] = ()) -> list[BrowsedRun]:
+        """Every stored run (archived ``~N`` copies and plays included), newest first, with what
+        it played and its memory health; none without a database.
+
+        Args:
+            active: run ids this app is playing now (their status reads ``running``).
+
+        Raises:
+            StoreError: the database is not a usable run database.
+        """
+        summaries = await self.saved_runs()
+        if not summaries:
+            return []
+        store = await self.store()
+        health = await runs_health(store, [s.run for s in summaries])
+        out = []
+        for s in summaries:
+            run = s.run
+            h = health[run.id]
+            out.append(BrowsedRun(
+                run_id=run.id, user=run.user, memory=run.memory, profile=run.profile, played=_played(run),
+                donor=run.donor_run,
+                status=self.shown_status(run, active_here=run.id in active),
+                steps=f"{s.steps_done}/{run.total_steps}" if run.total_steps else "-",
+                probes=f"{s.probes_done}/{run.total_probes}", health=h.short(), health_text=h.text(),
+            ))
+        return out
+
+    async def run_listing(self, run_id: str) -> RunListing:
+        """A stored run's timeline steps and probe repeats with outcomes and health
+        (:func:`mempa_tui.runner._browse.run_listing`).
+
+        Raises:
+            BrowseError: no such run (the message lists the stored runs).
+        """
+        return await run_listing(await self.store(), run_id)
+
+    async def step_details(self, run_id: str, step_id: str, repeat: int | None = None) -> list[StepDetail]:
+        """One step, or a probe's repeats (all, or ``repeat``), in full: stored transcript, model
+        calls, selection, target and scores (:func:`mempa_tui.runner._browse.step_details`).
+
+        Raises:
+            BrowseError: no such run, step or probe repeat.
+        """
+        return await step_details(await self.store(), run_id, step_id, repeat)
+
+    async def step_memory(self, run_id: str, step_id: str, repeat: int | None = None) -> MemoryView:
+        """The memory's contents at the checkpoint a step ended with or a probe started from
+        (:func:`mempa_tui.runner._browse.checkpoint_memory`; rebuilt in a scratch folder, no
+        model call; a failure to rebuild comes back as the view's ``note``).
+
+        Raises:
+            BrowseError: no such run, step or probe repeat.
+        """
+        store = await self.store()
+        return await checkpoint_memory(store, run_id, step_id, repeat)
 
     async def stepper_choices(self, run_id: str) -> StepperChoices:
         """The probes and checkpoints a stored run offers the probe stepper (store reads only).

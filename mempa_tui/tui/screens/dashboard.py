@@ -55,6 +55,9 @@ class DashboardScreen(PlainNotify, Screen[None]):
                 tooltip="Play the focused run again from its last checkpoint"),
         Binding("v", "view", "View session", id="dashboard.view",
                 tooltip="Open the session view of the focused run"),
+        # show=False: the footer's keys (and its snapshots) stay as they were; ? and ctrl+p list it
+        Binding("b", "browse", "Browse run", id="dashboard.browse", show=False,
+                tooltip="Open the focused run in the run browser: every stored step and probe repeat in full"),
     ]
 
     def __init__(self) -> None:
@@ -286,6 +289,12 @@ class DashboardScreen(PlainNotify, Screen[None]):
         entry = self._focused_entry()
         if entry is not None:
             self.mempa.call_later(self.mempa.show_session, entry.key)
+
+    def action_browse(self) -> None:
+        """Open the focused run in the run browser (the browser alone when it has not started)."""
+        entry = self._focused_entry()
+        if entry is not None:
+            self.mempa.call_later(self.mempa.show_browser, entry.run_id)
 
     def on_run_card_opened(self, message: RunCard.Opened) -> None:
         """Enter or a click on a row opens its session view."""

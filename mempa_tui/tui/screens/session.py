@@ -101,7 +101,9 @@ class SessionScreen(PlainNotify, Screen[None]):
         self.query_one(TranscriptView).replay(entry.events, dropped=entry.dropped)
         self.query_one(MemoryPanel).show(entry)
         self._show_place(entry)
-        if entry.source == "stored" and not entry.events:
+        # a stored run, or one this app resumed after it had finished (the runner had nothing left
+        # to play, so no live event came): show what the store holds (issue 16.2)
+        if not entry.events and (entry.source == "stored" or not entry.active):
             self.load_stored()
         if entry.memory is None and entry.run_id is not None:
             self.load_memory()
