@@ -1,6 +1,11 @@
 """Launcher (SPEC section 4.11): pick users, memory conditions, model profiles (several of each)
 and repeats; start one run per combination. Runs stored in ``saves/`` are listed with their
-progress and can be resumed or viewed."""
+progress and can be resumed or viewed.
+
+The form's boxes match ``mempa run``'s flags: *Slice only* is ``--slice``, *Quick start only*
+``--quick`` (the two exclude each other), *Start over* ``--fresh`` (a stored run with the same id
+is moved aside as ``<id>~N`` by the runner, as the command does); all come before Start in the
+focus order (issue 16)."""
 
 from __future__ import annotations
 
@@ -116,7 +121,9 @@ class LauncherScreen(PlainNotify, Screen[None]):
                     yield Label("Repeats per probe", classes="field-label")
                     yield Select[int]([(str(n), n) for n in REPEAT_CHOICES], id="repeats", value=3,
                                       allow_blank=False)
-                    yield Checkbox("Quick-start slice only (a full timeline is 94 sessions)", value=True, id="slice")
+                    yield Checkbox("Slice only (the full timeline is 94 sessions)", value=True, id="slice")
+                    yield Checkbox("Quick start only (one cell pair and its change)", value=False, id="quick")
+                    yield Checkbox("Start over (set a stored run aside)", value=False, id="fresh")
                     yield Label("", id="run-count")
                 # outside the scrolling form: always on screen, and last in the focus order
                 yield Button("Start runs", id="start", variant="primary")
@@ -215,12 +222,21 @@ class LauncherScreen(PlainNotify, Screen[None]):
                 self.notify(chosen.description, severity="error", title=f"profile {chosen.name}")
                 return []
         repeats = self.query_one("#repeats", Select).value
-        sliced = self.query_one("#slice", Checkbox).value
+        quick = self.query_one("#quick", Checkbox).value
+        sliced = self.query_one("#slice", Checkbox).value and not quick  # as `mempa run`: one of the two
+        fresh = self.query_one("#fresh", Checkbox).value
         return [
-            RunRequest(user=u, memory=m, profile=p, repeats=int(str(repeats)),
+            RunRequest(user=u, memory=m, profile=p, repeats=int(str(repeats)), fresh=fresh, quick=quick,
                        slice=sliced and has_slice(self.mempa.settings.worlds_dir, u))
             for u in picked["user"] for m in picked["memory"] for p in picked["profile"]
         ]
+
+    def on_checkbox_changed(self, event: Checkbox.Changed) -> None:
+        """Slice and quick start exclude each other (``mempa run`` refuses both): ticking one
+        unticks the other."""
+        other = {"slice": "#quick", "quick": "#slice"}.get(event.checkbox.id or "")
+        if other is not None and event.value:
+            self.query_one(other, Checkbox).value = False
 
     def request(self) -> RunRequest | None:
         """The first of :meth:`requests` (None when the form is incomplete)."""
