@@ -121,6 +121,8 @@ class ProbeStepperScreen(PlainNotify, Screen[None]):
     """Step one probe of a stored run, one model call at a time."""
 
     CSS_PATH = "probe_stepper.tcss"
+    # at 80 columns the prompt goes under the step log, which gets the width (issue 16)
+    HORIZONTAL_BREAKPOINTS: ClassVar[list[tuple[int, str]] | None] = [(0, "-narrow"), (120, "-wide")]
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("o", "open", "Open probe", id="stepper.open",
                 tooltip="Start the chosen probe on a private branch of the chosen checkpoint"),
