@@ -161,7 +161,8 @@ class ProbeStepperScreen(PlainNotify, Screen[None]):
                 yield Select[int]([], id="checkpoint", prompt="the runner's choice")
                 yield Button("Open probe", id="open", variant="primary")
                 yield Label("", id="stepper-state")
-            yield RichLog(id="step-log", wrap=True, markup=False, auto_scroll=True, max_lines=20_000)
+            # min_width: wrap to the column as it is (the default 78 scrolls sideways at 80 columns)
+            yield RichLog(id="step-log", wrap=True, markup=False, auto_scroll=True, max_lines=20_000, min_width=20)
             with VerticalScroll(id="prompt-box"):
                 yield Static(prompt_text(None), id="prompt")
         yield Footer()
