@@ -62,13 +62,12 @@ def stacked_text(rows: list[KeyRow]) -> Text:
     for n, row in enumerate(rows):
         if n:
             text.append("\n")
-        text.append(f"{row.key:<9}", style="bold")
+        text.append(f"{row.key:<9}" if len(row.key) < 9 else f"{row.key}  ", style="bold")
         text.append(row.description, style="bold")
-        if row.tooltip:
-            text.append(f"\n  {row.tooltip}")
+        if row.tooltip and row.tooltip != row.description:
+            text.append(f"\n    {row.tooltip}")
         if row.binding_id:
-            text.append(f"\n  id {row.binding_id}", style="dim")
-        text.append("\n")
+            text.append(f"  [{row.binding_id}]", style="dim")
     return text
 
 
