@@ -53,6 +53,16 @@ REPEAT_CHOICES = (1, 2, 3, 5, 10)
 SAVED_RUN_COLUMNS = ("run", "status", "timeline", "probes", "tokens", "updated")
 """Repeats the launcher offers (the paper uses three)."""
 
+_RUN_BOXES = (
+    ("slice", "Quick-start slice", True,
+     "mempa run --slice: the timeline's slice and its probes (a full timeline is 94 sessions)"),
+    ("quick", "Quick start only", False,
+     "mempa run --quick: one attribute in both contexts, its change event, and those cells' probes"),
+    ("fresh", "Start over (--fresh)", False,
+     "mempa run --fresh: a stored run with the same id is moved aside as <id>~N and started again"),
+)
+"""The form's run boxes: id, label (short enough for the 80-column form), ticked, tooltip."""
+
 _FIELD_NAMES = {"user": "user", "memory": "memory condition", "profile": "model profile"}
 """How the launcher's pick lists are named in its messages."""
 
@@ -121,9 +131,10 @@ class LauncherScreen(PlainNotify, Screen[None]):
                     yield Label("Repeats per probe", classes="field-label")
                     yield Select[int]([(str(n), n) for n in REPEAT_CHOICES], id="repeats", value=3,
                                       allow_blank=False)
-                    yield Checkbox("Slice only (the full timeline is 94 sessions)", value=True, id="slice")
-                    yield Checkbox("Quick start only (one cell pair and its change)", value=False, id="quick")
-                    yield Checkbox("Start over (set a stored run aside)", value=False, id="fresh")
+                    for box_id, label, ticked, tip in _RUN_BOXES:
+                        box = Checkbox(label, value=ticked, id=box_id)
+                        box.tooltip = tip
+                        yield box
                     yield Label("", id="run-count")
                 # outside the scrolling form: always on screen, and last in the focus order
                 yield Button("Start runs", id="start", variant="primary")
