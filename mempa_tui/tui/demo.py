@@ -18,6 +18,13 @@ text of its target setting); the memory role writes those wishes down in the sha
 system asks for; other structured (JSON) requests get an object shaped by their schema; the judge
 and the rater get middling scores. So a memory changes the demo PA's choices, but the scores of a
 demo run say nothing about any model.
+
+A change event's user speaks in their own words; the demo reads such a rule for the future with
+:mod:`mempa_tui.llm.scripted_change` (after the assistant's interaction choice it asks for the other
+setting; alone, for the one its cue words name), the memory role writes it down beside the user's
+words, and the PA lets a remembered change of mind outrank the wishes before it (PET, paper
+Section 3.5). The profile's PA window is small on purpose (:data:`DEMO_PROMPT_ROOM`), so File
+memory's scaled thresholds are reached on the quick-start slice.
 """
 
 from __future__ import annotations
