@@ -163,6 +163,9 @@ class RolePlayer:
 # - the PA reads only the memory section of its prompt: at an IX call it picks the offered setting
 #   the memory names (by name, as prefstate does, or by its behaviour text), the latest mention
 #   winning (the best match in retrieved evidence), and otherwise its fixed default (the first setting).
+# - a change event's rule in the user's own words is read by :mod:`mempa_tui.llm.scripted_change`:
+#   the memory role notes the new setting's behaviour beside the user's words, and the PA lets a
+#   remembered change of mind outrank the wishes stated before it (PET, paper Section 3.5).
 
 DEMO_WISH_LEAD = "For the record, this is how I like it done: "
 """Opens the demo user's plain-words statement of the wanted behaviour."""
