@@ -202,3 +202,18 @@ def test_prefstate_extraction_quotes_a_change_of_mind_verbatim() -> None:
     assert text is not None
     check = validate_items(read_observations(text).items, record)
     assert [(o.attribute, o.setting) for o in check.accepted] == [("solution_breadth", "High")], check
+
+
+async def test_the_demo_profile_window_fits_a_pa_call_and_scales_file_memory_to_consolidate(tmp_path: Path) -> None:
+    from mempa_tui.memory import default_thresholds
+    from mempa_tui.runner._budget import prompt_budget, window_problem
+    from mempa_tui.tools import default_registry
+    from mempa_tui.tui.demo import DEMO_PROMPT_ROOM, demo_profile, write_demo_profile
+
+    async with ScriptedModelServer(demo_responder) as server:
+        budget = prompt_budget(LLMClient(demo_profile(server)), default_registry())
+        written = write_demo_profile(server, tmp_path).read_text(encoding="utf-8")
+    assert window_problem(budget) is None  # the client's own check accepts a PA call in it
+    assert budget.room == DEMO_PROMPT_ROOM
+    assert default_thresholds(budget.room) == (DEMO_PROMPT_ROOM // 2, DEMO_PROMPT_ROOM // 4)
+    assert f"context_window {budget.window:,} is small on purpose" in written  # said in the profile
