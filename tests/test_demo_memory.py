@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from mempa_tui.ix.types import DeliveredTurn
+from mempa_tui.ix.types import DeliveredTurn, IXCall
 from mempa_tui.llm import LLMClient, ScriptedModelServer, ScriptedRequest
+from mempa_tui.llm.scripted_change import read_change
 from mempa_tui.llm.scripted_roles import DEMO_WISH_LEAD, demo_memory_answer, demo_setting
 from mempa_tui.llm.types import ChatMessage
 from mempa_tui.memory._consolidation import consolidate
@@ -142,3 +143,77 @@ def test_a_note_read_again_keeps_the_context_it_was_written_with() -> None:
     update = prompts.get_update_memory_messages([], [note])
     reply = demo_memory_answer(_request("scripted-memory", [ChatMessage(role="user", content=update)]))
     assert reply is not None and [e["text"] for e in json.loads(reply)["memory"]] == [note]
+
+
+# ---- a change of mind (issue 16: PET on the demo) ------------------------------------------------
+
+LOW = attribute("solution_breadth").setting("Low").behaviour
+HIGH = attribute("solution_breadth").setting("High").behaviour
+RULE = ("that's what i needed in front of me this morning. from now on, when there's a choice to make at work, "
+        "put the realistic ones side by side with what separates them, cost and catch, and i'll make the call")
+
+
+def test_every_change_event_rule_is_read_as_the_new_setting_from_the_old_choice_it_answers() -> None:
+    from mempa_tui.scripts.loader import load_user
+
+    for user in "ABCD":
+        for event in load_user(WORLDS, user).events.values():
+            rule = event.transcript[-1].user
+            assert read_change(rule, [(event.attribute, event.old_setting)]) == (event.attribute, event.new_setting), \
+                event.id
+            alone = read_change(rule)  # no choice in view: its cue words, or nothing, never another cell
+            assert alone in (None, (event.attribute, event.new_setting)), (event.id, alone)
+    assert read_change("Could you help me with this, please?", [("solution_breadth", "Low")]) is None
+
+
+async def test_file_memory_folds_a_change_of_mind_over_the_older_wish_with_the_users_words() -> None:
+    choice = IXCall(attribute="solution_breadth", setting="Low")
+    turns = [
+        _turn(f"{DEMO_WISH_LEAD}{LOW}", step="A-S14"),
+        TurnRecord.model_validate({**_turn("find a venue", step="A-E01").model_dump(), "ix_calls": [choice]}),
+        _turn(RULE, step="A-E01"),
+    ]
+    async with ScriptedModelServer(demo_responder) as server:
+        client = LLMClient(server.profile(context_window=131072))
+        folded = await consolidate(client, "", turns)
+    assert folded.reply is not None
+    memory = folded.reply.memory
+    assert " ".join(HIGH.split()) in memory and LOW not in memory  # the newer statement replaces the cell
+    assert "changed their mind" in memory and "side by side" in memory  # the reason, in the user's words
+    assert demo_setting("solution_breadth", ["Low", "High"], _pa_request(memory)) == "High"
+
+
+def test_the_demo_pa_follows_a_retrieved_change_of_mind_over_a_better_ranked_older_wish() -> None:
+    offered = ["Low", "High"]
+    ranked = ("Earlier messages most similar to this one (most similar first; score = cosine similarity):\n"
+              f"[1] (score 0.9) [2026-05-12 14:20, work] {DEMO_WISH_LEAD}{LOW}\n"
+              f"[2] (score 0.4) [2026-05-19 10:00, work] {RULE}")
+    assert demo_setting("solution_breadth", offered, _pa_request(ranked)) == "High"
+    wish_only = ranked.rsplit("\n", 1)[0]
+    assert demo_setting("solution_breadth", offered, _pa_request(wish_only)) == "Low"
+    # the rule is about another attribute: it does not move this one
+    assert demo_setting("verbosity", ["Terse", "Detailed"], _pa_request(f"- {RULE}")) == "Terse"
+
+
+def test_prefstate_extraction_quotes_a_change_of_mind_verbatim() -> None:
+    record = _turn(RULE, step="A-E01")
+    text = demo_memory_answer(_request("scripted-memory", extraction_messages(record, None),
+                                       {"type": "object", "properties": {"observations": {"type": "array"}}}))
+    assert text is not None
+    check = validate_items(read_observations(text).items, record)
+    assert [(o.attribute, o.setting) for o in check.accepted] == [("solution_breadth", "High")], check
+
+
+async def test_the_demo_profile_window_fits_a_pa_call_and_scales_file_memory_to_consolidate(tmp_path: Path) -> None:
+    from mempa_tui.memory import default_thresholds
+    from mempa_tui.runner._budget import prompt_budget, window_problem
+    from mempa_tui.tools import default_registry
+    from mempa_tui.tui.demo import DEMO_PROMPT_ROOM, demo_profile, write_demo_profile
+
+    async with ScriptedModelServer(demo_responder) as server:
+        budget = prompt_budget(LLMClient(demo_profile(server)), default_registry())
+        written = write_demo_profile(server, tmp_path).read_text(encoding="utf-8")
+    assert window_problem(budget) is None  # the client's own check accepts a PA call in it
+    assert budget.room == DEMO_PROMPT_ROOM
+    assert default_thresholds(budget.room) == (DEMO_PROMPT_ROOM // 2, DEMO_PROMPT_ROOM // 4)
+    assert f"context_window {budget.window:,} is small on purpose" in written  # said in the profile

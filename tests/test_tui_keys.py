@@ -266,7 +266,7 @@ def test_palette_entries_name_domain_and_bare_name_and_filter_by_every_word() ->
     assert len(filter_palette(names, "  ")) == len(names)
 
 
-def test_launcher_tab_order_reaches_repeats_and_the_slice_box_before_start_at_80x24(tmp_path: Path) -> None:
+def test_launcher_tab_order_reaches_repeats_and_the_run_boxes_before_start_at_80x24(tmp_path: Path) -> None:
     """Tab walks the form in reading order and Start comes last, so Tab then Enter after the
     profiles cannot start runs with repeats never seen (a new user hit this at 80x24)."""
     app = _seeded_app(tmp_path)
@@ -279,13 +279,13 @@ async def _tab_order(app: MempaApp) -> None:
         app.screen.query_one("#profile").focus()
         await pilot.pause()
         order = []
-        for _ in range(3):
+        for _ in range(5):
             await pilot.press("tab")
             await pilot.pause()
             focused = app.focused
             assert focused is not None
             order.append(focused.id)
             form = app.screen.query_one("#form")
-            if focused.id in ("repeats", "slice"):  # scrolled into the form's view
+            if focused.id in ("repeats", "slice", "quick", "fresh"):  # scrolled into the form's view
                 assert form.region.contains_region(focused.region), (focused.id, focused.region, form.region)
-        assert order == ["repeats", "slice", "start"]
+        assert order == ["repeats", "slice", "quick", "fresh", "start"]

@@ -174,8 +174,10 @@ async def test_errors_show_and_the_screen_carries_on(env: Env) -> None:
         assert app.is_running
 
 
-def test_stepper_snapshot(snap_compare: Any, tmp_path: Path) -> None:
-    """The stepper after a few hand-made updates (no model involved: fixed content)."""
+@pytest.mark.parametrize("size", [(80, 24), (160, 48)], ids=["80x24", "160x48"])
+def test_stepper_snapshot(snap_compare: Any, tmp_path: Path, size: tuple[int, int]) -> None:
+    """The stepper after a few hand-made updates (no model involved: fixed content); at 80x24 the
+    step log keeps the width and the prompt goes under it (issue 16)."""
     folders = make_folders(tmp_path)
     folders.settings.saves_dir.mkdir(parents=True)
     asyncio.run(seed(folders.settings.saves_dir / "mempa.sqlite"))
@@ -217,4 +219,4 @@ def test_stepper_snapshot(snap_compare: Any, tmp_path: Path) -> None:
         screen.query_one("#prompt", Static).update(prompt_text(pa_call))
         await pilot.pause()
 
-    assert snap_compare(app, terminal_size=(150, 40), run_before=filled)
+    assert snap_compare(app, terminal_size=size, run_before=filled)

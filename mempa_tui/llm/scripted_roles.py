@@ -22,7 +22,8 @@ from collections.abc import Callable
 from typing import Any
 
 from mempa_tui.llm._scripted_wire import ScriptedReply, ScriptedRequest, ScriptedToolCall
-from mempa_tui.taxonomy import ATTRIBUTES
+from mempa_tui.llm.scripted_change import read_change
+from mempa_tui.taxonomy import ATTRIBUTES, attribute
 
 __all__ = [
     "DEMO_WISH_LEAD",
@@ -162,6 +163,9 @@ class RolePlayer:
 # - the PA reads only the memory section of its prompt: at an IX call it picks the offered setting
 #   the memory names (by name, as prefstate does, or by its behaviour text), the latest mention
 #   winning (the best match in retrieved evidence), and otherwise its fixed default (the first setting).
+# - a change event's rule in the user's own words is read by :mod:`mempa_tui.llm.scripted_change`:
+#   the memory role notes the new setting's behaviour beside the user's words, and the PA lets a
+#   remembered change of mind outrank the wishes stated before it (PET, paper Section 3.5).
 
 DEMO_WISH_LEAD = "For the record, this is how I like it done: "
 """Opens the demo user's plain-words statement of the wanted behaviour."""
@@ -245,13 +249,33 @@ def _memory_section(request: ScriptedRequest) -> str:
     return ""
 
 
+def _changes_in(text: str, attribute_key: str | None = None) -> list[tuple[int, str, str, str]]:
+    """``(line number, attribute key, setting, the statement)`` of each change statement in ``text``,
+    one line at a time, read alone (:func:`~mempa_tui.llm.scripted_change.read_change`)."""
+    found: list[tuple[int, str, str, str]] = []
+    for n, line in enumerate(text.splitlines()):
+        read = read_change(line)
+        if read is not None and attribute_key in (None, read[0]):
+            found.append((n, read[0], read[1], _statement(line)))
+    return found
+
+
+def _statement(line: str) -> str:
+    """A message line without its list mark, number, score, date or speaker."""
+    line = re.sub(r"^\s*(?:-\s*)?(?:\[\d+\]\s*)?(?:\(score [^)]*\)\s*)?(?:\[[^\]]*\]\s*)?(?:[Uu]ser:\s*)?", "", line)
+    return _flat(line)
+
+
 def demo_setting(attribute_key: str, offered: list[str], request: ScriptedRequest) -> str:
     """The demo PA's choice for ``IX_<attribute_key>``: what its memory section names, else the first.
 
-    Reads only the memory section of the PA's prompt (never the user's messages). A setting is
-    named either as prefstate writes it (``(IX_<key>): <Setting> (``) or by its behaviour text.
-    When several are named, the latest mention wins (notes kept in order, like MEMORY.md), except
-    in retrieved evidence listed "most similar first", where the first (best-matching) one wins.
+    Reads only the memory section of the PA's prompt (never the user's messages, never the
+    target). A setting is named either as prefstate writes it (``(IX_<key>): <Setting> (``), by
+    its behaviour text, or by a change of mind the memory kept: a user's rule for the future read
+    by :func:`~mempa_tui.llm.scripted_change.read_change` (paper Section 3.3; PET, Section 3.5).
+    A change of mind outranks the wishes stated before it. Among several mentions of one kind the
+    latest wins (notes kept in order, like MEMORY.md), except in retrieved evidence listed "most
+    similar first", where the first (best-matching) one wins.
 
     Args:
         attribute_key: the attribute of the offered IX tool.
@@ -261,14 +285,18 @@ def demo_setting(attribute_key: str, offered: list[str], request: ScriptedReques
     Returns:
         One of ``offered``.
     """
-    memory = _flat(_memory_section(request))
+    section = _memory_section(request)
+    memory = _flat(section)
+    ranked = "most similar first" in memory  # retrieved items: the best match leads
+    changes = [(n, name) for n, _k, name, _s in _changes_in(section, attribute_key) if name in offered]
+    if changes:
+        return (min(changes) if ranked else max(changes))[1]
     picks = [(pos, name) for pos, key, name, _b in stated_wishes(memory) if key == attribute_key and name in offered]
     for name in offered:
         for hit in re.finditer(rf"\(IX_{re.escape(attribute_key)}\): {re.escape(name)} \(", memory):
             picks.append((hit.start(), name))
     if not picks:
         return offered[0]
-    ranked = "most similar first" in memory  # retrieved items: the best match leads
     return (min(picks) if ranked else max(picks))[1]
 
 
@@ -277,13 +305,34 @@ def _note(context: str | None, behaviour: str) -> str:
     return f"{where} they asked for this: {behaviour}"
 
 
-def _notes_in(text: str, context: str | None) -> list[tuple[str, str, str]]:
-    """``(attribute key, setting, note)`` for each stated wish in ``text`` (latest per cell)."""
-    latest: dict[str, tuple[str, str, str]] = {}
+def _change_note(context: str | None, key: str, name: str, statement: str) -> str:
+    """A note for a change of mind: the new setting's behaviour text and the user's own words."""
+    behaviour = _flat(attribute(key).setting(name).behaviour)
+    return f'{_note(context, behaviour)} They said so when they changed their mind: "{statement}"'
+
+
+def _notes_in(text: str, context: str | None,
+              choices: list[tuple[str, str]] | None = None) -> list[tuple[str, str, str]]:
+    """``(attribute key, setting, note)`` for each stated wish or change of mind in ``text``
+    (latest per attribute). ``choices``: the assistant's interaction choices seen before ``text``
+    in the same conversation (a change statement rejects the latest, see
+    :func:`~mempa_tui.llm.scripted_change.read_change`)."""
+    found: list[tuple[int, str, str, str]] = []
     flat = _flat(text)
     for pos, key, name, behaviour in stated_wishes(text):
         noted = re.search(r"In (work|personal) matters they asked for this: $", flat[max(0, pos - 60):pos])
-        latest[key] = (key, name, _note(noted.group(1) if noted else context, behaviour))  # a note keeps its context
+        found.append((pos, key, name, _note(noted.group(1) if noted else context, behaviour)))  # keeps its context
+    for line in text.splitlines():
+        read = read_change(line, choices)
+        if read is None:
+            continue
+        statement = _statement(line).split(' They said so when they changed their mind: "', 1)[-1].rstrip('"')
+        noted = _context_of_note(line)
+        pos = flat.find(_flat(line)) + len(_flat(line))  # after any wish on the same line
+        found.append((pos, read[0], read[1], _change_note(noted or context, read[0], read[1], statement)))
+    latest: dict[str, tuple[str, str, str]] = {}
+    for _pos, key, name, note in sorted(found, key=lambda f: f[0]):
+        latest[key] = (key, name, note)
     return list(latest.values())
 
 
@@ -311,13 +360,18 @@ def _file_consolidation(user: str) -> str:
     turns = re.split(r"^(?=\[\d{4}-\d{2}-\d{2} \d{2}:\d{2} (?:work|personal) )", turns_text, flags=re.M)
     added = 0
     dates: list[str] = []
+    choices: dict[str, list[tuple[str, str]]] = {}  # step -> the assistant's interaction choices so far
     for turn in turns:
-        head = re.match(r"\[(\d{4}-\d{2}-\d{2}) \d{2}:\d{2} (work|personal) ", turn)
+        head = re.match(r"\[(\d{4}-\d{2}-\d{2}) \d{2}:\d{2} (work|personal) (\S+?)\]", turn)
         if head is None:
             continue
         dates.append(head.group(1))
         said = "\n".join(line for line in turn.splitlines() if line.startswith("User: "))
-        for key, _name, note in _notes_in(said, head.group(2)):
+        step = choices.setdefault(head.group(3), [])
+        notes = _notes_in(said, head.group(2), list(step))
+        step.extend((m.group(1), m.group(2).strip())
+                    for m in re.finditer(r"^Interaction choice (\w+) = (.+)$", turn, flags=re.M))
+        for key, _name, note in notes:
             lines = [ln for ln in lines if not _same_cell(ln, key, head.group(2))]
             lines.append(f"- {note}")
             added += 1
@@ -330,11 +384,15 @@ def _file_consolidation(user: str) -> str:
 
 
 def _prefstate_extraction(user: str) -> str:
-    """prefstate's extraction call: one observation per wish, quoting the message verbatim."""
+    """prefstate's extraction call: one observation per wish or change of mind, quoting the message verbatim."""
     message = user.split("## The person's message\n", 1)[-1].rsplit("\n\nAnswer with", 1)[0]
     observations = [
         {"attribute": key, "setting": name, "quote": behaviour, "confidence": 0.9}
         for _pos, key, name, behaviour in stated_wishes(message)
+    ]
+    observations += [  # a change of mind, quoted in the person's own words
+        {"attribute": key, "setting": name, "quote": statement, "confidence": 0.9}
+        for _n, key, name, statement in _changes_in(message) if statement in message
     ]
     return json.dumps({"observations": observations[:6]})
 

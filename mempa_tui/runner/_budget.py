@@ -20,6 +20,8 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from mempa_tui.agent.prompt import context_prompt, instructions
+from mempa_tui.llm._context import estimate
+from mempa_tui.llm._wire import tools_for
 from mempa_tui.llm.profile import ProfileError
 from mempa_tui.llm.types import Role
 from mempa_tui.memory import default_thresholds
@@ -89,12 +91,21 @@ def pa_base_prompt_tokens(client: LLMClient) -> int:
 
 
 def prompt_budget(client: LLMClient, registry: ToolRegistry) -> PromptBudget:
-    """Measure the PA's prompt budget for ``client``'s profile and ``registry``'s tools."""
+    """Measure the PA's prompt budget for ``client``'s profile and ``registry``'s tools.
+
+    The tools are counted as the client sends them (its wire form and serialisation) and
+    inflated as its window check inflates a prompt (:func:`mempa_tui.llm._context.estimate`), so a
+    window :func:`window_problem` accepts is one the client's check accepts too (issue 16: a
+    window measured on the compact dump passed here while every PA call was refused).
+    """
     spec = client.profile.spec_for(Role.PA)
-    tools = json.dumps([t.model_dump() for t in registry.specs()], separators=(",", ":"))
+    wire = spec.resolved_wire(client.profile.runtime)
+    sent = tools_for(list(registry.specs()), None, wire)
+    tools = json.dumps(sent, sort_keys=True) if sent else ""
     return PromptBudget(
         profile=client.profile.name, window=spec.context_window, reply_tokens=spec.max_tokens,
-        tool_tokens=client.count_tokens(tools), base_prompt_tokens=pa_base_prompt_tokens(client),
+        tool_tokens=estimate(client.count_tokens(tools)) if tools else 0,
+        base_prompt_tokens=pa_base_prompt_tokens(client),
     )
 
 

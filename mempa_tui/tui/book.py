@@ -56,6 +56,8 @@ class RunRequest(BaseModel):
     """Move a stored run with the same id aside and start over."""
     slice: bool = False
     """Play only the timeline's quick-start slice (``mempa run --slice``); ``-slice`` in the run id."""
+    quick: bool = False
+    """Play only the timeline's quick start (``mempa run --quick``); ``-quick`` in the run id."""
     play: PlayRequest | None = None
     """Set when the stored run is a play (a person in a seat, ``play-...``): what was played. Such a
     request is never given to the runner; resuming it puts the person back in that seat."""
@@ -68,7 +70,8 @@ class RunRequest(BaseModel):
         (``stored_id`` when set)."""
         if self.stored_id is not None:
             return self.stored_id
-        return f"{self.user}-{self.memory}-{self.profile}-s{self.seed}" + ("-slice" if self.slice else "")
+        return (f"{self.user}-{self.memory}-{self.profile}-s{self.seed}" + ("-slice" if self.slice else "")
+                + ("-quick" if self.quick else ""))
 
 
 @dataclass

@@ -18,6 +18,13 @@ text of its target setting); the memory role writes those wishes down in the sha
 system asks for; other structured (JSON) requests get an object shaped by their schema; the judge
 and the rater get middling scores. So a memory changes the demo PA's choices, but the scores of a
 demo run say nothing about any model.
+
+A change event's user speaks in their own words; the demo reads such a rule for the future with
+:mod:`mempa_tui.llm.scripted_change` (after the assistant's interaction choice it asks for the other
+setting; alone, for the one its cue words name), the memory role writes it down beside the user's
+words, and the PA lets a remembered change of mind outrank the wishes before it (PET, paper
+Section 3.5). The profile's PA window is small on purpose (:data:`DEMO_PROMPT_ROOM`), so File
+memory's scaled thresholds are reached on the quick-start slice.
 """
 
 from __future__ import annotations
@@ -32,17 +39,23 @@ import anyio
 import yaml
 
 from mempa_tui.llm import (
+    LLMClient,
+    ModelProfile,
     ScriptedModelServer,
     ScriptedReply,
     ScriptedRequest,
     ScriptedToolCall,
 )
 from mempa_tui.llm.scripted_roles import demo_memory_answer, demo_setting, demo_task, demo_wish, fill_schema
+from mempa_tui.runner._budget import prompt_budget
+from mempa_tui.tools import default_registry
 
 __all__ = [
     "DEMO_PA_REPLY",
+    "DEMO_PROMPT_ROOM",
     "DEMO_USER_LINE",
     "DemoModelServer",
+    "demo_profile",
     "demo_responder",
     "main",
     "write_demo_profile",
@@ -135,17 +148,53 @@ class DemoModelServer(ScriptedModelServer):
         return started
 
 
+DEMO_PROMPT_ROOM = 2800
+"""Tokens the demo profile's window leaves the PA prompt (system prompt, memory, conversation)
+beside the world tools and the reply.
+
+The demo's turns are short (about 3k tokens over User A's quick-start slice), so at the paper's
+20,000 -> 10,000 File memory would never consolidate and would hand the PA nothing in a probe
+(it hands only MEMORY.md there, paper Section 3.5). A small window makes the runner scale the
+thresholds to half and a quarter of this room (:func:`mempa_tui.memory.default_thresholds`,
+:func:`mempa_tui.runner._budget.file_memory_budget`): 1,400 -> 700, reached several times on the
+slice. It is above what one PA call needs (:attr:`PromptBudget.needed_window
+<mempa_tui.runner._budget.PromptBudget.needed_window>`: instructions plus 2,048)."""
+
+
+def demo_profile(server: ScriptedModelServer) -> ModelProfile:
+    """The demo profile: every role on ``server``, with a PA window of the world tools, the reply
+    and :data:`DEMO_PROMPT_ROOM` (at least what one PA call needs).
+
+    Args:
+        server: a started scripted server (its URL goes into every role).
+
+    Returns:
+        The profile named ``demo``.
+    """
+    measured = prompt_budget(LLMClient(server.profile()), default_registry())
+    window = max(measured.needed_window, measured.tool_tokens + measured.reply_tokens + DEMO_PROMPT_ROOM)
+    profile = server.profile(context_window=window)
+    return profile.model_copy(update={
+        "name": "demo",
+        "description": ("Scripted demo model from `python -m mempa_tui.tui.demo`: not a language model; its PA picks "
+                        "what its memory names, else the first setting (try the app; scores say nothing about models)"),
+    })
+
+
 def write_demo_profile(server: ScriptedModelServer, models_dir: Path) -> Path:
-    """Write ``<models_dir>/demo.yaml``: every role on ``server`` (its port changes per start)."""
-    profile = server.profile(context_window=131072)
+    """Write ``<models_dir>/demo.yaml``: :func:`demo_profile` (its port changes per start)."""
+    profile = demo_profile(server)
     data = profile.model_dump(mode="json", exclude_none=True)
-    data["name"] = "demo"
-    data["description"] = ("Scripted demo model from `python -m mempa_tui.tui.demo`: not a language model; its PA picks "
-                           "what its memory names, else the first setting (try the app; scores say nothing about models)")
+    window = profile.default.context_window
     models_dir.mkdir(parents=True, exist_ok=True)
     path = models_dir / "demo.yaml"
-    path.write_text("# Written by `python -m mempa_tui.tui.demo`; valid while it runs.\n"
-                    + yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    path.write_text(
+        "# Written by `python -m mempa_tui.tui.demo`; valid while it runs.\n"
+        f"# context_window {window:,} is small on purpose: the world tools, a reply and {DEMO_PROMPT_ROOM:,} tokens\n"
+        "# for the PA prompt. The demo's turns are short, and File memory's thresholds scale with the window\n"
+        f"# (half / a quarter of that room: {DEMO_PROMPT_ROOM // 2:,} -> {DEMO_PROMPT_ROOM // 4:,} tokens), "
+        "so it consolidates on the quick-start slice.\n"
+        + yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
     return path
 
 

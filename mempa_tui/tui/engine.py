@@ -469,6 +469,7 @@ def request_from_record(config_json: str, repeats: int | None = None, *, run_id:
         user=config.user, memory=config.memory, profile=config.profile,
         repeats=repeats or config.repeats, seed=config.seed,
         memory_options=dict(config.memory_options), donor_run=config.donor_run, slice=config.slice,
+        quick=config.quick,
     )
 
 
@@ -582,7 +583,7 @@ class RunService:
             user=request.user, memory=request.memory, profile=profile, worlds=self.settings.worlds_dir,
             repeats=request.repeats, seed=request.seed, donor=request.donor_run,
             memory_options=dict(request.memory_options),
-            probe_concurrency=self.settings.probe_concurrency, slice=request.slice,
+            probe_concurrency=self.settings.probe_concurrency, slice=request.slice, quick=request.quick,
         ))
         client = await self._client(request.profile, say)
         store = await self.store()

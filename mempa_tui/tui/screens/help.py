@@ -1,4 +1,9 @@
-"""The ``?`` help overlay: every key active on the screen below, with its action id and tooltip."""
+"""The ``?`` help overlay: every key active on the screen below, with its action id and tooltip.
+
+Wide terminals get a table (key, action, what it does, id); below :data:`NARROW_BELOW` columns
+the same rows are listed one key per block, the explanation wrapped under its key, so nothing is
+cut off at 80x24 (issue 16).
+"""
 
 from __future__ import annotations
 
@@ -7,13 +12,17 @@ from typing import ClassVar
 from pydantic import BaseModel
 from textual.app import ComposeResult
 from textual.binding import ActiveBinding, Binding, BindingType
-from textual.containers import Vertical
+from rich.text import Text
+from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import DataTable, Label
+from textual.widgets import DataTable, Label, Static
 
 from mempa_tui.tui.widgets.tables import fill_table
 
-__all__ = ["HelpScreen", "KeyRow", "key_rows"]
+__all__ = ["NARROW_BELOW", "HelpScreen", "KeyRow", "key_rows", "stacked_text"]
+
+NARROW_BELOW = 120
+"""Terminals narrower than this list the keys as stacked blocks instead of a table."""
 
 
 class KeyRow(BaseModel):
@@ -46,6 +55,22 @@ def key_rows(bindings: dict[str, ActiveBinding]) -> list[KeyRow]:
     return rows
 
 
+def stacked_text(rows: list[KeyRow]) -> Text:
+    """The rows as blocks for a narrow terminal: ``key  action`` in bold, then the explanation
+    and the id (to remap it with) indented on the lines below; Textual wraps them to the width."""
+    text = Text()
+    for n, row in enumerate(rows):
+        if n:
+            text.append("\n")
+        text.append(f"{row.key:<9}" if len(row.key) < 9 else f"{row.key}  ", style="bold")
+        text.append(row.description, style="bold")
+        if row.tooltip and row.tooltip != row.description:
+            text.append(f"\n    {row.tooltip}")
+        if row.binding_id:
+            text.append(f"  [{row.binding_id}]", style="dim")
+    return text
+
+
 class HelpScreen(ModalScreen[None]):
     """Lists the keys; any of escape, ``?`` or ``q`` closes it.
 
@@ -54,6 +79,7 @@ class HelpScreen(ModalScreen[None]):
     """
 
     CSS_PATH = "help.tcss"
+    HORIZONTAL_BREAKPOINTS: ClassVar[list[tuple[int, str]] | None] = [(0, "-narrow"), (NARROW_BELOW, "-wide")]
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape,question_mark,q", "dismiss", "Close", id="help.close", tooltip="Close the key list"),
     ]
@@ -67,10 +93,20 @@ class HelpScreen(ModalScreen[None]):
         with Vertical(id="help-box"):
             yield Label("Keys (ctrl+p opens the command palette)", id="help-title")
             yield DataTable(id="help-keys", cursor_type="row", zebra_stripes=True)
+            with VerticalScroll(id="help-stacked"):
+                yield Static(stacked_text(self.rows), id="help-list")
 
     def on_mount(self) -> None:
-        """Fill the table."""
+        """Fill the table; focus whichever view the width shows."""
         table = self.query_one("#help-keys", DataTable)
         fill_table(table, ("key", "action", "what it does", "id"),
                    [(row.key, row.description, row.tooltip, row.binding_id) for row in self.rows])
-        table.focus()
+        self._focus_shown()
+
+    def on_resize(self) -> None:
+        """The width may have crossed the breakpoint: keep the focus on the view shown."""
+        self._focus_shown()
+
+    def _focus_shown(self) -> None:
+        narrow = self.app.size.width < NARROW_BELOW
+        self.query_one("#help-stacked" if narrow else "#help-keys").focus()

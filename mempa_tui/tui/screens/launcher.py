@@ -1,6 +1,11 @@
 """Launcher (SPEC section 4.11): pick users, memory conditions, model profiles (several of each)
 and repeats; start one run per combination. Runs stored in ``saves/`` are listed with their
-progress and can be resumed or viewed."""
+progress and can be resumed or viewed.
+
+The form's boxes match ``mempa run``'s flags: *Slice only* is ``--slice``, *Quick start only*
+``--quick`` (the two exclude each other), *Start over* ``--fresh`` (a stored run with the same id
+is moved aside as ``<id>~N`` by the runner, as the command does); all come before Start in the
+focus order (issue 16)."""
 
 from __future__ import annotations
 
@@ -47,6 +52,16 @@ __all__ = ["LauncherScreen"]
 REPEAT_CHOICES = (1, 2, 3, 5, 10)
 SAVED_RUN_COLUMNS = ("run", "status", "timeline", "probes", "tokens", "updated")
 """Repeats the launcher offers (the paper uses three)."""
+
+_RUN_BOXES = (
+    ("slice", "Quick-start slice", True,
+     "mempa run --slice: the timeline's slice and its probes (a full timeline is 94 sessions)"),
+    ("quick", "Quick start only", False,
+     "mempa run --quick: one attribute in both contexts, its change event, and those cells' probes"),
+    ("fresh", "Start over (--fresh)", False,
+     "mempa run --fresh: a stored run with the same id is moved aside as <id>~N and started again"),
+)
+"""The form's run boxes: id, label (short enough for the 80-column form), ticked, tooltip."""
 
 _FIELD_NAMES = {"user": "user", "memory": "memory condition", "profile": "model profile"}
 """How the launcher's pick lists are named in its messages."""
@@ -116,7 +131,10 @@ class LauncherScreen(PlainNotify, Screen[None]):
                     yield Label("Repeats per probe", classes="field-label")
                     yield Select[int]([(str(n), n) for n in REPEAT_CHOICES], id="repeats", value=3,
                                       allow_blank=False)
-                    yield Checkbox("Quick-start slice only (a full timeline is 94 sessions)", value=True, id="slice")
+                    for box_id, label, ticked, tip in _RUN_BOXES:
+                        box = Checkbox(label, value=ticked, id=box_id)
+                        box.tooltip = tip
+                        yield box
                     yield Label("", id="run-count")
                 # outside the scrolling form: always on screen, and last in the focus order
                 yield Button("Start runs", id="start", variant="primary")
@@ -215,12 +233,21 @@ class LauncherScreen(PlainNotify, Screen[None]):
                 self.notify(chosen.description, severity="error", title=f"profile {chosen.name}")
                 return []
         repeats = self.query_one("#repeats", Select).value
-        sliced = self.query_one("#slice", Checkbox).value
+        quick = self.query_one("#quick", Checkbox).value
+        sliced = self.query_one("#slice", Checkbox).value and not quick  # as `mempa run`: one of the two
+        fresh = self.query_one("#fresh", Checkbox).value
         return [
-            RunRequest(user=u, memory=m, profile=p, repeats=int(str(repeats)),
+            RunRequest(user=u, memory=m, profile=p, repeats=int(str(repeats)), fresh=fresh, quick=quick,
                        slice=sliced and has_slice(self.mempa.settings.worlds_dir, u))
             for u in picked["user"] for m in picked["memory"] for p in picked["profile"]
         ]
+
+    def on_checkbox_changed(self, event: Checkbox.Changed) -> None:
+        """Slice and quick start exclude each other (``mempa run`` refuses both): ticking one
+        unticks the other."""
+        other = {"slice": "#quick", "quick": "#slice"}.get(event.checkbox.id or "")
+        if other is not None and event.value:
+            self.query_one(other, Checkbox).value = False
 
     def request(self) -> RunRequest | None:
         """The first of :meth:`requests` (None when the form is incomplete)."""

@@ -121,6 +121,8 @@ class ProbeStepperScreen(PlainNotify, Screen[None]):
     """Step one probe of a stored run, one model call at a time."""
 
     CSS_PATH = "probe_stepper.tcss"
+    # at 80 columns the prompt goes under the step log, which gets the width (issue 16)
+    HORIZONTAL_BREAKPOINTS: ClassVar[list[tuple[int, str]] | None] = [(0, "-narrow"), (120, "-wide")]
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("o", "open", "Open probe", id="stepper.open",
                 tooltip="Start the chosen probe on a private branch of the chosen checkpoint"),
@@ -159,7 +161,8 @@ class ProbeStepperScreen(PlainNotify, Screen[None]):
                 yield Select[int]([], id="checkpoint", prompt="the runner's choice")
                 yield Button("Open probe", id="open", variant="primary")
                 yield Label("", id="stepper-state")
-            yield RichLog(id="step-log", wrap=True, markup=False, auto_scroll=True, max_lines=20_000)
+            # min_width: wrap to the column as it is (the default 78 scrolls sideways at 80 columns)
+            yield RichLog(id="step-log", wrap=True, markup=False, auto_scroll=True, max_lines=20_000, min_width=20)
             with VerticalScroll(id="prompt-box"):
                 yield Static(prompt_text(None), id="prompt")
         yield Footer()

@@ -18,7 +18,7 @@ from mempa_tui.tui.plain import PlainNotify
 if TYPE_CHECKING:
     from mempa_tui.tui.app import MempaApp
 
-__all__ = ["FIXTURE_WORLD", "PlaySetup"]
+__all__ = ["FIXTURE_WORLD", "NARROW_BELOW", "PlaySetup"]
 
 FIXTURE_WORLD = "fixture world"
 """The starting-point choice that uses no stored run (the fixture tree, an empty memory)."""
@@ -27,11 +27,27 @@ _FIELDS = (("user", "User"), ("step", "Session or probe"), ("profile", "Model pr
            ("memory", "Memory"), ("source", "Start from"))
 
 
+NARROW_BELOW = 120
+"""Below this many columns the five pickers stack in a grid of three per row (issue 16: at 80
+columns five side by side left each label and choice a few letters wide)."""
+
+
 class PlaySetup(PlainNotify, Horizontal):
     """Pickers for what to play; :meth:`request` turns them into a :class:`PlayRequest`.
 
     The step list follows the chosen user; the starting points are the user's stored runs (their
-    last checkpoint before the step) or the fixture world with an empty memory.
+    last checkpoint before the step) or the fixture world with an empty memory. Narrower than
+    :data:`NARROW_BELOW` columns the pickers wrap onto two rows (class ``-narrow``).
+    """
+
+    DEFAULT_CSS = """
+    PlaySetup.-narrow {
+        layout: grid;
+        grid-size: 3;
+        grid-rows: auto;
+        grid-columns: 1fr 1fr 1fr;
+        grid-gutter: 0 1;
+    }
     """
 
     @property
@@ -71,6 +87,10 @@ class PlaySetup(PlainNotify, Horizontal):
     def on_mount(self) -> None:
         """Fill the pickers from the folders."""
         self.refresh_choices()
+
+    def on_resize(self) -> None:
+        """Stack the pickers when the screen is narrow (see :data:`NARROW_BELOW`)."""
+        self.set_class(self.app.size.width < NARROW_BELOW, "-narrow")
 
     def refresh_choices(self) -> None:
         """Read users, profiles and memory conditions again; the user's steps and runs follow."""
