@@ -184,6 +184,10 @@ def build_parser() -> argparse.ArgumentParser:
                          help="export to DIR/results-<UTC time>/ instead of the saves folder (implies --export)")
     results.add_argument("--plays", action="store_true",
                          help="also include plays (play-* runs, a person in a seat) when no run is named")
+    results.add_argument("--plot", metavar="DIR",
+                         help="also write the paper-style figures (per condition with 95%% intervals, per "
+                              "dimension, carry-over) as PNG and SVG into DIR (needs matplotlib: "
+                              "pip install -e \".[plot]\")")
 
     show = sub.add_parser(
         "show", help="a stored run's steps and probes, one in full (transcript, model calls, evidence, "
