@@ -95,3 +95,18 @@ def test_plot_without_matplotlib_exits_2_naming_the_extra(saves: Path, tmp_path:
     err = capsys.readouterr().err
     assert 'pip install -e ".[plot]"' in err and "matplotlib" in err
     assert not (tmp_path / "figs").exists()
+
+
+def test_results_plot_hatches_the_rows_the_table_marks(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import anyio
+    from test_browse_support import seed
+
+    saves = tmp_path / "saves"
+    saves.mkdir()
+    anyio.run(seed, saves / "mempa.sqlite")  # File memory, No Memory and a mem0 run whose memory is BROKEN
+    assert main(["results", "--saves", str(saves), "--plot", str(tmp_path / "figs"), "--resamples", "100"]) == 0
+    table = capsys.readouterr().out
+    assert "BROKEN" in table
+    text = _svg_text(tmp_path / "figs" / "headline.svg")
+    assert "hatched (///): Mem0 - memory BROKEN 1/1" in text
+    assert "File memory -" not in text and "No Memory -" not in text
