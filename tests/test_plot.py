@@ -110,3 +110,12 @@ def test_results_plot_hatches_the_rows_the_table_marks(tmp_path: Path, capsys: p
     text = _svg_text(tmp_path / "figs" / "headline.svg")
     assert "hatched (///): Mem0 - memory BROKEN 1/1" in text
     assert "File memory -" not in text and "No Memory -" not in text
+
+
+def test_a_plot_folder_that_cannot_be_written_is_one_error_line(saves: Path, tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    assert main(["results", "--saves", str(saves), "--plot", str(blocker), "--resamples", "100"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "cannot write the figures" in err and "--plot DIR" in err and len(err.splitlines()) == 1
