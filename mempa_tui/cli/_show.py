@@ -184,7 +184,8 @@ def _compare_text(rows: Sequence[CompareRow], run_ids: list[str], health: dict[s
                 continue
             lines.append(f"  #{i} {rid}: selected {c.selection or '(none)'} ({c.outcome}); evidence, "
                          f"{c.evidence_items} item(s):")
-            lines += _indent(c.evidence.strip() or "(the memory handed the PA nothing)", "      ")
+            shown = c.evidence.strip("\n") if c.evidence.strip() else "(the memory handed the PA nothing)"
+            lines += _indent(shown, "      ")  # strip only blank lines: a first line keeps its indent
     return "\n".join(lines)
 
 
