@@ -44,12 +44,13 @@ def _memory_option(text: str) -> tuple[str, int | float | bool | str]:
 
 
 def _conditions(text: str) -> list[str]:
-    from mempa_tui.memory._plugin import canonical_plugin_name
-
     names = [n.strip() for n in text.split(",")]
     if not all(names):
         raise argparse.ArgumentTypeError(f"{text!r} has an empty condition name")
-    names = [canonical_plugin_name(n) for n in names]  # one plugin spelt two ways is one condition
+    if any(".py:" in n for n in names):  # one plugin spelt two ways is one condition
+        from mempa_tui.memory._plugin import canonical_plugin_name
+
+        names = [canonical_plugin_name(n) for n in names]
     repeated = sorted({n for n in names if names.count(n) > 1})
     if repeated:
         raise argparse.ArgumentTypeError(f"{text!r} names {', '.join(repeated)} more than once")
