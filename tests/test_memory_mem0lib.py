@@ -275,6 +275,16 @@ async def test_rag_stores_raw_messages_through_mem0_without_model_calls(setup: S
         mem0_store.restore(before)
 
 
+async def test_rag_stores_no_empty_assistant_item_for_a_turn_without_a_reply(setup: Setup, tmp_path: Path) -> None:
+    # a change event's last turn is the user's new rule, with no assistant reply
+    memory = build(setup, tmp_path / "A-rag-scripted-s0" / "run", "rag")
+    rule = turn(0, "From now on, just send routine team emails without asking me.")
+    await memory.write(rule.model_copy(update={"reply": ""}))
+    assert len(memory.memories) == 1 and "routine team emails" in memory.memories[0]
+    assert not any(line.rstrip().endswith("assistant:") for line in memory.inspect().stored)
+    assert memory.stats.failed_writes == 0
+
+
 async def test_restore_names_both_embedders_when_they_differ(setup: Setup, tmp_path: Path) -> None:
     """Issue 15.4: a snapshot embedded by another model or dimension is refused on restore (the
     runner's resume, probe branches and the stepper all restore), naming both."""

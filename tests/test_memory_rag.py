@@ -350,3 +350,12 @@ async def test_write_many_stores_what_single_writes_store(setup: Setup, tmp_path
     batch_items = (await batched.retrieve(query, session())).items
     assert [i.source for i in batch_items] == [i.source for i in single_items]
     assert [i.score for i in batch_items] == pytest.approx([i.score for i in single_items], abs=1e-3)
+
+
+def test_a_turn_without_a_reply_embeds_no_empty_assistant_line() -> None:
+    from mempa_tui.memory._rag import embedding_text
+
+    rule = TurnRecord(step_id="A-E01", context=Context.WORK, at=datetime(2025, 3, 3, 9, 0), turn_index=2,
+                      user_message="From now on, give me a couple of options.", reply="")
+    assert embedding_text(rule) == "User: From now on, give me a couple of options."
+    assert embedding_text(rule.model_copy(update={"reply": "Will do."})).endswith("\nAssistant: Will do.")

@@ -125,7 +125,31 @@ def test_beat_record_that_does_not_exist(worlds: Path) -> None:
     edit(path, "      - email/inbox:em_0001", "      - email/inbox:em_0077")
     v = only(check_worlds(worlds))
     assert (v.path, v.line) == (str(path), line_of(path, "email/inbox:em_0077"))
-    assert "no such record" in v.message
+    assert v.message.endswith("no such record in the fixture tree")  # no inbox id is close: nothing offered
+
+
+def test_misspelt_ids_get_the_closest_ids_of_their_own_kind(worlds: Path) -> None:
+    # a record: only record ids of the named collection, compared without the shared prefix
+    session = worlds / USER / "sessions/T-s1.yaml"
+    edit(session, "      - email/inbox:em_0001", "      - email/inbox:em_001")
+    (v,) = [v for v in check_worlds(worlds) if "em_001'" in v.message]
+    assert v.message == ("record 'email/inbox:em_001': no such record in the fixture tree "
+                         "(closest: email/inbox:em_0001)")
+    # a timeline step (case ignored): session and change-event ids, not record or probe ids
+    timeline = worlds / USER / "timeline.yaml"
+    edit(timeline, "  - T-s2", "  - T-S2")
+    # a pre-event probe's event: change-event ids only
+    edit(worlds / USER / "probes/T-pre-ev1.yaml", "event: T-ev1", "event: T-evl")
+    messages = [v.message for v in check_worlds(worlds)]
+    assert "step 'T-S2' names no session or change event (closest: T-s2)" in messages
+    assert "event: 'T-evl' names no change event (closest: T-ev1)" in messages
+
+
+def test_a_misspelt_id_with_nothing_close_gets_no_suggestion(worlds: Path) -> None:
+    edit(worlds / USER / "timeline.yaml", "  - T-ev1", "  - T-e9z")  # difflib's own cutoff (0.6) offered T-ev1
+    messages = [v.message for v in check_worlds(worlds)]
+    assert "step 'T-e9z' names no session or change event" in messages
+    assert not any("closest" in m for m in messages)
 
 
 def test_beat_record_not_yet_visible(worlds: Path) -> None:
@@ -170,7 +194,7 @@ def test_timeline_step_missing_and_file_not_on_timeline(worlds: Path) -> None:
         (str(path), line_of(path, "T-s3")),
         (str(s2), line_of(s2, "id: T-s2")),
     }
-    assert any("names no session or change event (closest: T-s2" in v.message for v in found)
+    assert any(v.message.endswith("names no session or change event (closest: T-s1, T-s2)") for v in found)
 
 
 def test_timeline_order(worlds: Path) -> None:

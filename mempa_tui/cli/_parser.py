@@ -47,6 +47,10 @@ def _conditions(text: str) -> list[str]:
     names = [n.strip() for n in text.split(",")]
     if not all(names):
         raise argparse.ArgumentTypeError(f"{text!r} has an empty condition name")
+    if any(".py:" in n for n in names):  # one plugin spelt two ways is one condition
+        from mempa_tui.memory._plugin import canonical_plugin_name
+
+        names = [canonical_plugin_name(n) for n in names]
     repeated = sorted({n for n in names if names.count(n) > 1})
     if repeated:
         raise argparse.ArgumentTypeError(f"{text!r} names {', '.join(repeated)} more than once")
@@ -184,6 +188,10 @@ def build_parser() -> argparse.ArgumentParser:
                          help="export to DIR/results-<UTC time>/ instead of the saves folder (implies --export)")
     results.add_argument("--plays", action="store_true",
                          help="also include plays (play-* runs, a person in a seat) when no run is named")
+    results.add_argument("--plot", metavar="DIR",
+                         help="also write the paper-style figures (per condition with 95%% intervals, per "
+                              "dimension, carry-over) as PNG and SVG into DIR (needs matplotlib: "
+                              "pip install -e \".[plot]\")")
 
     show = sub.add_parser(
         "show", help="a stored run's steps and probes, one in full (transcript, model calls, evidence, "

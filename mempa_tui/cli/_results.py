@@ -14,7 +14,10 @@ from mempa_tui.cli._errors import UserError, unwritable
 from mempa_tui.cli._run import database_path
 
 if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
+
     from mempa_tui.runner._results import Grouping
+    from mempa_tui.scoring import ConditionScores, ProbeOutcome
     from mempa_tui.store import RunStore
 
 __all__ = ["cmd_results", "print_results"]
@@ -22,7 +25,7 @@ __all__ = ["cmd_results", "print_results"]
 
 async def print_results(
     store: RunStore, run_ids: Sequence[str], out: TextIO, *, by: Grouping = "condition",
-    resamples: int = 5000, export_to: Path | None = None, named: bool = True,
+    resamples: int = 5000, export_to: Path | None = None, named: bool = True, plot_to: Path | None = None,
 ) -> bool:
     """Print the side-by-side table of ``run_ids`` and each condition's difference from No Memory.
 
@@ -41,12 +44,15 @@ async def print_results(
         resamples: bootstrap resamples.
         export_to: also write the Markdown and CSV tables (one folder per table) under this folder.
         named: the user named the runs (colliding runs are then an error, not left out).
+        plot_to: also write the figures of :mod:`mempa_tui.scoring.plot` into this folder (one
+            subfolder per table when runs are split by timeline kind).
 
     Returns:
         False when none of the runs has a probe result yet.
 
     Raises:
-        UserError: named runs that cannot share a table (same user, condition and model).
+        UserError: named runs that cannot share a table (same user, condition and model), or
+            ``plot_to`` without matplotlib or not writable.
     """
     from mempa_tui.runner._results import (
         comparable_groups,
@@ -125,6 +131,10 @@ async def print_results(
                 raise unwritable(exc, "the exported tables") from exc
             print(f"\nexported: {exported.report.main_md} (with intervals; CSV tables in {exported.folder})",
                   file=out)
+        if plot_to is not None:
+            folder = plot_to / _slug(group.timeline) if len(groups) > 1 else plot_to
+            for path in _plot(outcomes, folder, notes.columns(), resamples=resamples, title=heading):
+                print(f"figure: {path}", file=out)
     return shown
 
 
@@ -134,6 +144,14 @@ async def cmd_results(args: argparse.Namespace, out: TextIO | None = None) -> in
     from mempa_tui.store import RunStore
 
     out = out or sys.stdout
+    plot_to = Path(args.plot) if getattr(args, "plot", None) else None
+    if plot_to is not None:  # before any work: a missing matplotlib is a usage problem (exit 2)
+        from mempa_tui.scoring.plot import PlotUnavailable, require_matplotlib
+
+        try:
+            require_matplotlib()
+        except PlotUnavailable as exc:
+            raise UserError(str(exc)) from None
     async with RunStore(_need_database(args.saves)) as store:
         runs = await store.list_runs()
         known = [r.id for r in runs]
@@ -157,8 +175,43 @@ async def cmd_results(args: argparse.Namespace, out: TextIO | None = None) -> in
             return 1
         ok = await print_results(store, chosen, out, by=args.by, resamples=args.resamples,
                                  export_to=_export_folder(args),
-                                 named=bool(args.run_ids))
+                                 named=bool(args.run_ids), plot_to=plot_to)
     return 0 if ok else 1
+
+
+def _slug(text: str) -> str:
+    return "".join(c if c.isalnum() else "-" for c in text).strip("-")
+
+
+def _plot(outcomes: Sequence[ProbeOutcome], folder: Path, columns: Mapping[str, Callable[[ConditionScores], str]],
+          *, resamples: int, title: str) -> list[Path]:
+    """Write one table's figures (:func:`mempa_tui.scoring.plot.write_figures`) from the rows the
+    table shows, with the intervals the exported report computes; rows the table marks in its
+    ``Health`` (BROKEN) or ``Covers`` (``*``: pools other users, probes or repeats) columns are
+    hatched in the figures."""
+    from mempa_tui.runner._results import results_rows
+    from mempa_tui.scoring.plot import PlotUnavailable, write_figures
+
+    health, covers = columns["Health"], columns["Covers"]
+
+    def mark(row: ConditionScores) -> str | None:
+        why = []
+        if health(row).startswith("BROKEN"):
+            why.append(f"memory {health(row)} (see the table's notes): not the condition's score")
+        if covers(row).endswith("*"):
+            why.append(f"covers {covers(row).rstrip(' *')}: other users, probes or repeats than the other rows")
+        return "; ".join(why) or None
+
+    rows = results_rows(outcomes, "condition", intervals=True, resamples=resamples)
+    dims = results_rows(outcomes, "dimension", intervals=True, resamples=resamples)
+    try:
+        return write_figures(rows, dims, folder, mark=mark, title=title)
+    except PlotUnavailable as exc:
+        raise UserError(str(exc)) from None
+    except OSError as exc:
+        where = f" to {exc.filename}" if exc.filename else ""
+        raise UserError(f"cannot write the figures{where} ({exc.strerror or exc}); pass --plot DIR with a "
+                        "folder you can write to") from exc
 
 
 def _export_folder(args: argparse.Namespace) -> Path | None:

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from mempa_tui.runner._browse import CompareRow, ProbeFilter, RunListing, StepDetail
-    from mempa_tui.runner._episode_events import EpisodeEvent
+    from mempa_tui.runner._episode_events import EpisodeEvent, EvidenceEvent
 
 __all__ = ["cmd_show", "detail_text", "event_lines", "listing_text"]
 
@@ -59,7 +59,43 @@ def listing_text(listing: RunListing, probe_filter: ProbeFilter | None = None) -
 
 
 def _indent(text: str, prefix: str = "    ") -> list[str]:
+    """Every line of ``text`` behind ``prefix`` (a line's own leading spaces are kept)."""
     return [prefix + ln for ln in (text.splitlines() or [""])]
+
+
+def _hanging(head: str, text: str, prefix: str = "") -> list[str]:
+    """``head`` + the first line of ``text``; later lines indented under the first line's start
+    (``prefix`` + as many spaces as ``head`` is long), so multi-line text keeps its shape."""
+    lines = text.splitlines() or [""]
+    pad = " " * len(prefix + head)
+    return [prefix + head + lines[0], *(pad + ln if ln.strip() else "" for ln in lines[1:])]
+
+
+def _preview(text: str, width: int = 60) -> str:
+    """The first non-empty line of ``text``, cut to ``width`` characters (``...`` when cut or when
+    more lines follow)."""
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    first = lines[0] if lines else ""
+    more = len(lines) > 1 or len(first) > width
+    return first[:width].rstrip() + ("..." if more else "")
+
+
+def _evidence_lines(event: EvidenceEvent) -> list[str]:
+    """The memory section as the PA got it (once), then each item's score. An item whose text is in
+    the section is named by its source or first line only; one that is not is printed in full."""
+    head = f"EVIDENCE handed to the PA: {len(event.items)} item(s), {event.prior_messages} prior message(s)"
+    section: str = event.system_text
+    lines = [head, *(_indent(section) if section.strip() else ["    (empty memory section)"])]
+    if event.items:
+        lines.append("    item scores:")
+    for n, item in enumerate(event.items, 1):
+        score = f"[{'-' if item.score is None else f'{item.score:.3f}'}] "
+        if item.text.strip() and item.text.strip() in section:
+            name = item.source if item.source and "\n" in item.text.strip() else _preview(item.text)
+            lines.append(f"    - {score}{name}  (item {n}, in the section above)")
+        else:
+            lines += _hanging(f"- {score}", item.text, "    ")
+    return lines
 
 
 def event_lines(event: EpisodeEvent) -> list[str]:
@@ -78,24 +114,21 @@ def event_lines(event: EpisodeEvent) -> list[str]:
         head = f"TOOL {c.tool}({args}) -> {c.status.value}{tag}{' ERROR' if c.error else ''}"
         return [head + (f" held as {c.held_id}" if c.held_id else ""), *(_indent(c.result) if c.result else [])]
     if isinstance(event, ev.IXSelectionEvent):
-        verdict = "" if event.ok else f" REJECTED: {event.message}"
-        return [f"IX SELECTION {event.attribute} = {event.setting or '(none)'}{verdict}"]
+        head = f"IX SELECTION {event.attribute} = {event.setting or '(none)'}"
+        return [head] if event.ok else _hanging(f"{head} REJECTED: ", event.message or "")
     if isinstance(event, ev.HeldItemsEvent):
-        return ["HELD " + ", ".join(f"{h.id} ({h.kind}: {h.tool or h.label or h.text[:60]})" for h in event.items)]
+        return ["HELD " + ", ".join(f"{h.id} ({h.kind}: {h.tool or h.label or _preview(h.text)})" for h in event.items)]
     if isinstance(event, ev.ConsentEvent):
         decisions = ", ".join(f"{k} {'approved' if v else 'denied'}" for k, v in event.decisions.items())
         return [f"CONSENT {decisions or '(none)'}" + (f"; unknown ids {', '.join(event.unknown)}" if event.unknown else "")]
     if isinstance(event, ev.EvidenceEvent):
-        head = f"EVIDENCE handed to the PA: {len(event.items)} item(s), {event.prior_messages} prior message(s)"
-        lines = [head, *(_indent(event.system_text) if event.system_text.strip() else ["    (empty memory section)"])]
-        lines += [f"    - [{'-' if i.score is None else f'{i.score:.3f}'}] {i.text}" for i in event.items]
-        return lines
+        return _evidence_lines(event)
     if isinstance(event, ev.BeatChangeEvent):
         return [f"-- beat {event.beat_id or '(end)'}"]
     if isinstance(event, ev.NoticeEvent):
         return [f"NOTICE {event.at:%Y-%m-%d %H:%M}:", *_indent(event.text)]
     if isinstance(event, ev.StepStatusEvent):
-        return [f"STATUS {event.status}" + (f": {event.reason}" if event.reason else "")]
+        return _hanging(f"STATUS {event.status}: ", event.reason) if event.reason else [f"STATUS {event.status}"]
     return [f"{event.kind}"]  # pragma: no cover - every kind is handled above
 
 
@@ -103,8 +136,8 @@ def detail_text(detail: StepDetail) -> str:
     """One step or probe repeat in full: header, transcript, model calls, and for a probe its
     selection, target and scores with reasons (paper Section 3.5)."""
     where = f"{detail.step_id}" + (f" repeat {detail.repeat}" if detail.repeat else "")
-    lines = [f"== {detail.run_id} {where} ({detail.kind}) {detail.status}"
-             + (f": {detail.reason}" if detail.reason else "") + " =="]
+    head = f"== {detail.run_id} {where} ({detail.kind}) {detail.status}"
+    lines = _hanging(f"{head}: ", f"{detail.reason} ==") if detail.reason else [f"{head} =="]
     if detail.context:
         lines.append(f"cell: {detail.context} / {detail.attribute}")
     lines += ["", "transcript:"]
@@ -124,8 +157,8 @@ def detail_text(detail: StepDetail) -> str:
     lines += ["", f"IX selection: {detail.selection or '(none)'}"]
     if detail.target is not None:
         lines.append(f"target: {detail.target}  -> {detail.outcome}")
-        lines.append(f"BRS: {_score(detail.brs)}" + (f"  ({detail.brs_reason})" if detail.brs_reason else ""))
-        lines.append(f"PRS: {_score(detail.prs)}" + (f"  ({detail.prs_reason})" if detail.prs_reason else ""))
+        for name, score, reason in (("BRS", detail.brs, detail.brs_reason), ("PRS", detail.prs, detail.prs_reason)):
+            lines += _hanging(f"{name}: {_score(score)}  (", f"{reason})") if reason else [f"{name}: {_score(score)}"]
     if detail.memory_stats:
         lines.append("memory counters after the step: "
                      + ", ".join(f"{k} {v:g}" for k, v in sorted(detail.memory_stats.items())))
@@ -151,7 +184,8 @@ def _compare_text(rows: Sequence[CompareRow], run_ids: list[str], health: dict[s
                 continue
             lines.append(f"  #{i} {rid}: selected {c.selection or '(none)'} ({c.outcome}); evidence, "
                          f"{c.evidence_items} item(s):")
-            lines += _indent(c.evidence.strip() or "(the memory handed the PA nothing)", "      ")
+            shown = c.evidence.strip("\n") if c.evidence.strip() else "(the memory handed the PA nothing)"
+            lines += _indent(shown, "      ")  # strip only blank lines: a first line keeps its indent
     return "\n".join(lines)
 
 

@@ -414,7 +414,11 @@ class Mem0aiMemory(MemorySystem):
         self._window, dropped = trim_window(self._window, self._count, trim_at=self.trim_at, trim_to=self.trim_to)
         self._stats.turns_trimmed += dropped
         self._at = f"{record.at:%Y-%m-%d %H:%M}"
-        messages = [{"role": m.role, "content": m.content} for m in _turn_messages(record)]
+        # a turn with no assistant reply (a change event's last turn: the user's new rule) has an
+        # empty assistant message; Simple RAG would store it as an empty `assistant:` item
+        messages = [{"role": m.role, "content": m.content} for m in _turn_messages(record) if m.content.strip()]
+        if not messages:
+            return
         metadata = {"created_at": record.at.isoformat(), "step_id": record.step_id, "context": record.context.value}
 
         def add() -> Any:

@@ -43,6 +43,7 @@ __all__ = [
     "PluginMemory",
     "PluginSpec",
     "build_plugin",
+    "canonical_plugin_name",
     "entry_point_plugins",
     "is_plugin_spec",
     "memory_choices",
@@ -158,6 +159,56 @@ def resolve_plugin(name: str) -> PluginSpec:
     return PluginSpec(name=name, target=ep.value, entry_point=name, distribution=declared)
 
 
+def _cwd_on_path() -> None:
+    """Put the current folder on the import path, as ``python -m`` would (once)."""
+    cwd = str(Path.cwd())
+    if cwd not in sys.path and "" not in sys.path:
+        sys.path.insert(0, cwd)
+
+
+def canonical_plugin_name(name: str) -> str:
+    """One spelling per plugin: a ``file.py:Class`` that is importable as a module becomes
+    ``pkg.module:Class``; every other name is returned as given.
+
+    ``examples/keyword_memory.py:KeywordMemory`` and ``examples.keyword_memory:KeywordMemory`` name
+    the same class, so they must make one run id (and one results row), not two. The file counts as
+    importable when, relative to the current folder or a folder on ``sys.path``, its path is a
+    dotted name of identifiers and ``importlib`` finds exactly that file under that name (a module
+    of the same name elsewhere on the path keeps the file spelling). Finding the spec may import the
+    module's parent packages; the module itself is not imported.
+
+    Args:
+        name: a ``--memory`` value (built-in names, entry points and ``mcp:`` pass through).
+
+    Returns:
+        The canonical name.
+    """
+    module, sep, cls = name.rpartition(":")
+    if not sep or not module.endswith(".py") or name.startswith("mcp:"):
+        return name
+    path = Path(module)
+    if not path.is_file():
+        return name  # loading it names the problem
+    resolved = path.resolve()
+    _cwd_on_path()
+    roots = [Path.cwd(), *(Path(p or ".") for p in sys.path)]
+    for root in dict.fromkeys(r.resolve() for r in roots if r.is_dir()):
+        try:
+            parts = resolved.with_suffix("").relative_to(root).parts
+        except ValueError:
+            continue
+        if not parts or not all(p.isidentifier() for p in parts):
+            continue
+        dotted = ".".join(parts)
+        try:
+            found = importlib.util.find_spec(dotted)
+        except (ImportError, ValueError):  # a parent package that fails to import: keep the file path
+            continue
+        if found is not None and found.origin and Path(found.origin).resolve() == resolved:
+            return f"{dotted}:{cls}"
+    return name
+
+
 def _import_module(spec: PluginSpec, module_name: str) -> Any:
     if module_name.endswith(".py"):
         path = Path(module_name)
@@ -177,9 +228,7 @@ def _import_module(spec: PluginSpec, module_name: str) -> Any:
             del sys.modules[unique]
             raise MemoryPluginError(spec.name, "load", f"importing {path} raised {type(exc).__name__}: {exc}") from exc
         return module
-    cwd = str(Path.cwd())
-    if cwd not in sys.path and "" not in sys.path:
-        sys.path.insert(0, cwd)
+    _cwd_on_path()
     try:
         return importlib.import_module(module_name)
     except ModuleNotFoundError as exc:

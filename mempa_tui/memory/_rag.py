@@ -56,12 +56,16 @@ __all__ = ["RagEntry", "RagMemory", "RagState", "RagStats", "embedding_text"]
 
 
 def embedding_text(record: TurnRecord) -> str:
-    """What is embedded for a turn: the user's message and the delivered reply.
+    """What is embedded for a turn: the user's message and the delivered reply (each only when it
+    has text).
 
     The header (date, context, step) and tool results stay out of the vector: they are alike in
     every turn and would pull all turns towards each other. The evidence shows the whole turn.
     """
-    return f"User: {record.user_message}\nAssistant: {record.reply}"
+    lines = [f"User: {record.user_message}"] if record.user_message.strip() else []
+    if record.reply.strip():  # a change event's last turn has no reply: no empty "Assistant:" line
+        lines.append(f"Assistant: {record.reply}")
+    return "\n".join(lines)
 
 
 class RagEntry(BaseModel):

@@ -117,11 +117,12 @@ class RunConfig(BaseModel):
     @field_validator("memory")
     @classmethod
     def _known_condition(cls, value: str) -> str:
-        from mempa_tui.memory import MEMORY_BUILDERS, is_plugin_spec
+        from mempa_tui.memory import MEMORY_BUILDERS, canonical_plugin_name, is_plugin_spec
 
         if value not in MEMORY_BUILDERS and not is_plugin_spec(value):  # a plugin (issue 17) is checked on build
             raise ValueError(f"unknown memory condition {value!r}; valid: {', '.join(MEMORY_BUILDERS)}")
-        return value
+        # one plugin, one spelling: `dir/mod.py:Class` importable as `dir.mod:Class` makes the same run id
+        return value if value in MEMORY_BUILDERS else canonical_plugin_name(value)
 
     @property
     def run_id(self) -> str:

@@ -5,6 +5,8 @@ See :mod:`mempa_tui.scripts.check` for the list of rules.
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -22,7 +24,47 @@ from mempa_tui.world import (
     collection_issues,
 )
 
-__all__ = ["CheckerBase", "Violation"]
+__all__ = ["CLOSE_ID_CUTOFF", "CheckerBase", "Violation", "closest_hint", "closest_ids"]
+
+CLOSE_ID_CUTOFF = 0.75
+"""Least :class:`difflib.SequenceMatcher` ratio for an id to be offered as the one meant: one
+character off in a four-character id (``T-s3`` for ``T-s2``) still is; ids of one kind look alike
+(``em_0001`` ... ``em_0077``), and a looser cutoff (difflib's 0.6) offers ids that share only the
+common prefix."""
+
+
+def closest_ids(value: str, known: Iterable[str], n: int = 3) -> list[str]:
+    """The (at most ``n``) ids of ``known`` nearest to the misspelt ``value``, best first; empty
+    when none is close (then nothing is suggested).
+
+    ``known`` must be ids of the kind the reference takes (record ids of the named collection for
+    a record, step ids for a timeline step, fact ids for a fact...), never ids of other kinds.
+    Candidates come from :func:`difflib.get_close_matches` at :data:`CLOSE_ID_CUTOFF`; only those
+    with the best ratio are offered (ids of one kind differ in a digit or two, and the second-best
+    ones are noise), ordered by how near their length is to ``value``'s, then by id (difflib alone
+    breaks ties towards the alphabetically last id). Case is ignored (``T-S2`` finds ``T-s2``).
+    """
+    folded: dict[str, list[str]] = {}
+    for x in sorted(set(known)):
+        folded.setdefault(x.casefold(), []).append(x)
+    want = value.casefold()
+    close = difflib.get_close_matches(want, list(folded), n=len(folded) or 1, cutoff=CLOSE_ID_CUTOFF)
+
+    def rank(x: str) -> tuple[float, int, str]:
+        return (-difflib.SequenceMatcher(None, want, x).ratio(), abs(len(x) - len(want)), x)
+
+    ranked = sorted(close, key=rank)
+    if not ranked:
+        return []
+    top = rank(ranked[0])[0]  # only the nearest tier: em_001 -> em_0001, not em_0002 and em_0003 too
+    return [orig for x in ranked if rank(x)[0] == top for orig in folded[x]][:n]
+
+
+def closest_hint(value: str, known: Iterable[str], *, prefix: str = "") -> str:
+    """`` (closest: a, b)`` from :func:`closest_ids` (each id behind ``prefix``), ``""`` when none
+    is close."""
+    best = closest_ids(value, known)
+    return f" (closest: {', '.join(prefix + b for b in best)})" if best else ""
 
 
 @dataclass(frozen=True, order=True)
@@ -134,7 +176,9 @@ class CheckerBase:
             return  # the fixture problem is reported already
         record = self.index.get(collection, {}).get(rid)
         if record is None:
-            self.add(doc, loc, f"{what} {ref!r}: no such record in the fixture tree")
+            # the record ids of the named collection only, compared without the shared prefix
+            hint = closest_hint(rid, self.index.get(collection, {}), prefix=f"{collection}:")
+            self.add(doc, loc, f"{what} {ref!r}: no such record in the fixture tree{hint}")
         elif record.entered_at > when:
             self.add(
                 doc,

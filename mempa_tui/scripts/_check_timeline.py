@@ -24,13 +24,12 @@ both are schema rules of every file (:mod:`.schema`).
 
 from __future__ import annotations
 
-import difflib
 from collections import defaultdict
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from mempa_tui.scripts._check_base import CheckerBase, Violation
+from mempa_tui.scripts._check_base import CheckerBase, Violation, closest_hint
 from mempa_tui.scripts._yamldoc import Loc, YamlDoc
 from mempa_tui.scripts.loader import UserScan
 from mempa_tui.scripts.schema import AccumulationSession, ChangeEvent, ProbeKind
@@ -103,9 +102,7 @@ class TimelineRules(CheckerBase):
             if when is None and sid in self.scan.invalid_ids:
                 continue  # its file is invalid; reported there
             if when is None:
-                close = difflib.get_close_matches(sid, known, n=3, cutoff=0.6)
-                extra = f" (closest: {', '.join(close)})" if close else ""
-                self.add(tdoc, loc, f"step {sid!r} names no session or change event{extra}")
+                self.add(tdoc, loc, f"step {sid!r} names no session or change event{closest_hint(sid, known)}")
                 continue
             if previous is not None and when <= previous[1]:
                 self.add(
@@ -155,7 +152,8 @@ class TimelineRules(CheckerBase):
             if event is None and probe.event in self.scan.invalid_ids:
                 continue
             if event is None:
-                self.add(doc, ("event",), f"event: {probe.event!r} names no change event")
+                self.add(doc, ("event",), f"event: {probe.event!r} names no change event"
+                         + closest_hint(probe.event or "", self.scan.events))
                 continue
             if probe.event in pre:
                 self.add(
