@@ -359,3 +359,11 @@ def test_a_turn_without_a_reply_embeds_no_empty_assistant_line() -> None:
                       user_message="From now on, give me a couple of options.", reply="")
     assert embedding_text(rule) == "User: From now on, give me a couple of options."
     assert embedding_text(rule.model_copy(update={"reply": "Will do."})).endswith("\nAssistant: Will do.")
+
+
+def test_the_plain_text_of_a_turn_without_a_reply_has_no_empty_assistant_line() -> None:
+    # as_text feeds File memory's consolidation and the MemOS/Mem0 message builders' neighbours
+    rule = TurnRecord(step_id="A-E01", context=Context.WORK, at=datetime(2025, 3, 3, 9, 0), turn_index=2,
+                      user_message="From now on, give me a couple of options.", reply="")
+    assert "Assistant:" not in rule.as_text()
+    assert rule.model_copy(update={"reply": "Will do."}).as_text().endswith("\nAssistant: Will do.")

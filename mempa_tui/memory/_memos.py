@@ -453,7 +453,10 @@ class MemosMemory(MemorySystem):
         self._window, dropped = trim_window(self._window, self._count, trim_at=self.trim_at, trim_to=self.trim_to)
         self._stats.turns_trimmed += dropped
         at = f"{record.at:%Y-%m-%d %H:%M}"
-        messages = [{"role": m.role, "content": m.content} for m in _turn_messages(record)]
+        # a turn with no reply (a change event's last user turn) has no assistant message to store
+        messages = [{"role": m.role, "content": m.content} for m in _turn_messages(record) if m.content.strip()]
+        if not messages:
+            return
         self._stats.model_calls += 1
         try:
             reply = await self._call("/add", {"cube": self.cube, "messages": messages})

@@ -73,7 +73,8 @@ class TurnRecord(BaseModel):
             lines.append(f"Tool {call.tool}({call.arguments}) -> {call.result[:300]}")
         for ix in self.ix_calls:
             lines.append(f"Interaction choice {ix.attribute} = {ix.setting}")
-        lines.append(f"Assistant: {self.reply}")
+        if self.reply:  # a change event's last user turn has no reply: no empty "Assistant:" line
+            lines.append(f"Assistant: {self.reply}")
         return "\n".join(lines)
 
 
