@@ -40,6 +40,11 @@ from mempa_tui.llm._wire import tools_for, wire_messages  # noqa: E402
 from mempa_tui.llm.embedded import EmbeddedServer  # noqa: E402
 from mempa_tui.llm.types import Role  # noqa: E402
 
+#: The same counts on the code before issue 12 tightened the descriptions (commit e08d871, 0.5B
+#: Qwen2.5-Coder GGUF, xllamacpp's template): printed beside the current ones.
+BEFORE = {"entries": 18_836, "description": 3_274, "argument_descriptions": 5_121, "block": 18_913,
+          "prefix": 19_447}
+
 _TOOLS_BLOCK = re.compile(r"<tools>\n(.*?)\n</tools>", re.S)
 
 
@@ -155,6 +160,12 @@ def report(counts: dict[str, Any], top: int | None) -> None:
           f"(wrapper and separators {counts['wrapper']:,})")
     print(f"the PA's fixed prefix (instructions + tools + template), one user word: {counts['prefix']:,} tokens; "
           f"without tools {counts['no_tools']:,}")
+    now = {"entries": total, "description": desc, "argument_descriptions": arg_desc, "block": counts["block"],
+           "prefix": counts["prefix"]}
+    print()
+    print(f"{'before issue 12 -> now':<28} {'before':>8} {'now':>8} {'change':>8}")
+    for key, was in BEFORE.items():
+        print(f"{key:<28} {was:>8,} {now[key]:>8,} {now[key] - was:>+8,}")
 
 
 def main() -> None:
