@@ -14,6 +14,9 @@ in the system message (:func:`fixed_system_prompt`); the dialogue, which only gr
 comes next; what changes from turn to turn (skills, beat, facts, waiting items, turn count) comes
 last. Before, the beat's part sat in the system message ahead of the dialogue, so each beat change
 or held item made llama.cpp re-read the whole dialogue (about 55% of prompt tokens reused).
+Measured on a scripted 8-call session with PA replies of ordinary length (three tool calls each):
+characters shared with the previous prompt rose from 60% to 70%, and re-read characters fell by a
+quarter. What is left to re-read each turn is the new dialogue entry and the per-turn part.
 
 Nothing here receives the PA's selection or withheld content: the dialogue is built from
 :class:`~mempa_tui.ix.types.DeliveredTurn` only.
