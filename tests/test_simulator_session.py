@@ -132,7 +132,7 @@ def reply(text: str = "Found it.") -> DeliveredTurn:
 
 
 def goal_of(request: ScriptedRequest) -> str:
-    system = request.messages[0].content
+    system = prompt_text(request)
     return system.split("- Goal: ", 1)[1].split("\n", 1)[0]
 
 
@@ -176,7 +176,7 @@ async def test_skills_full_on_declaring_beat_reception_next_then_dropped(
         await sim.next_turn(reply())
     seen: dict[str, tuple[bool, bool, bool]] = {}
     for request in sim_requests(server):
-        system = request.messages[0].content
+        system = prompt_text(request)
         seen[goal_of(request)] = (PRODUCTION_MARK in system, RECEPTION_MARK in system, REACTION_MARK in system)
     assert seen == {
         "get the assistant to find the rota email": (False, False, False),
@@ -246,7 +246,7 @@ async def test_event_beat_waits_for_the_loop_then_user_reacts(
     assert sim.advance_beat() is not None
     spoken = await sim.next_turn(DeliveredTurn(reply=""))  # Low-style silence from the PA
     assert spoken.beat_id == "notice_change" and spoken.message == "saw the rota changed"
-    system = sim_requests(server)[-1].messages[0].content
+    system = prompt_text(sim_requests(server)[-1])
     outreach = default_skills().get("proactive_outreach", "High")
     assert outreach.reception.against[0] in system and outreach.production[0] not in system
     assert "did not get in touch" in prompt_text(sim_requests(server)[-1])
@@ -397,7 +397,7 @@ async def test_probe_prompt_forbids_earlier_sessions_and_gives_no_memory_or_rece
     result = await sim.next_turn(None)
     assert result.message == "first ferry tomorrow?"
     assert "earlier conversation" in result.rejected[0].problems[0]
-    system = sim_requests(server)[0].messages[0].content
+    system = prompt_text(sim_requests(server)[0])
     assert "never spoken to this assistant" in system and '"last time"' in system
     assert "Never comment on the manner of a reply" in system
     assert "# Your memory" not in system

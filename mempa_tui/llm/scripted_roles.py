@@ -213,16 +213,17 @@ def demo_wish(request: ScriptedRequest) -> str | None:
     turns:"; that message opens the decision point and must not ask for a manner).
 
     Args:
-        request: a simulator request (system prompt first).
+        request: a simulator request (system prompt, then the user part with the beat).
 
     Returns:
         ``DEMO_WISH_LEAD`` plus the wanted setting's behaviour text, or None.
     """
     system = next((m.content for m in request.messages if m.role == "system"), "")
     user = next((m.content for m in request.messages if m.role == "user"), "")
-    if "first message for the goal" not in user or "In your own turns:" in system:
+    prompt = f"{system}\n{user}"  # the beat's skills and reactions sit in the user part
+    if "first message for the goal" not in user or "In your own turns:" in prompt:
         return None
-    found = _WANTED_LINE.search(system)
+    found = _WANTED_LINE.search(prompt)
     if found is None:
         return None
     return DEMO_WISH_LEAD + _flat(found.group(1))

@@ -1,12 +1,22 @@
 """Assembling the simulator prompt of one turn (paper Appendix D.2, D.4 'Prompt rules', I.3).
 
-The prompt is rebuilt every turn from four parts: the profile block (persona card, the rule that
-the user never calls tools, and in accumulation sessions the simulator's own memory), the active
-skills of the current beat, the session script as far as the user has reached it (task, the
-current beat, released facts, and on the decision and reaction beats the reactions of the
-decision point), and the dialogue so far as the user saw it. Accumulation sessions and probes use
+The prompt is rebuilt every turn from the same content as the paper's runtime prompt: the profile
+block (persona card, the rule that the user never calls tools, and in accumulation sessions the
+simulator's own memory), the ground rules, the session's date, context and task, the output
+format, the dialogue so far as the user saw it, the active skills of the current beat, and the
+script as far as the user has reached it (the current beat, released facts, and on the decision
+and reaction beats the reactions of the decision point). Accumulation sessions and probes use
 different prompts: a probe user has never met the assistant, keeps no memory, acts out only the
 production side of the skills and gives no feedback on the manner of a reply.
+
+Order (issue 12, 'a stable simulator prefix'): what is fixed for the whole session comes first,
+in the system message (:func:`fixed_system_prompt`); the dialogue, which only grows at its end,
+comes next; what changes from turn to turn (skills, beat, facts, waiting items, turn count) comes
+last. Before, the beat's part sat in the system message ahead of the dialogue, so each beat change
+or held item made llama.cpp re-read the whole dialogue (about 55% of prompt tokens reused).
+Measured on a scripted 8-call session with PA replies of ordinary length (three tool calls each):
+characters shared with the previous prompt rose from 60% to 70%, and re-read characters fell by a
+quarter. What is left to re-read each turn is the new dialogue entry and the per-turn part.
 
 Nothing here receives the PA's selection or withheld content: the dialogue is built from
 :class:`~mempa_tui.ix.types.DeliveredTurn` only.
@@ -28,7 +38,14 @@ from mempa_tui.simulator._memory import SimulatorMemory
 from mempa_tui.simulator._skills import PreferenceSkill
 from mempa_tui.taxonomy import attribute
 
-__all__ = ["ActiveSkill", "SkillSide", "TurnPromptInput", "build_turn_messages", "render_persona"]
+__all__ = [
+    "ActiveSkill",
+    "SkillSide",
+    "TurnPromptInput",
+    "build_turn_messages",
+    "fixed_system_prompt",
+    "render_persona",
+]
 
 SkillSide = Literal["full", "reception", "production"]
 
@@ -192,14 +209,22 @@ def _decision_block(inp: TurnPromptInput) -> str:
     return "\n".join(lines)
 
 
-def _script_block(inp: TurnPromptInput) -> str:
-    script, beat = inp.script, inp.beat
-    lines = [
+def _session_block(inp: TurnPromptInput) -> str:
+    """The session's fixed context: its date and time, its context and its task (same every turn)."""
+    script = inp.script
+    return "\n".join([
         "# Today's conversation",
         f"It is {script.starts_at:%A %d %B %Y, %H:%M}. This is a {script.context.value} matter.",
         f"Task: {script.task}",
-    ]
-    done = script.beats[: inp.beat_index]
+        _FACT_RULE,
+    ])
+
+
+def _position_block(inp: TurnPromptInput) -> str:
+    """Where the user is now: the finished goals, the current beat, released facts, reactions."""
+    beat = inp.beat
+    lines: list[str] = []
+    done = inp.script.beats[: inp.beat_index]
     if done:
         lines.append("Already behind you in this conversation:")
         lines += [f"- {b.goal}" for b in done]
@@ -212,20 +237,33 @@ def _script_block(inp: TurnPromptInput) -> str:
     if inp.released:
         lines.append("Details you have at hand:")
         lines += [f"- {f.text}" for f in inp.released]
-    lines.append(_FACT_RULE)
     decision = _decision_block(inp)
     if decision:
         lines.append(decision)
     return "\n".join(lines)
 
 
-def _output_block_json(inp: TurnPromptInput) -> str:
-    consent = ""
-    if inp.pending:
-        consent = (
+def _consent_format(inp: TurnPromptInput) -> str:
+    """How to write the consent decisions (only while items wait for the user; per turn)."""
+    if not inp.pending:
+        return ""
+    if inp.output_format == "json":
+        return (
+            'Also add this field to your JSON object:\n'
             '- "consent_decisions": private: an object with one entry per waiting item, its id '
-            'mapped to "approve" or "deny"; your message must agree with these decisions\n'
+            'mapped to "approve" or "deny"; your message must agree with these decisions'
         )
+    ids = "\n".join(f"{h.id}: approve" for h in inp.pending[:1]) + "\n..."
+    return (
+        "Also write this block, before <message>:\n"
+        "<consent_decisions>\n"
+        f"{ids}\n"
+        "</consent_decisions>   (private: one line per waiting item, approve or deny; your "
+        "message must agree with these decisions)"
+    )
+
+
+def _output_block_json() -> str:
     return (
         "# How to write your turn\n"
         "Reply with one JSON object and nothing else, with these fields:\n"
@@ -234,24 +272,15 @@ def _output_block_json(inp: TurnPromptInput) -> str:
         '- "turn_assessment": private: "stay", "advance" or "done" - has the assistant\'s latest '
         "reply achieved the goal of where you are now? advance = yes, move on; done = yes, and the "
         "whole task is finished; stay = not yet. On your first message for a goal, write stay.\n"
-        f"{consent}"
         '- "message": what you say to the assistant; only this is sent, so keep private notes '
         "out of it."
     )
 
 
 def _output_block(inp: TurnPromptInput) -> str:
+    """The turn's output format (fixed for the session; the consent part is per turn)."""
     if inp.output_format == "json":
-        return _output_block_json(inp)
-    consent = ""
-    if inp.pending:
-        ids = "\n".join(f"{h.id}: approve" for h in inp.pending[:1]) + "\n..."
-        consent = (
-            "<consent_decisions>\n"
-            f"{ids}\n"
-            "</consent_decisions>   (private: one line per waiting item, approve or deny; your "
-            "message must agree with these decisions)\n"
-        )
+        return _output_block_json()
     return (
         "# How to write your turn\n"
         "Write exactly these blocks and nothing else:\n"
@@ -261,10 +290,28 @@ def _output_block(inp: TurnPromptInput) -> str:
         "latest reply achieved the goal of where you are now? advance = yes, move on; done = yes, "
         "and the whole task is finished; stay = not yet. On your first message for a goal, "
         "write stay.)\n"
-        f"{consent}"
         "<message>what you say to the assistant; only this is sent</message>\n"
         "Only the text inside <message> reaches the assistant; keep private notes out of it."
     )
+
+
+def fixed_system_prompt(inp: TurnPromptInput) -> str:
+    """The part of the prompt that stays the same for every turn of one session or probe.
+
+    Persona card, the no-tools rule, the simulator memory (accumulation; it changes only between
+    sessions, Appendix D.3), the ground rules (D.4 'Prompt rules'), the session's date, context and
+    task, and the output format (D.1). Nothing that moves with the beat, the released facts, the
+    waiting items or the turn count is in it, so a prompt cache reuses it on every turn.
+    """
+    sections = [render_persona(inp.persona), _TOOLS_RULE]
+    if inp.mode == "accumulation":
+        sections.append("# Your memory\n" + (inp.memory or SimulatorMemory()).render())
+        sections.append("# How you show what you want\n" + _ACCUMULATION_RULES)
+    else:
+        sections.append("# Ground rules\n" + _PROBE_RULES)
+    sections.append(_session_block(inp))
+    sections.append(_output_block(inp))
+    return "\n\n".join(sections)
 
 
 def build_turn_messages(
@@ -278,27 +325,28 @@ def build_turn_messages(
             order; each adds the rejected reply and a note asking for the turn again.
 
     Returns:
-        ``[system, user]`` plus an assistant/user pair per rewrite. The system part changes only
-        when the beat, the released facts or the waiting items change, so a KV cache can reuse it
-        across the turns of a beat; everything that changes each turn is in the user part.
+        ``[system, user]`` plus an assistant/user pair per rewrite. The system message is
+        :func:`fixed_system_prompt`, identical on every turn of a session. The user message opens
+        with the dialogue so far, which only grows at its end from turn to turn, and closes with
+        what changes per turn: the active skills of the beat (Appendix D.2), where the user is in
+        the script with its released facts and reactions (C.3, D.2), the waiting items with the
+        consent format, and the turn count. So consecutive turns share the whole system message
+        and the dialogue up to the newest entry as a prompt-cache prefix.
     """
-    sections = [render_persona(inp.persona), _TOOLS_RULE]
-    if inp.mode == "accumulation":
-        sections.append("# Your memory\n" + (inp.memory or SimulatorMemory()).render())
-        sections.append("# How you show what you want\n" + _ACCUMULATION_RULES)
-    else:
-        sections.append("# Ground rules\n" + _PROBE_RULES)
+    system = fixed_system_prompt(inp)
+    user = ["The conversation so far:", render_dialogue(inp.dialogue)]
     skills = _skills_block(inp)
     if skills:
-        sections.append(skills)
-    sections.append(_script_block(inp))
-    sections.append(_output_block(inp))
-    system = "\n\n".join(sections)
-
-    user = ["The conversation so far:", render_dialogue(inp.dialogue)]
+        user.append("")
+        user.append(skills)
+    user.append("")
+    user.append(_position_block(inp))
     if inp.pending:
+        user.append("")
         user.append("Items waiting for your decision:")
         user += [render_held(h) for h in inp.pending]
+        user.append(_consent_format(inp))
+    user.append("")
     if inp.turns_in_beat == 0:
         user.append("(This is your first message for the goal where you are now.)")
     else:

@@ -69,10 +69,10 @@ def appointment_search(
         provider: the provider's name (must be a known provider); empty for any.
         start_date: first day to include, YYYY-MM-DD.
         end_date: last day to include, YYYY-MM-DD.
-        limit: most slots to return (1-100).
+        limit: most slots to return.
 
     Returns:
-        the number of free slots and the slots (slot id, provider, service, start, end, location).
+        the number of free slots and the slots.
     """
     check_range(start_date, end_date, "start_date", "end_date")
     slots = wc.records_as(SLOTS, AppointmentSlot)
@@ -110,15 +110,14 @@ def appointment_read(
     """Read one of the user's appointments, or list them in start order when no id is given.
 
     Args:
-        appointment_id: the appointment's id, e.g. appt_0002; leave out to list.
+        appointment_id: the appointment's id; leave out to list.
         query: when listing, words that must all appear in the provider, service, location,
             person or notes.
         include_cancelled: when listing, also show cancelled appointments.
-        limit: when listing, most appointments to return (1-100).
+        limit: when listing, most appointments to return.
 
     Returns:
-        the appointment (provider, service, start, end, location, status booked/cancelled,
-        for_person, notes, booked_at), or the number of matches and the appointments.
+        the appointment, or the number of matches and the appointments.
     """
     if appointment_id is not None:
         return view(
@@ -140,9 +139,9 @@ def appointment_create(wc: WorkingCopy, slot_id: str, for_person: str = "", note
     """Book a free appointment slot with its provider.
 
     Args:
-        slot_id: the free slot's id, e.g. slot_0012, from appointment_search.
+        slot_id: the free slot's id, from appointment_search.
         for_person: who the appointment is for, if not the user.
-        notes: a note for the provider, e.g. the reason for the visit.
+        notes: a note for the provider.
 
     Returns:
         the new appointment's id and the appointment.
@@ -176,8 +175,8 @@ def appointment_update(
     """Move a booked appointment to another free slot of the same provider, change its note, or cancel it.
 
     Args:
-        appointment_id: the appointment's id, e.g. appt_0002.
-        new_slot_id: a free slot of the same provider to move to, e.g. slot_0014.
+        appointment_id: the appointment's id.
+        new_slot_id: a free slot of the same provider to move to.
         notes: a new note for the provider (replaces the old one).
         cancel: true to cancel the appointment; then give no new slot.
 

@@ -69,10 +69,10 @@ def calendar_event_search(
             (case-insensitive); empty matches every event.
         start_date: first day to include, YYYY-MM-DD.
         end_date: last day to include, YYYY-MM-DD.
-        limit: most events to return (1-100).
+        limit: most events to return.
 
     Returns:
-        the number of matches and the events (id, title, start, end, location, attendees, notes).
+        the number of matches and the events.
     """
     check_range(start_date, end_date, "start_date", "end_date")
     found = [
@@ -90,7 +90,7 @@ def calendar_event_read(wc: WorkingCopy, event_id: str) -> JsonValue:
     """Read one calendar event.
 
     Args:
-        event_id: the event's id, e.g. ev_0007, as found by calendar_event_search.
+        event_id: the event's id, from calendar_event_search.
 
     Returns:
         the event with title, start, end, location, attendees and notes.
@@ -160,7 +160,7 @@ def calendar_event_update(
     Moving the start (date or start_time) without giving an end keeps the event's length.
 
     Args:
-        event_id: the event's id, e.g. ev_0007.
+        event_id: the event's id.
         title: new title.
         date: new start day, YYYY-MM-DD.
         start_time: new start time, 24-hour HH:MM.

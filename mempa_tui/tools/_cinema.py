@@ -58,11 +58,11 @@ def cinema_showtime_search(
         date: only screenings on this day, YYYY-MM-DD.
         after: only screenings starting at or after this time of day, 24-hour HH:MM.
         before: only screenings starting at or before this time of day, 24-hour HH:MM.
-        limit: most screenings to return (1-100).
+        limit: most screenings to return.
 
     Returns:
-        the number of matches and the screenings (id, film, cinema, city, start, runtime, screen,
-        format, language, age rating, price per seat, seats left); buy with cinema_ticket_purchase.
+        the number of matches and the screenings with price per seat and seats left; buy with
+        cinema_ticket_purchase.
     """
     if after is not None and before is not None and before < after:
         raise ToolError(f"before '{before:%H:%M}' is earlier than after '{after:%H:%M}'")
@@ -89,10 +89,10 @@ def cinema_ticket_read(wc: WorkingCopy, ticket_id: str | None = None) -> JsonVal
     """Read one of the user's cinema tickets, or list them (soonest screening first).
 
     Args:
-        ticket_id: the ticket's id, e.g. ctk_0002; leave out to list all tickets.
+        ticket_id: the ticket's id; leave out to list all tickets.
 
     Returns:
-        the ticket (film, cinema, start, seats, total), or the number of tickets and the tickets.
+        the ticket, or the number of tickets and the tickets.
     """
     if ticket_id is not None:
         return view(require(wc, TICKETS, CinemaTicket, ticket_id, "ticket_id", "cinema ticket"), "purchased_at")
@@ -105,8 +105,8 @@ def cinema_ticket_purchase(wc: WorkingCopy, showtime_id: str, seats: Seats = 1) 
     """Buy seats for a screening (paid and confirmed with the cinema at once).
 
     Args:
-        showtime_id: the screening's id, e.g. show_0004, from cinema_showtime_search.
-        seats: how many seats (1-10).
+        showtime_id: the screening's id, from cinema_showtime_search.
+        seats: how many seats.
 
     Returns:
         the new ticket's id and the ticket with its total price.

@@ -47,14 +47,13 @@ def comic_store_inventory_read(
 
     Args:
         query: words that must all appear in the title, series, creators or notes; empty lists all.
-        store: only this shop, by its name, e.g. 'Panel & Page'.
+        store: only this shop, by its name.
         publisher: only this publisher, by its name.
         in_stock_only: only titles already released with copies on the shelf.
-        limit: most titles to return (1-100).
+        limit: most titles to return.
 
     Returns:
-        the number of matches and the titles (id, store, title, series, issue, publisher,
-        creators, format, price, in_stock, release_date, released, available, notes).
+        the number of matches and the titles.
     """
     items = wc.records_as(INVENTORY, ComicItem)
     shop = known_name(store, (i.store for i in items), "store", "comic shop") if store.strip() else ""

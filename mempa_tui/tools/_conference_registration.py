@@ -41,15 +41,14 @@ def conference_registration_read(
     """Read one registration, or list conferences with their tickets and the user's registrations.
 
     Args:
-        registration_id: a registration's id, e.g. creg_0001; leave out to list conferences.
+        registration_id: a registration's id; leave out to list conferences.
         query: when listing, words that must all appear in the conference's name, city, venue,
             workshops or notes; empty matches all.
-        limit: most conferences to return (1-100).
+        limit: most conferences to return.
 
     Returns:
-        the registration, or the number of matching conferences and the conferences (id, name,
-        dates, city, registration_deadline, registration_open, ticket_types, workshops,
-        registrations made) in date order; register with conference_registration_create.
+        the registration, or the number of matching conferences and the conferences in date
+        order; register with conference_registration_create.
     """
     if registration_id is not None:
         found = require(
@@ -85,11 +84,11 @@ def conference_registration_create(
     """Register someone for a conference (the organisers are told at once).
 
     Args:
-        conference_id: the conference's id, e.g. conf_0002, from conference_registration_read.
+        conference_id: the conference's id, from conference_registration_read.
         attendee_name: full name of the person attending.
-        ticket_type: a ticket type name the conference offers, e.g. 'one-day'.
+        ticket_type: a ticket type name the conference offers.
         workshops: names of the conference's workshops to sign up for; may be empty.
-        dietary_requirements: e.g. 'vegetarian'; empty if none.
+        dietary_requirements: dietary needs; empty if none.
         notes: anything else for the organisers.
 
     Returns:

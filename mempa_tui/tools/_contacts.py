@@ -42,7 +42,7 @@ def contact_search(wc: WorkingCopy, query: str = "", limit: Limit = 10) -> JsonV
     Args:
         query: words that must all appear in the contact's fields (case-insensitive); empty lists
             everyone.
-        limit: most contacts to return (1-100).
+        limit: most contacts to return.
 
     Returns:
         the number of matches and the contacts, by name.
@@ -61,7 +61,7 @@ def contact_read(wc: WorkingCopy, contact_id: str) -> JsonValue:
     """Read one contact.
 
     Args:
-        contact_id: the contact's id, e.g. ct_0002, as found by contact_search.
+        contact_id: the contact's id, from contact_search.
 
     Returns:
         the contact with name, email, phone, organisation, relation and notes.
@@ -123,7 +123,7 @@ def contact_update(
     """Change a contact's details; only the fields given change.
 
     Args:
-        contact_id: the contact's id, e.g. ct_0002.
+        contact_id: the contact's id.
         name: new full name.
         email: new email address (empty string clears it).
         phone: new phone number (empty string clears it).

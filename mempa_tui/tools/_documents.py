@@ -88,10 +88,10 @@ def document_read(
     """Read one document in full, or list documents (title, folder, headings) when no id is given.
 
     Args:
-        document_id: the document's id, e.g. doc_0004; leave out to list documents.
+        document_id: the document's id; leave out to list documents.
         query: when listing, words that must all appear in the title, folder or text.
         folder: when listing, part of the folder path, e.g. work/reports.
-        limit: when listing, most documents to return (1-100).
+        limit: when listing, most documents to return.
 
     Returns:
         the document with its sections, or the number of matches and a list of documents.
@@ -167,7 +167,7 @@ def document_update(
     """Add a section to a document, or replace the text of one of its sections.
 
     Args:
-        document_id: the document's id, e.g. doc_0004.
+        document_id: the document's id.
         heading: heading of the section to add, or of the existing section to replace.
         body: the section's text.
         mode: append adds a new section at the end; replace rewrites the section with this
@@ -205,7 +205,7 @@ def document_delete(wc: WorkingCopy, document_id: str) -> JsonValue:
     """Delete a document.
 
     Args:
-        document_id: the document's id, e.g. doc_0004.
+        document_id: the document's id.
 
     Returns:
         the id and title of the deleted document.

@@ -65,7 +65,7 @@ def email_message_search(
         sender: part of the sender's name or address; empty for any sender.
         since: only emails received on or after this date, YYYY-MM-DD.
         until: only emails received on or before this date, YYYY-MM-DD.
-        limit: most emails to return (1-100).
+        limit: most emails to return.
 
     Returns:
         the number of matches and, for each returned email, its id, sender, subject, time
@@ -88,7 +88,7 @@ def email_message_read(wc: WorkingCopy, message_id: str) -> JsonValue:
     """Read one received email in full.
 
     Args:
-        message_id: the email's id, e.g. em_0012, as found by email_message_search.
+        message_id: the email's id, from email_message_search.
 
     Returns:
         the email with sender, recipients, subject, body and time received.
@@ -103,7 +103,7 @@ def email_draft_read(wc: WorkingCopy, draft_id: str | None = None) -> JsonValue:
     """Read one unsent draft, or list every draft when no id is given.
 
     Args:
-        draft_id: the draft's id, e.g. dr_0003; leave out to list all drafts.
+        draft_id: the draft's id; leave out to list all drafts.
 
     Returns:
         the draft, or a list of all drafts (newest first).
@@ -121,9 +121,9 @@ def email_sent_read(
     """Read one sent email, or list sent emails (newest first) when no id is given.
 
     Args:
-        sent_id: the sent email's id, e.g. sent_0004; leave out to list.
+        sent_id: the sent email's id; leave out to list.
         query: when listing, words that must all appear in the subject, body or recipients.
-        limit: when listing, most emails to return (1-100).
+        limit: when listing, most emails to return.
 
     Returns:
         the sent email, or the number of matches and the matching sent emails.
@@ -151,7 +151,7 @@ def email_draft_create(
         body: the full text of the email.
         to: recipient email addresses (may be empty for now).
         cc: addresses to copy in.
-        in_reply_to: id of the received email this answers, e.g. em_0012.
+        in_reply_to: id of the received email this answers.
 
     Returns:
         the new draft's id and the draft.
@@ -182,8 +182,8 @@ def email_message_send(
         subject: the subject line; with draft_id, replaces the draft's if given.
         body: the full text; with draft_id, replaces the draft's if given.
         cc: addresses to copy in; with draft_id, replaces the draft's if given.
-        in_reply_to: id of the received email this answers, e.g. em_0012.
-        draft_id: id of a saved draft to send, e.g. dr_0003.
+        in_reply_to: id of the received email this answers.
+        draft_id: id of a saved draft to send.
 
     Returns:
         the sent email's id and the email as sent.

@@ -82,11 +82,10 @@ def exhibition_search(
         query: words that must all appear in the title, venue or description; empty matches all.
         city: only exhibitions in this city.
         date: only exhibitions open on this day, YYYY-MM-DD.
-        limit: most exhibitions to return (1-100).
+        limit: most exhibitions to return.
 
     Returns:
-        the number of matches and the exhibitions (id, title, venue, city, run dates, opening
-        hours, closed days, entry times, ticket types with prices); buy with
+        the number of matches and the exhibitions; buy with
         exhibition_ticket_purchase.
     """
     shows = wc.records_as(EXHIBITIONS, Exhibition)
@@ -109,10 +108,10 @@ def exhibition_ticket_read(wc: WorkingCopy, ticket_id: str | None = None) -> Jso
     """Read one of the user's exhibition tickets, or list them (soonest visit first).
 
     Args:
-        ticket_id: the ticket's id, e.g. etk_0001; leave out to list all tickets.
+        ticket_id: the ticket's id; leave out to list all tickets.
 
     Returns:
-        the ticket (exhibition, venue, date, entry time, type, quantity, total), or the number of
+        the ticket, or the number of
         tickets and the tickets.
     """
     if ticket_id is not None:
@@ -152,10 +151,10 @@ def exhibition_ticket_purchase(
     """Buy exhibition tickets for one day (paid and confirmed with the venue at once).
 
     Args:
-        exhibition_id: the exhibition's id, e.g. exh_0002, from exhibition_search.
+        exhibition_id: the exhibition's id, from exhibition_search.
         date: the day of the visit, YYYY-MM-DD; must be an open day of the run.
-        ticket_type: a ticket type the exhibition sells, e.g. 'adult' or 'concession'.
-        quantity: how many tickets of that type (1-10).
+        ticket_type: a ticket type the exhibition sells.
+        quantity: how many tickets of that type.
         entry_time: the entry slot, 24-hour HH:MM; required when the exhibition has timed entry.
 
     Returns:

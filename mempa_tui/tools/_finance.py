@@ -108,14 +108,13 @@ def utility_bill_read(
     """Read one utility bill, or list bills (newest first) when no id is given.
 
     Args:
-        bill_id: the bill's id, e.g. bill_0004; leave out to list.
+        bill_id: the bill's id; leave out to list.
         provider: when listing, part of the provider's name; empty for all.
         unpaid_only: when listing, only bills with money left to pay.
-        limit: when listing, most bills to return (1-100).
+        limit: when listing, most bills to return.
 
     Returns:
-        the bill (provider, account_number, account_holder, period, amount, currency, due_date,
-        paid, left_to_pay, status paid/unpaid), or the number of matches and the bills.
+        the bill, or the number of matches and the bills.
     """
     if bill_id is not None:
         return _bill_view(wc, require(wc, BILLS, UtilityBill, bill_id, "bill_id", "utility bill"))
@@ -133,7 +132,7 @@ def payment_method_read(wc: WorkingCopy, method_id: str | None = None) -> JsonVa
     """Read one of the user's payment methods, or list them all when no id is given.
 
     Args:
-        method_id: the method's id, e.g. pm_0001; leave out to list.
+        method_id: the method's id; leave out to list.
 
     Returns:
         the method (label, kind card/bank_account, holder, last4, expires YYYY-MM, is_default), or
@@ -154,13 +153,12 @@ def bill_payment_read(
     """Read one bill payment, or list payments (newest first) when no id is given.
 
     Args:
-        payment_id: the payment's id, e.g. pay_0003; leave out to list.
-        bill_id: when listing, only payments of this bill, e.g. bill_0004.
-        limit: when listing, most payments to return (1-100).
+        payment_id: the payment's id; leave out to list.
+        bill_id: when listing, only payments of this bill.
+        limit: when listing, most payments to return.
 
     Returns:
-        the payment (bill_id, payment_method_id, amount, currency, pay_on, reference, status
-        paid/scheduled, made_at), or the number of matches and the payments.
+        the payment, or the number of matches and the payments.
     """
     if payment_id is not None:
         return _payment_view(wc, require(wc, PAYMENTS, BillPayment, payment_id, "payment_id", "bill payment"))
@@ -183,9 +181,9 @@ def bill_payment_create(
     """Pay a utility bill, now or on a later day (money leaves the user's account).
 
     Args:
-        bill_id: the bill's id, e.g. bill_0004.
-        payment_method_id: the card or account to pay from, e.g. pm_0001.
-        amount: how much to pay in the bill's currency, e.g. 42.50; all that is left if omitted.
+        bill_id: the bill's id.
+        payment_method_id: the card or account to pay from.
+        amount: how much to pay in the bill's currency; all that is left if omitted.
         pay_on: the day to pay, YYYY-MM-DD, today or later; today if omitted.
         reference: a note for the provider.
 

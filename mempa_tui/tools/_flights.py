@@ -68,16 +68,15 @@ def flight_search(
     """Find scheduled flights from one place to another on a day, by departure time.
 
     Args:
-        origin: departure city or airport code, e.g. 'Hollins Ferry' or 'HFY'.
+        origin: departure city or airport code.
         destination: arrival city or airport code.
         date: the day of departure, YYYY-MM-DD.
-        cabin: only flights selling this cabin, e.g. 'economy'; empty for any.
+        cabin: only flights selling this cabin; empty for any.
         max_price: only fares at most this price per passenger.
-        limit: most flights to return (1-100).
+        limit: most flights to return.
 
     Returns:
-        the number of matches and the flights (id, flight_number, airline, airports, departure,
-        arrival, stops, fares with seats_left); read one with flight_read, book with flight_book.
+        the number of matches and the flights; read one with flight_read, book with flight_book.
     """
     flights = wc.records_as(FLIGHTS, Flight)
     places: dict[str, str] = {}
@@ -124,10 +123,10 @@ def flight_read(wc: WorkingCopy, flight_id: str) -> JsonValue:
     """Read one scheduled flight with its fares and free seats.
 
     Args:
-        flight_id: the flight's id, e.g. fl_0004, from flight_search.
+        flight_id: the flight's id, from flight_search.
 
     Returns:
-        the flight (flight_number, airline, airports, departure, arrival, stops, fares).
+        the flight.
     """
     return _flight_view(wc, require(wc, FLIGHTS, Flight, flight_id, "flight_id", "flight"))
 
@@ -137,7 +136,7 @@ def flight_booking_read(wc: WorkingCopy, booking_id: str | None = None) -> JsonV
     """Read one of the user's flight bookings, or list them (soonest departure first).
 
     Args:
-        booking_id: the booking's id, e.g. fb_0001; leave out to list.
+        booking_id: the booking's id; leave out to list.
 
     Returns:
         the booking, or the number of bookings and the bookings.
@@ -155,8 +154,8 @@ def flight_book(wc: WorkingCopy, flight_id: str, passengers: NameList, cabin: st
     """Buy tickets on one flight for the named passengers (paid and ticketed at once).
 
     Args:
-        flight_id: the flight's id, e.g. fl_0004, from flight_search.
-        passengers: full names of everyone flying, e.g. ["Ingrid Salcedo"].
+        flight_id: the flight's id, from flight_search.
+        passengers: full names of everyone flying.
         cabin: the cabin to fly in, as the flight's fares name it; 'economy' if not given.
 
     Returns:

@@ -45,14 +45,13 @@ def grade_submission_read(
     """Read one submitted grade sheet, or list the user's courses with rosters and assessments.
 
     Args:
-        submission_id: a submission's id, e.g. gs_0002; leave out to list courses.
+        submission_id: a submission's id; leave out to list courses.
         query: when listing, words that must all appear in the course code, title, term or
             student names; empty matches all.
-        limit: most courses to return (1-100).
+        limit: most courses to return.
 
     Returns:
-        the submission, or the number of matching courses and the courses (id, code, title,
-        students, assessments with max_score, deadline and submission id if submitted).
+        the submission, or the number of matching courses and the courses.
     """
     if submission_id is not None:
         return view(
@@ -82,7 +81,7 @@ def grade_submission_create(
     """Submit the grades of one assessment for a whole class (sent to the school at once).
 
     Args:
-        course_id: the course's id, e.g. crs_0001, from grade_submission_read.
+        course_id: the course's id, from grade_submission_read.
         assessment: the assessment's name as grade_submission_read shows it.
         grades: every student on the roster mapped to a score, e.g. {"Ana Ruiz": 72, "Ben Hale": 65}.
         notes: a note for the school office; empty if none.

@@ -95,16 +95,16 @@ def hotel_search(
     """Find hotels in a city and, for given dates, which room types are free and their cost.
 
     Args:
-        city: the city to stay in, e.g. 'Sallowmouth'.
+        city: the city to stay in.
         check_in: arrival day, YYYY-MM-DD (give with check_out).
         check_out: departure day, YYYY-MM-DD, after check_in.
-        guests: number of guests in one room (1-20).
+        guests: number of guests in one room.
         query: words that must all appear in the hotel's name, address, amenities or notes.
         max_nightly_rate: only room types costing at most this per night.
-        limit: most hotels to return (1-100).
+        limit: most hotels to return.
 
     Returns:
-        the number of matches and the hotels (id, name, address, stars, amenities, room types);
+        the number of matches and the hotels;
         with dates each room type shows free or not and the total cost; book with hotel_book.
     """
     if (check_in is None) != (check_out is None):
@@ -150,7 +150,7 @@ def hotel_booking_read(
     """Read one of the user's hotel bookings, or list them (soonest check-in first).
 
     Args:
-        booking_id: the booking's id, e.g. hb_0002; leave out to list.
+        booking_id: the booking's id; leave out to list.
         include_cancelled: when listing, also show cancelled bookings.
 
     Returns:
@@ -178,12 +178,12 @@ def hotel_book(
     """Book one hotel room for a stay (the hotel is told at once).
 
     Args:
-        hotel_id: the hotel's id, e.g. ht_0001, from hotel_search.
-        room_type: the room type's name as hotel_search shows it, e.g. 'double'.
+        hotel_id: the hotel's id, from hotel_search.
+        room_type: the room type's name as hotel_search shows it.
         check_in: arrival day, YYYY-MM-DD, today or later.
         check_out: departure day, YYYY-MM-DD, after check_in (at most 30 nights).
         guests: number of guests in the room.
-        notes: requests for the hotel, e.g. 'late arrival'.
+        notes: requests for the hotel.
 
     Returns:
         the new booking's id and the booking with its total cost.
@@ -224,7 +224,7 @@ def hotel_booking_update(
     """Change or cancel one of the user's hotel bookings; only the fields given change.
 
     Args:
-        booking_id: the booking's id, e.g. hb_0002.
+        booking_id: the booking's id.
         check_in: new arrival day, YYYY-MM-DD.
         check_out: new departure day, YYYY-MM-DD.
         room_type: new room type name at the same hotel.

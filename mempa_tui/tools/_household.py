@@ -50,14 +50,13 @@ def household_inventory_search(
 
     Args:
         query: words that must all appear in the name, brand or notes; empty matches everything.
-        category: only this category, e.g. 'cleaning' or 'spare parts'.
-        location: words that must all appear in where it is kept, e.g. 'garage'.
+        category: only this category.
+        location: words that must all appear in where it is kept.
         low_only: only items that are running low or used up.
-        limit: most items to return (1-100).
+        limit: most items to return.
 
     Returns:
-        the number of matches and the items (id, name, category, location, quantity, unit,
-        low_at, brand, expires_on, notes, low, expired).
+        the number of matches and the items.
     """
     items = wc.records_as(INVENTORY, HouseholdItem)
     kind = known_name(category, (i.category for i in items), "category", "household category") if category.strip() else ""

@@ -71,14 +71,13 @@ def place_search(
     Args:
         query: words that must all appear in the name, category, address or notes; empty for all.
         city: only places in this city (must be a city the map knows); empty for any city.
-        category: part of the kind of place, e.g. 'pharmacy'; empty for any.
+        category: part of the kind of place; empty for any.
         open_on: only places open on this day, YYYY-MM-DD.
         open_at_time: only places open at this time, 24-hour HH:MM (on open_on, or today).
-        limit: most places to return (1-100).
+        limit: most places to return.
 
     Returns:
-        the number of matches and the places (id, name, category, city, address, phone,
-        opening_hours by weekday, notes), by name.
+        the number of matches and the places with address, phone and opening hours, by name.
     """
     places = wc.records_as(PLACES, Place)
     if city.strip():
@@ -108,10 +107,10 @@ def map_route_search(
     Args:
         origin: where the trip starts: a place name as found by place_search or a route end.
         destination: where the trip ends, named the same way.
-        mode: walk, cycle, drive, transit, or any.
+        mode: how to travel; any for every mode.
 
     Returns:
-        the number of routes and the routes (mode, minutes, km, summary); reverse is true when the
+        the number of routes and the routes; reverse is true when the
         summary describes the way back.
     """
     routes = wc.records_as(ROUTES, Route)
@@ -161,11 +160,10 @@ def club_closure_calendar_read(
         club: the club's name as in the closure calendar; empty for every club.
         start_date: first day to include, YYYY-MM-DD.
         end_date: last day to include, YYYY-MM-DD.
-        limit: most closures to return (1-100).
+        limit: most closures to return.
 
     Returns:
-        the number of closures and the closures (club, date, start and end times or all_day,
-        reason).
+        the number of closures and the closures.
     """
     check_range(start_date, end_date, "start_date", "end_date")
     closures = wc.records_as(CLOSURES, ClubClosure)

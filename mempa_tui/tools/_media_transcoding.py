@@ -73,14 +73,13 @@ def media_transcode_service_search(
 
     Args:
         query: words that must all appear in the name, provider, features or notes; empty matches all.
-        input_format: a file type the service must accept, e.g. 'mov'.
-        output_format: a file type it must produce, e.g. 'mp4'.
-        resolution: an output resolution it must offer: audio, 480p, 720p, 1080p, 1440p or 2160p.
-        limit: most services to return (1-100).
+        input_format: a file type the service must accept.
+        output_format: a file type it must produce.
+        resolution: an output resolution it must offer.
+        limit: most services to return.
 
     Returns:
-        the number of matches and the services (id, name, provider, formats in and out,
-        resolutions, longest file in minutes, price per minute, turnaround hours, features).
+        the number of matches and the services.
     """
     found = [
         s
@@ -96,10 +95,10 @@ def media_transcode_job_read(wc: WorkingCopy, job_id: str | None = None) -> Json
     """Read one of the user's conversion jobs, or list them (latest submitted first).
 
     Args:
-        job_id: the job's id, e.g. tjob_0001; leave out to list all jobs.
+        job_id: the job's id; leave out to list all jobs.
 
     Returns:
-        the job (service, file, formats, resolution, cost, ready_at, status processing or ready),
+        the job,
         or the number of jobs and the jobs.
     """
     if job_id is not None:
@@ -122,13 +121,13 @@ def media_transcode_job_create(
     """Send a media file to a conversion service (uploaded and charged at once).
 
     Args:
-        service_id: the service's id, e.g. mts_0002, from media_transcode_service_search.
-        source_file: the file's name, e.g. 'spring_concert.mov'.
-        source_format: the file's type, e.g. 'mov'; the service must accept it.
-        output_format: the type to produce, e.g. 'mp4'; the service must offer it.
-        resolution: output resolution: audio, 480p, 720p, 1080p, 1440p or 2160p.
-        duration_minutes: the file's length in whole minutes (1-6000), within the service's limit.
-        notes: instructions for the service, e.g. 'keep the subtitles'.
+        service_id: the service's id, from media_transcode_service_search.
+        source_file: the file's name.
+        source_format: the file's type; the service must accept it.
+        output_format: the type to produce; the service must offer it.
+        resolution: the output resolution.
+        duration_minutes: the file's length in whole minutes, within the service's limit.
+        notes: instructions for the service.
 
     Returns:
         the new job's id and the job with its cost and when it will be ready.

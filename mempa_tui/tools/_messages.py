@@ -46,10 +46,10 @@ def message_search(
         contact: part of the other person's name; empty for anyone.
         since: only messages on or after this date, YYYY-MM-DD.
         until: only messages on or before this date, YYYY-MM-DD.
-        limit: most messages to return (1-100); the newest matches are kept.
+        limit: most messages to return; the newest matches are kept.
 
     Returns:
-        the number of matches and the messages (id, contact, direction in/out, text, time),
+        the number of matches and the messages,
         oldest first.
     """
     check_range(since, until, "since", "until")
@@ -69,7 +69,7 @@ def message_read(wc: WorkingCopy, message_id: str) -> JsonValue:
     """Read one text message.
 
     Args:
-        message_id: the message's id, e.g. msg_0060, as found by message_search.
+        message_id: the message's id, from message_search.
 
     Returns:
         the message with its contact, direction (in/out), text and time.

@@ -53,15 +53,15 @@ def phone_call_read(
     """Read one call from the call log, or list calls (newest first) when no id is given.
 
     Args:
-        call_id: the call's id, e.g. call_0003; leave out to list.
+        call_id: the call's id; leave out to list.
         contact: when listing, part of the other person's name or number; empty for anyone.
         query: when listing, words that must all appear in the name, purpose or summary.
         since: when listing, only calls on or after this date, YYYY-MM-DD.
         until: when listing, only calls on or before this date, YYYY-MM-DD.
-        limit: when listing, most calls to return (1-100).
+        limit: when listing, most calls to return.
 
     Returns:
-        the call (contact, number, direction in/out/missed, minutes, purpose, summary, time), or
+        the call, or
         the number of matches and the calls.
     """
     if call_id is not None:

@@ -59,16 +59,14 @@ def recipe_search(
 
     Args:
         query: words that must all appear in the title, cuisine, course or notes; empty matches all.
-        ingredients: ingredients the recipe must use, e.g. ['leek', 'potato'].
-        exclude_ingredients: ingredients it must not use, e.g. ['peanut'].
-        dietary: labels it must carry, from: vegetarian, vegan, pescatarian, gluten-free,
-            dairy-free, nut-free, egg-free, low-sugar.
-        max_total_minutes: most minutes of preparation plus cooking (1-2880).
-        limit: most recipes to return (1-100).
+        ingredients: ingredients the recipe must use.
+        exclude_ingredients: ingredients it must not use.
+        dietary: dietary labels it must carry.
+        max_total_minutes: most minutes of preparation plus cooking.
+        limit: most recipes to return.
 
     Returns:
-        the number of matches and the recipes (id, title, cuisine, course, servings, minutes,
-        ingredients with quantities, steps, dietary labels, source, notes).
+        the number of matches and the recipes.
     """
     wanted = list(dietary or [])
     found = [

@@ -58,12 +58,12 @@ def reimbursement_submission_read(
     """Read one expense claim, or list claims (newest expense first) with the claim rules.
 
     Args:
-        submission_id: the claim's id, e.g. rm_0003; leave out to list.
+        submission_id: the claim's id; leave out to list.
         query: when listing, words that must all appear in the description, category or notes.
         status: when listing, only claims with this status (submitted, approved, rejected, paid).
         since: when listing, only expenses on or after this date, YYYY-MM-DD.
         until: when listing, only expenses on or before this date, YYYY-MM-DD.
-        limit: most claims to return (1-100).
+        limit: most claims to return.
 
     Returns:
         the claim, or the number of matches, their total amount, the claims and the policies
@@ -112,11 +112,11 @@ def reimbursement_submission_create(
     """File an expense claim with the employer (it goes to finance at once).
 
     Args:
-        category: one of travel, lodging, meals, supplies, training, registration, other.
-        amount: the amount to reclaim, a number in the employer's currency, e.g. 42.50.
+        category: the expense's category.
+        amount: the amount to reclaim, a number in the employer's currency.
         expense_date: the day the money was spent, YYYY-MM-DD, not after today.
-        description: what the expense was, e.g. 'Train to Sallowmouth for the depot audit'.
-        receipt_document_id: id of the receipt in the documents, e.g. doc_0012; empty if none.
+        description: what the expense was.
+        receipt_document_id: id of the receipt in the documents; empty if none.
         notes: anything else for finance.
 
     Returns:

@@ -124,11 +124,11 @@ def restaurant_reservation_search(
         date: the day wanted, YYYY-MM-DD; with it each restaurant shows its hours that day.
         time: the time wanted, 24-hour HH:MM (needs date); each restaurant then shows
             whether a table is free.
-        party_size: number of guests (1-50).
-        limit: most restaurants to return (1-100).
+        party_size: number of guests.
+        limit: most restaurants to return.
 
     Returns:
-        the number of matches and the restaurants (id, name, city, cuisine, hours ...), each with
+        the number of matches and the restaurants, each with
         availability when a date is given; book with restaurant_reservation_create.
     """
     if time is not None and date is None:
@@ -169,7 +169,7 @@ def restaurant_reservation_read(
     """Read one of the user's restaurant reservations, or list them (soonest first).
 
     Args:
-        reservation_id: the reservation's id, e.g. rr_0002; leave out to list.
+        reservation_id: the reservation's id; leave out to list.
         include_cancelled: when listing, also show cancelled reservations.
 
     Returns:
@@ -201,11 +201,11 @@ def restaurant_reservation_create(
     """Book a table at a restaurant (the restaurant is told at once).
 
     Args:
-        restaurant_id: the restaurant's id, e.g. rs_0003, from restaurant_reservation_search.
+        restaurant_id: the restaurant's id, from restaurant_reservation_search.
         date: the day, YYYY-MM-DD.
         time: the time, 24-hour HH:MM.
-        party_size: number of guests including the user (1-50).
-        notes: requests for the restaurant, e.g. 'window table' or 'one vegetarian'.
+        party_size: number of guests including the user.
+        notes: requests for the restaurant.
 
     Returns:
         the new reservation's id and the reservation.
@@ -241,10 +241,10 @@ def restaurant_reservation_update(
     Only the fields given change; the new time must have a free table.
 
     Args:
-        reservation_id: the reservation's id, e.g. rr_0002.
+        reservation_id: the reservation's id.
         date: new day, YYYY-MM-DD.
         time: new time, 24-hour HH:MM.
-        party_size: new number of guests (1-50).
+        party_size: new number of guests.
         notes: new requests (replace the old ones).
         cancel: true to cancel the reservation; give no other change with it.
 

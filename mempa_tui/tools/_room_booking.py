@@ -123,10 +123,10 @@ def room_booking_search(
         date: the day wanted, YYYY-MM-DD; each room then shows its hours and busy times.
         start_time: slot start, 24-hour HH:MM (needs date and end_time).
         end_time: slot end, 24-hour HH:MM (needs date and start_time).
-        limit: most rooms to return (1-100).
+        limit: most rooms to return.
 
     Returns:
-        the number of matches and the rooms (id, name, venue, capacity, equipment, hourly_rate),
+        the number of matches and the rooms,
         with busy times and, for a slot, whether it is free; book with room_booking_create.
     """
     if (start_time is None) != (end_time is None):
@@ -166,7 +166,7 @@ def room_booking_read(
     """Read one of the user's room bookings, or list them (soonest first).
 
     Args:
-        booking_id: the booking's id, e.g. rb_0004; leave out to list.
+        booking_id: the booking's id; leave out to list.
         include_cancelled: when listing, also show cancelled bookings.
 
     Returns:
@@ -196,11 +196,11 @@ def room_booking_create(
     """Book a room for a time slot (the room's owner is told at once).
 
     Args:
-        room_id: the room's id, e.g. room_0002, from room_booking_search.
+        room_id: the room's id, from room_booking_search.
         date: the day, YYYY-MM-DD.
         start_time: start, 24-hour HH:MM on the hour or half hour.
         end_time: end, 24-hour HH:MM on the hour or half hour; after the start.
-        title: what the room is for, e.g. 'Route 14 information session'.
+        title: what the room is for.
         attendees: expected number of people (at most the room's capacity).
 
     Returns:
@@ -236,7 +236,7 @@ def room_booking_update(
     """Change or cancel one of the user's room bookings; only the fields given change.
 
     Args:
-        booking_id: the booking's id, e.g. rb_0004.
+        booking_id: the booking's id.
         date: new day, YYYY-MM-DD.
         start_time: new start, 24-hour HH:MM.
         end_time: new end, 24-hour HH:MM.

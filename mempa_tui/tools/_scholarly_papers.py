@@ -54,15 +54,14 @@ def scholarly_paper_search(
 
     Args:
         query: words that must all appear in the title, abstract or keywords; empty matches all.
-        author: words that must all appear in one author's name, e.g. 'Okafor'.
+        author: words that must all appear in one author's name.
         venue: words that must all appear in the journal or conference name.
-        year_from: earliest publication year, e.g. 2021.
+        year_from: earliest publication year.
         year_to: latest publication year; not before year_from.
-        limit: most papers to return (1-100).
+        limit: most papers to return.
 
     Returns:
-        the number of matches and the papers (id, title, authors, venue, year, doi, citations,
-        abstract preview); read one in full with scholarly_paper_read.
+        the number of matches and the papers; read one in full with scholarly_paper_read.
     """
     if year_from is not None and year_to is not None and year_to < year_from:
         raise ToolError(f"year_to {year_to} is before year_from {year_from}")
@@ -84,7 +83,7 @@ def scholarly_paper_read(wc: WorkingCopy, paper_id: str) -> JsonValue:
     """Read one paper in full.
 
     Args:
-        paper_id: the paper's id, e.g. pap_0003, as found by scholarly_paper_search.
+        paper_id: the paper's id, from scholarly_paper_search.
 
     Returns:
         the paper with title, authors, venue, year, doi, citations, keywords, abstract and body.

@@ -50,11 +50,10 @@ def delivery_address_read(wc: WorkingCopy, address_id: str | None = None) -> Jso
     """Read one of the user's delivery addresses, or list them all when no id is given.
 
     Args:
-        address_id: the address's id, e.g. addr_0001; leave out to list.
+        address_id: the address's id; leave out to list.
 
     Returns:
-        the address (label, recipient, lines, city, postcode, country, courier instructions,
-        is_default), or the number of addresses and the addresses, the default first.
+        the address, or the number of addresses and the addresses, the default first.
     """
     if address_id is not None:
         return view(
@@ -74,11 +73,11 @@ def package_tracking_read(
 
     Args:
         tracking_number: the carrier's tracking number, e.g. from shopping_order_read.
-        order_id: the order the parcel belongs to, e.g. ord_0002.
-        limit: when listing, most parcels to return (1-100).
+        order_id: the order the parcel belongs to.
+        limit: when listing, most parcels to return.
 
     Returns:
-        the parcel (carrier, description, expected_on, status, tracking events so far), or the
+        the parcel, or the
         number of parcels and the parcels.
     """
     if tracking_number.strip() and order_id.strip():

@@ -59,7 +59,7 @@ class OrderItem(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    product_id: str = Field(description="The product's id, e.g. prod_0003, from shopping_product_search.")
+    product_id: str = Field(description="The product's id, from shopping_product_search.")
     quantity: int = Field(default=1, ge=1, le=99, description="How many units (1-99).")
 
 
@@ -134,13 +134,12 @@ def shopping_product_search(
     Args:
         query: words that must all appear in the name, category or description; empty for all.
         store: part of the store's name; empty for any store.
-        max_price: highest unit price to include, e.g. 25.00.
+        max_price: highest unit price to include.
         in_stock_only: only products with units in stock.
-        limit: most products to return (1-100).
+        limit: most products to return.
 
     Returns:
-        the number of matches and the products (id, name, store, category, price, currency,
-        stock, return_window_days, description).
+        the number of matches and the products with price, stock and return window.
     """
     if max_price is not None and max_price < 0:
         raise ToolError(f"max_price {max_price} must not be negative")
@@ -167,15 +166,13 @@ def shopping_order_read(
     """Read one order, or list the user's orders (newest first) when no id is given.
 
     Args:
-        order_id: the order's id, e.g. ord_0002; leave out to list.
-        status: when listing, only orders with this status (placed, processing, shipped,
-            delivered, cancelled) or any.
+        order_id: the order's id; leave out to list.
+        status: when listing, only orders with this status, or any.
         query: when listing, words that must all appear in the store, product names or notes.
-        limit: when listing, most orders to return (1-100).
+        limit: when listing, most orders to return.
 
     Returns:
-        the order (store, lines, total, status, updates, delivered_on, delivery_address_id,
-        payment_method_id, tracking_number, placed_at), or the number of matches and the orders.
+        the order, or the number of matches and the orders.
     """
     if order_id is not None:
         return _order_view(wc, require(wc, ORDERS, Order, order_id, "order_id", "order"))
@@ -196,13 +193,12 @@ def shopping_return_case_read(
     """Read one return case, or list return cases (newest first) when no id is given.
 
     Args:
-        case_id: the case's id, e.g. ret_0001; leave out to list.
-        order_id: when listing, only cases of this order, e.g. ord_0002.
-        limit: when listing, most cases to return (1-100).
+        case_id: the case's id; leave out to list.
+        order_id: when listing, only cases of this order.
+        limit: when listing, most cases to return.
 
     Returns:
-        the case (order_id, product_id, quantity, reason, resolution refund/replacement, status,
-        updates from the user and the store, opened_at), or the number of matches and the cases.
+        the case, or the number of matches and the cases.
     """
     if case_id is not None:
         return _case_view(wc, require(wc, CASES, ReturnCase, case_id, "case_id", "return case"))
@@ -224,9 +220,9 @@ def shopping_order_create(
     """Buy products from one store: places an order that the store will charge and ship.
 
     Args:
-        items: the products and quantities, e.g. [{"product_id": "prod_0003", "quantity": 2}].
-        delivery_address_id: where to deliver, e.g. addr_0001, from delivery_address_read.
-        payment_method_id: the card or account to pay with, e.g. pm_0001, from payment_method_read.
+        items: the products and quantities.
+        delivery_address_id: where to deliver, from delivery_address_read.
+        payment_method_id: the card or account to pay with, from payment_method_read.
         notes: a note for the store.
 
     Returns:
@@ -297,8 +293,8 @@ def shopping_order_update(
     """Change a not-yet-shipped order's delivery address or note, or cancel it.
 
     Args:
-        order_id: the order's id, e.g. ord_0002.
-        delivery_address_id: the new delivery address's id, e.g. addr_0002.
+        order_id: the order's id.
+        delivery_address_id: the new delivery address's id.
         notes: a new note for the store (replaces the old one).
         cancel: true to cancel the whole order; then give no other change.
 
@@ -401,10 +397,10 @@ def shopping_return_case_update(
     To change a return, give case_id and at least one of resolution, message or withdraw.
 
     Args:
-        case_id: the open case's id, e.g. ret_0001; leave out to open a new return.
-        order_id: the delivered order to return from, e.g. ord_0002 (new return only).
-        product_id: the product to return, e.g. prod_0003 (new return only).
-        quantity: how many units to return, 1-99 (new return only).
+        case_id: the open case's id; leave out to open a new return.
+        order_id: the delivered order to return from (new return only).
+        product_id: the product to return (new return only).
+        quantity: how many units to return (new return only).
         reason: why it goes back, in a sentence (new return only).
         resolution: refund or replacement.
         message: a message to the shop about the case.
