@@ -9,9 +9,13 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import zlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from pydantic import BaseModel, ValidationError
+
+from mempa_tui.llm.types import CallPrompt, CallReply
 from mempa_tui.store import _codec
 from mempa_tui.store.rows import (
     CheckpointData,
@@ -28,6 +32,7 @@ from mempa_tui.store.rows import (
 )
 
 __all__ = [
+    "CALL_LIST_COLUMNS",
     "Statement",
     "attempt_from_row",
     "attempt_insert",
@@ -202,32 +207,66 @@ def events_insert(run_id: str, step_id: str, repeat: int, events: Sequence[Trans
     )
 
 
+CALL_LIST_COLUMNS = (
+    "id, step_id, repeat, seq, role, model, prompt_tokens, completion_tokens, reused_prefix_tokens,"
+    " latency_s, ok, error, prompt IS NOT NULL AS prompt_stored"
+)
+"""The ``llm_calls`` columns a listing reads: everything but the compressed prompt and reply."""
+
+
+def _pack_model(value: BaseModel | None) -> bytes | None:
+    """zlib-compressed JSON of ``value`` (fields left at their defaults omitted); None stays None."""
+    return None if value is None else _codec.pack_text(value.model_dump_json(exclude_defaults=True))
+
+
 def calls_insert(run_id: str, calls: Sequence[LLMCallRow]) -> Statement:
-    """Insert logged model calls."""
+    """Insert logged model calls, each prompt and reply as zlib-compressed JSON (NULL when the
+    record holds none)."""
     return insert(
         "llm_calls",
         ("run_id", "step_id", "repeat", "seq", "role", "model", "prompt_tokens", "completion_tokens",
-         "reused_prefix_tokens", "latency_s", "ok", "error"),
+         "reused_prefix_tokens", "latency_s", "ok", "error", "prompt", "reply"),
         [
             (
                 run_id, c.step_id, c.repeat, c.seq, c.call.role.value, c.call.model,
                 c.call.prompt_tokens, c.call.completion_tokens, c.call.reused_prefix_tokens,
                 c.call.latency_s, int(c.call.ok), c.call.error,
+                _pack_model(c.call.prompt), _pack_model(c.call.reply),
             )
             for c in calls
         ],
     )
 
 
-def call_from_row(row: sqlite3.Row) -> LLMCallRow:
-    """An ``llm_calls`` row as an :class:`LLMCallRow`."""
+def call_from_row(row: sqlite3.Row, *, with_exchange: bool = False) -> LLMCallRow:
+    """An ``llm_calls`` row as an :class:`LLMCallRow`.
+
+    Args:
+        row: a row with :data:`CALL_LIST_COLUMNS` (and ``prompt``, ``reply`` when
+            ``with_exchange``).
+        with_exchange: decompress the prompt and reply into ``call.prompt`` / ``call.reply``.
+
+    Raises:
+        ValueError: a stored prompt or reply is corrupt (names the call's row id).
+    """
+    prompt: CallPrompt | None = None
+    reply: CallReply | None = None
+    if with_exchange:
+        try:
+            if row["prompt"] is not None:
+                prompt = CallPrompt.model_validate_json(_codec.unpack_text(row["prompt"]))
+            if row["reply"] is not None:
+                reply = CallReply.model_validate_json(_codec.unpack_text(row["reply"]))
+        except (zlib.error, UnicodeDecodeError, ValidationError) as exc:
+            raise ValueError(f"llm_calls row {row['id']}: the stored prompt or reply cannot be read ({exc})") from exc
     return LLMCallRow.model_validate({
         "step_id": row["step_id"], "repeat": row["repeat"], "seq": row["seq"],
+        "call_id": row["id"], "prompt_stored": bool(row["prompt_stored"]),
         "call": {
             "role": row["role"], "model": row["model"], "prompt_tokens": row["prompt_tokens"],
             "completion_tokens": row["completion_tokens"],
             "reused_prefix_tokens": row["reused_prefix_tokens"], "latency_s": row["latency_s"],
-            "ok": bool(row["ok"]), "error": row["error"],
+            "ok": bool(row["ok"]), "error": row["error"], "prompt": prompt, "reply": reply,
         },
     })
 

@@ -321,14 +321,53 @@ class RunStore(StoreBase):
         return [TranscriptEventRecord(seq=r["seq"], kind=r["kind"], event_json=r["event_json"]) for r in rows]
 
     async def llm_calls(self, run_id: str, step_id: str | None = None) -> list[LLMCallRow]:
-        """Logged model calls of a run (or of one step), in order of logging."""
-        sql = "SELECT * FROM llm_calls WHERE run_id = ?"
+        """Logged model calls of a run (or of one step), in order of logging.
+
+        Light: each row's ``call_id`` and ``prompt_stored`` are set, but no prompt or reply is read
+        (:meth:`llm_call` reads one).
+        """
+        sql = f"SELECT {_sql.CALL_LIST_COLUMNS} FROM llm_calls WHERE run_id = ?"
         params: list[Any] = [run_id]
         if step_id is not None:
             sql += " AND step_id = ?"
             params.append(step_id)
         rows = await self._fetchall(sql + " ORDER BY id", params)
         return [_sql.call_from_row(r) for r in rows]
+
+    async def llm_call(self, run_id: str, call_id: int) -> LLMCallRow:
+        """One logged model call with its prompt and reply decompressed (issue 16: the run browser).
+
+        ``call.prompt`` / ``call.reply`` are None when the store holds none (``prompt_stored``
+        False: the call was stored before schema 3; ``reply`` None alone: the call failed).
+
+        Args:
+            run_id: the run.
+            call_id: the call's ``call_id`` as :meth:`llm_calls` lists it.
+
+        Raises:
+            StoreError: the run has no call with that id, or its stored prompt or reply is corrupt.
+        """
+        row = await self._fetchone(
+            f"SELECT {_sql.CALL_LIST_COLUMNS}, prompt, reply FROM llm_calls WHERE run_id = ? AND id = ?",
+            (run_id, call_id),
+        )
+        if row is None:
+            raise StoreError(f"{self.path}: run {run_id!r} has no model call {call_id}")
+        try:
+            return _sql.call_from_row(row, with_exchange=True)
+        except ValueError as exc:
+            raise StoreError(f"{self.path}: run {run_id!r}: {exc}") from exc
+
+    async def call_sizes(self, run_id: str) -> tuple[int, int, int]:
+        """(calls, calls with a stored prompt, stored bytes of their prompts and replies) of a run."""
+        row = await self._fetchone(
+            "SELECT COUNT(*) AS n, COALESCE(SUM(prompt IS NOT NULL), 0) AS kept,"
+            " COALESCE(SUM(COALESCE(LENGTH(prompt), 0) + COALESCE(LENGTH(reply), 0)), 0) AS b"
+            " FROM llm_calls WHERE run_id = ?",
+            (run_id,),
+        )
+        assert row is not None
+        return int(row["n"]), int(row["kept"]), int(row["b"])
 
     async def token_totals(self, run_id: str) -> TokenTotals:
         """Token use by role over every logged call of the run."""
