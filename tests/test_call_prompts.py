@@ -28,6 +28,7 @@ from mempa_tui.store import (
     LLMCallRow,
     RunRecord,
     RunStore,
+    StepAttemptRecord,
     StepRecord,
     StoreError,
     utc_now,
@@ -144,6 +145,12 @@ def _call(step_id: str, **extra: Any) -> LLMCallRow:
         latency_s=0.1, ok=True, **extra))
 
 
+def _attempt(step_id: str) -> StepAttemptRecord:
+    now = utc_now()
+    return StepAttemptRecord(step_id=step_id, attempt=1, status="failed", reason="retried",
+                             started_at=now, finished_at=now)
+
+
 def _downgrade_to_v2(path: Path) -> None:
     """Rewrite the database as schema 2 wrote it: ``llm_calls`` without prompt and reply."""
     db = sqlite3.connect(path, isolation_level=None)
@@ -205,7 +212,7 @@ async def test_listing_calls_decompresses_no_prompt_and_a_failed_call_keeps_its_
         await store.commit_step(RUN, step, [], ckpt, [_call("A-s0", prompt=big, reply=CallReply(text="ok")),
                                                       failed])
         n, kept, size = await store.call_sizes(RUN)
-        assert (n, kept) == (2, 2) and size < 2 * len("rules " * 20_000) // 20  # compressed
+        assert (n, kept) == (2, 2) and size < 1000  # each row lists its message keys only
 
         unpacked: list[object] = []
         real = _codec.unpack_text
@@ -228,3 +235,42 @@ async def test_listing_calls_decompresses_no_prompt_and_a_failed_call_keeps_its_
         assert "rules rules" in text
     # step_details unpacks the step's own result JSON, never a call's prompt
     assert call_unpacks <= 1
+
+
+async def test_calls_share_message_blobs_which_live_as_long_as_a_call_refers_to_them(tmp_path: Path) -> None:
+    system = ChatMessage(role="system", content="You are a careful assistant. " * 3000)  # ~90 KB
+
+    def calls(step_id: str, asks: list[str]) -> list[LLMCallRow]:
+        out = []
+        history = [system]
+        for i, ask in enumerate(asks):
+            history = [*history, ChatMessage(role="user", content=ask)]
+            out.append(_call(step_id, prompt=CallPrompt(messages=list(history), tools=["IX_verbosity"]),
+                             reply=CallReply(text=f"answer {i}")).model_copy(update={"seq": i}))
+        return out
+
+    async with RunStore(tmp_path / "db.sqlite") as store:
+        await store.create_run(_run())
+        await store.create_run(_run().model_copy(update={"id": "B-file-test-s0", "user": "B"}))
+        n0, bytes0 = await store.blob_stats()
+        # three calls re-sending a growing history: four distinct messages, each stored once
+        await store.record_attempt(RUN, _attempt("A-s0"), calls("A-s0#attempt1", ["one", "two", "three"]))
+        n1, bytes1 = await store.blob_stats()
+        assert n1 - n0 == 4 and bytes1 - bytes0 < 5_000  # the 90 KB system prompt once, compressed
+        # another run sending the same system prompt adds only its own user message
+        await store.record_attempt("B-file-test-s0", _attempt("A-s0"), calls("A-s0#attempt1", ["four"]))
+        assert (await store.blob_stats())[0] == n1 + 1
+        rows = await store.llm_calls(RUN)
+        third = await store.llm_call(RUN, rows[2].call_id or 0)
+        assert third.call.prompt is not None
+        assert [m.content for m in third.call.prompt.messages] == [system.content, "one", "two", "three"]
+
+        # deleting run A keeps what B's call still refers to, then deleting B frees the rest
+        await store.delete_run(RUN)
+        assert await store.delete_unreferenced_blobs() == 3
+        [b_call] = await store.llm_calls("B-file-test-s0")
+        b_full = await store.llm_call("B-file-test-s0", b_call.call_id or 0)
+        assert b_full.call.prompt is not None and b_full.call.prompt.messages[0] == system
+        await store.delete_run("B-file-test-s0")
+        assert await store.delete_unreferenced_blobs() == 2
+        assert (await store.blob_stats())[0] == n0

@@ -10,10 +10,12 @@ Design notes:
   and simulator memories are blobs too, so an unchanged store costs nothing.
 * ``transcript_events`` and ``llm_calls`` are keyed by (run, step id, repeat); repeat is 0 for
   timeline steps and 1.. for probe repeats.
-* ``llm_calls.prompt`` / ``llm_calls.reply`` hold zlib-compressed JSON of the call's
-  :class:`~mempa_tui.llm.types.CallPrompt` (messages as sent, offered tool names) and
-  :class:`~mempa_tui.llm.types.CallReply`; NULL when not stored (a call logged before schema 3;
-  ``reply`` also for a failed call). Listing calls never reads them; one call is read on demand.
+* ``llm_calls.prompt`` / ``llm_calls.reply`` hold zlib-compressed JSON: the prompt as
+  :class:`~mempa_tui.store._sql.PromptRefs` (the offered tool names and the blob keys of its
+  messages: each message's JSON is a blob, stored once however many calls and runs send it) and
+  the :class:`~mempa_tui.llm.types.CallReply`; NULL when not stored (a call logged before schema
+  3; ``reply`` also for a failed call). Listing calls never reads them; one call is read on
+  demand. :meth:`~mempa_tui.store.RunStore.delete_unreferenced_blobs` keeps the message blobs.
 * Every child table cascades on delete and on update of the run id, so a run can be archived
   under a new id (``--fresh``) or deleted as a whole.
 """

@@ -13,7 +13,7 @@ import zlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, Field, ValidationError
 
 from mempa_tui.llm.types import CallPrompt, CallReply
 from mempa_tui.store import _codec
@@ -33,6 +33,7 @@ from mempa_tui.store.rows import (
 
 __all__ = [
     "CALL_LIST_COLUMNS",
+    "PromptRefs",
     "Statement",
     "attempt_from_row",
     "attempt_insert",
@@ -46,6 +47,8 @@ __all__ = [
     "insert",
     "probe_from_row",
     "probe_insert",
+    "prompt_blobs",
+    "prompt_refs",
     "run_from_row",
     "run_insert",
     "step_from_row",
@@ -219,9 +222,62 @@ def _pack_model(value: BaseModel | None) -> bytes | None:
     return None if value is None else _codec.pack_text(value.model_dump_json(exclude_defaults=True))
 
 
-def calls_insert(run_id: str, calls: Sequence[LLMCallRow]) -> Statement:
-    """Insert logged model calls, each prompt and reply as zlib-compressed JSON (NULL when the
-    record holds none)."""
+class PromptRefs(BaseModel):
+    """What ``llm_calls.prompt`` holds (zlib-compressed JSON): the prompt's messages as blob keys,
+    in order, and the offered tool names.
+
+    Consecutive calls re-send most of their messages (the system prompt, the history so far), so
+    each message's JSON is a content-addressed blob stored once for every call and run that sends
+    it; a call's own row only lists the keys.
+    """
+
+    messages: list[str] = Field(default_factory=list)
+    """sha256 keys of the messages' JSON (``ChatMessage`` without default fields), in order."""
+    tools: list[str] = Field(default_factory=list)
+    """Names of the offered tools, in order."""
+
+
+def prompt_blobs(calls: Sequence[LLMCallRow]) -> tuple[dict[str, bytes], list[bytes | None]]:
+    """Split the calls' prompts into message blobs and the compressed :class:`PromptRefs` column.
+
+    Returns:
+        ``(blobs, columns)``: key -> message JSON bytes for every message sent, and per call the
+        ``prompt`` column's value (None when the record holds no prompt).
+    """
+    blobs: dict[str, bytes] = {}
+    columns: list[bytes | None] = []
+    for c in calls:
+        prompt = c.call.prompt
+        if prompt is None:
+            columns.append(None)
+            continue
+        keys = []
+        for message in prompt.messages:
+            data = message.model_dump_json(exclude_defaults=True).encode("utf-8")
+            key = _codec.sha256_hex(data)
+            blobs.setdefault(key, data)
+            keys.append(key)
+        columns.append(_pack_model(PromptRefs(messages=keys, tools=list(prompt.tools))))
+    return blobs, columns
+
+
+def prompt_refs(stored: bytes) -> PromptRefs:
+    """Undo the ``prompt`` column of :func:`prompt_blobs`.
+
+    Raises:
+        ValueError: corrupt data.
+    """
+    try:
+        return PromptRefs.model_validate_json(_codec.unpack_text(stored))
+    except (zlib.error, UnicodeDecodeError, ValidationError) as exc:
+        raise ValueError(f"the stored prompt cannot be read ({exc})") from exc
+
+
+def calls_insert(run_id: str, calls: Sequence[LLMCallRow], prompts: Sequence[bytes | None]) -> Statement:
+    """Insert logged model calls: ``prompts`` are their ``prompt`` columns from
+    :func:`prompt_blobs`, each reply is zlib-compressed JSON (NULL when the record holds none)."""
+    if len(prompts) != len(calls):
+        raise ValueError(f"{len(calls)} calls given with {len(prompts)} prompt columns")
     return insert(
         "llm_calls",
         ("run_id", "step_id", "repeat", "seq", "role", "model", "prompt_tokens", "completion_tokens",
@@ -230,35 +286,30 @@ def calls_insert(run_id: str, calls: Sequence[LLMCallRow]) -> Statement:
             (
                 run_id, c.step_id, c.repeat, c.seq, c.call.role.value, c.call.model,
                 c.call.prompt_tokens, c.call.completion_tokens, c.call.reused_prefix_tokens,
-                c.call.latency_s, int(c.call.ok), c.call.error,
-                _pack_model(c.call.prompt), _pack_model(c.call.reply),
+                c.call.latency_s, int(c.call.ok), c.call.error, prompt, _pack_model(c.call.reply),
             )
-            for c in calls
+            for c, prompt in zip(calls, prompts, strict=True)
         ],
     )
 
 
-def call_from_row(row: sqlite3.Row, *, with_exchange: bool = False) -> LLMCallRow:
+def call_from_row(row: sqlite3.Row, *, prompt: CallPrompt | None = None, with_reply: bool = False) -> LLMCallRow:
     """An ``llm_calls`` row as an :class:`LLMCallRow`.
 
     Args:
-        row: a row with :data:`CALL_LIST_COLUMNS` (and ``prompt``, ``reply`` when
-            ``with_exchange``).
-        with_exchange: decompress the prompt and reply into ``call.prompt`` / ``call.reply``.
+        row: a row with :data:`CALL_LIST_COLUMNS` (and ``reply`` when ``with_reply``).
+        prompt: the call's prompt, rebuilt by the caller from its blobs (None: not read).
+        with_reply: decompress the reply into ``call.reply``.
 
     Raises:
-        ValueError: a stored prompt or reply is corrupt (names the call's row id).
+        ValueError: a stored reply is corrupt (names the call's row id).
     """
-    prompt: CallPrompt | None = None
     reply: CallReply | None = None
-    if with_exchange:
+    if with_reply and row["reply"] is not None:
         try:
-            if row["prompt"] is not None:
-                prompt = CallPrompt.model_validate_json(_codec.unpack_text(row["prompt"]))
-            if row["reply"] is not None:
-                reply = CallReply.model_validate_json(_codec.unpack_text(row["reply"]))
+            reply = CallReply.model_validate_json(_codec.unpack_text(row["reply"]))
         except (zlib.error, UnicodeDecodeError, ValidationError) as exc:
-            raise ValueError(f"llm_calls row {row['id']}: the stored prompt or reply cannot be read ({exc})") from exc
+            raise ValueError(f"llm_calls row {row['id']}: the stored reply cannot be read ({exc})") from exc
     return LLMCallRow.model_validate({
         "step_id": row["step_id"], "repeat": row["repeat"], "seq": row["seq"],
         "call_id": row["id"], "prompt_stored": bool(row["prompt_stored"]),

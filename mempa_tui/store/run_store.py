@@ -12,6 +12,7 @@ import sqlite3
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from mempa_tui.llm.types import CallPrompt, ChatMessage
 from mempa_tui.store import _codec, _sql
 from mempa_tui.store._base import StepAlreadyStoredError, StoreBase, StoreError
 from mempa_tui.store._sql import Statement
@@ -241,10 +242,11 @@ class RunStore(StoreBase):
             raise ValueError(
                 f"checkpoint after step {checkpoint.step_index} given for step {step.index}"
             )
+        call_blobs, call_statements = await self._call_statements(run_id, calls)
         statements: list[Statement] = [
             _sql.step_insert(run_id, step),
             _sql.events_insert(run_id, step.step_id, 0, events),
-            _sql.calls_insert(run_id, calls),
+            *call_statements,
         ]
         statements.extend(await self._checkpoint_statements(run_id, checkpoint))
         statements.append((
@@ -259,12 +261,29 @@ class RunStore(StoreBase):
                 ) from exc
             raise
         self._known_blobs.update(_sql.checkpoint_keys(checkpoint)[0])
+        self._known_blobs.update(call_blobs)
+
+    async def _call_statements(self, run_id: str, calls: Sequence[LLMCallRow]) -> tuple[set[str], list[Statement]]:
+        """The statements storing ``calls``: their message blobs not stored yet, then their rows.
+
+        Returns:
+            ``(every message blob key the calls use, statements)``; the caller marks the keys
+            known once the transaction committed.
+        """
+        blobs, prompts = _sql.prompt_blobs(calls)
+        missing = await self._missing_blobs(blobs)
+        return set(blobs), [
+            _sql.blob_insert({k: blobs[k] for k in missing}),
+            _sql.calls_insert(run_id, calls, prompts),
+        ]
 
     async def record_attempt(
         self, run_id: str, attempt: StepAttemptRecord, calls: Sequence[LLMCallRow] = ()
     ) -> None:
         """Store a discarded attempt of a step that will be played again."""
-        await self._apply([_sql.attempt_insert(run_id, attempt), _sql.calls_insert(run_id, calls)])
+        call_blobs, call_statements = await self._call_statements(run_id, calls)
+        await self._apply([_sql.attempt_insert(run_id, attempt), *call_statements])
+        self._known_blobs.update(call_blobs)
 
     async def attempts(self, run_id: str, step_id: str) -> list[StepAttemptRecord]:
         """Discarded attempts of a step, in order."""
@@ -354,12 +373,23 @@ class RunStore(StoreBase):
         if row is None:
             raise StoreError(f"{self.path}: run {run_id!r} has no model call {call_id}")
         try:
-            return _sql.call_from_row(row, with_exchange=True)
-        except ValueError as exc:
-            raise StoreError(f"{self.path}: run {run_id!r}: {exc}") from exc
+            prompt = None
+            if row["prompt"] is not None:
+                refs = _sql.prompt_refs(row["prompt"])
+                texts = await self.load_blobs(refs.messages)
+                lost = [key for key in refs.messages if key not in texts]
+                if lost:
+                    raise StoreError(f"{len(lost)} message blob(s) of its prompt are missing ({lost[0]}, ...)")
+                prompt = CallPrompt(messages=[ChatMessage.model_validate_json(texts[key]) for key in refs.messages],
+                                    tools=refs.tools)
+            return _sql.call_from_row(row, prompt=prompt, with_reply=True)
+        except (ValueError, StoreError) as exc:  # pydantic's ValidationError is a ValueError
+            raise StoreError(f"{self.path}: run {run_id!r}, model call {call_id}: {exc}") from exc
 
     async def call_sizes(self, run_id: str) -> tuple[int, int, int]:
-        """(calls, calls with a stored prompt, stored bytes of their prompts and replies) of a run."""
+        """(calls, calls with a stored prompt, bytes of their ``prompt`` and ``reply`` columns) of
+        a run; the message blobs the prompts refer to are shared and not counted here
+        (:meth:`blob_stats` counts every blob)."""
         row = await self._fetchone(
             "SELECT COUNT(*) AS n, COALESCE(SUM(prompt IS NOT NULL), 0) AS kept,"
             " COALESCE(SUM(COALESCE(LENGTH(prompt), 0) + COALESCE(LENGTH(reply), 0)), 0) AS b"
@@ -400,10 +430,11 @@ class RunStore(StoreBase):
         Raises:
             StepAlreadyStoredError: that probe x repeat is already stored; nothing written.
         """
+        call_blobs, call_statements = await self._call_statements(run_id, calls)
         statements = [
             _sql.probe_insert(run_id, result),
             _sql.events_insert(run_id, result.probe_id, result.repeat, events),
-            _sql.calls_insert(run_id, calls),
+            *call_statements,
         ]
         try:
             await self._apply(statements)
@@ -411,6 +442,7 @@ class RunStore(StoreBase):
             raise StepAlreadyStoredError(
                 f"run {run_id}: probe {result.probe_id} repeat {result.repeat} is already stored"
             ) from exc
+        self._known_blobs.update(call_blobs)
 
     async def probe_results(self, run_id: str, *, with_results: bool = False) -> list[ProbeResultRecord]:
         """The run's probe results ordered by probe id and repeat."""
