@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 from test_runner_support import protocol_responder, runner_config
 
-from mempa_tui.llm import LLMClient, ScriptedModelServer, ScriptedReply, ScriptedRequest
-from mempa_tui.llm.types import CallPrompt, CallReply, ChatMessage, LLMCallRecord, Role, ToolCall
+from mempa_tui.llm import LLMClient, LLMError, ScriptedModelServer, ScriptedReply, ScriptedRequest
+from mempa_tui.llm.types import CallPrompt, CallReply, ChatMessage, LLMCallRecord, Role, ToolCall, ToolSpec
 from mempa_tui.runner import Runner
 from mempa_tui.runner._browse import NOT_STORED, BrowseError, model_call, step_details
 from mempa_tui.store import (
@@ -274,3 +274,34 @@ async def test_calls_share_message_blobs_which_live_as_long_as_a_call_refers_to_
         await store.delete_run("B-file-test-s0")
         assert await store.delete_unreferenced_blobs() == 2
         assert (await store.blob_stats())[0] == n0
+
+
+# ---- the client's records ----------------------------------------------------------------------
+
+
+def _client_responder(request: ScriptedRequest) -> ScriptedReply | str:
+    last = request.messages[-1].content if request.messages else ""
+    if "fail" in last:
+        return ScriptedReply(status=400, error="scripted refusal")
+    return "Noted: " + last
+
+
+async def test_the_client_records_the_prompt_as_sent_and_the_reply_and_a_failed_calls_prompt() -> None:
+    async with ScriptedModelServer(_client_responder) as server:
+        client = LLMClient(server.profile(num_retries=0))
+        messages = [ChatMessage(role="system", content="Be brief."), ChatMessage(role="user", content="hello")]
+        tool = ToolSpec(name="IX_verbosity", description="Pick a verbosity.",
+                        parameters={"type": "object", "properties": {"setting": {"type": "string"}}})
+        await client.complete(Role.PA, messages, tools=[tool])
+        [ok] = client.calls
+        assert ok.prompt == CallPrompt(messages=messages, tools=["IX_verbosity"])
+        assert ok.reply == CallReply(text="Noted: hello", finish_reason="stop")
+        assert server.requests[-1].messages == messages and server.requests[-1].tool_names == ["IX_verbosity"]
+        with pytest.raises(LLMError):
+            await client.complete(Role.SIMULATOR, [*messages, ChatMessage(role="user", content="fail now")])
+        failed = client.calls[-1]
+        assert not failed.ok and failed.reply is None and failed.prompt is not None
+        assert [m.content for m in failed.prompt.messages] == ["Be brief.", "hello", "fail now"]
+        assert failed.prompt.tools == []
+        # light copies drop both (what the runner's long-lived log keeps)
+        assert ok.light().prompt is None and ok.light().reply is None and ok.light().prompt_tokens == ok.prompt_tokens

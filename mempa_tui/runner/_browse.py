@@ -254,10 +254,11 @@ class ModelCallDetail(BaseModel):
     reply: CallReply | None
     """The reply; None when not stored or the call failed."""
 
-    def text(self) -> str:
-        """The call as plain text: its head, each prompt message (role, content, tool calls,
-        tool results' call ids), the offered tools, then the reply (``mempa show`` and the app)."""
-        out = [self.line.head()]
+    def text(self, *, head: bool = True) -> str:
+        """The call as plain text: its head (unless ``head`` is False: the app's fold title shows
+        it), each prompt message (role, content, tool calls, tool results' call ids), the offered
+        tools, then the reply (``mempa show`` and the app)."""
+        out = [self.line.head()] if head else []
         if self.prompt is None:
             out.append(NOT_STORED)
             return "\n".join(out)

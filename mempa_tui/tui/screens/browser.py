@@ -135,7 +135,7 @@ class CallFold(Collapsible):
 
     def show(self, call: ModelCallDetail) -> None:
         """Fill the body with the call's prompt and reply."""
-        self.query_one(".call-text", Static).update(Text(call.text()))
+        self.query_one(".call-text", Static).update(Text(call.text(head=False)))
         self.loaded = True
 
 
