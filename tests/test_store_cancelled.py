@@ -47,7 +47,10 @@ def _downgrade_to_v1(path: Path) -> None:
         assert _V1_STATUS in old
         db.execute("PRAGMA foreign_keys = OFF")
         db.executescript(f"BEGIN; {old}; INSERT INTO runs_v1 SELECT * FROM runs; DROP TABLE runs; "
-                         "ALTER TABLE runs_v1 RENAME TO runs; UPDATE schema_version SET version = 1; COMMIT;")
+                         "ALTER TABLE runs_v1 RENAME TO runs; UPDATE schema_version SET version = 1; "
+                         # schema 1 had no stored prompts either (schema 3 added them)
+                         "ALTER TABLE llm_calls DROP COLUMN prompt; ALTER TABLE llm_calls DROP COLUMN reply; "
+                         "COMMIT;")
         try:
             db.execute("UPDATE runs SET status = 'cancelled'")
         except sqlite3.IntegrityError:

@@ -26,13 +26,14 @@ from test_tui_support import (
     write_profile,
 )
 from textual.pilot import Pilot
-from textual.widgets import DataTable, Select, TabbedContent
+from textual.widgets import Collapsible, DataTable, Select, TabbedContent
+from textual.widgets._collapsible import CollapsibleTitle
 
 from mempa_tui.llm import ScriptedModelServer
 from mempa_tui.store import RunStatus
 from mempa_tui.tui import MempaApp, RunnerOptions, RunRequest, RunService
 from mempa_tui.tui.commands import MempaCommands
-from mempa_tui.tui.screens.browser import BrowserScreen
+from mempa_tui.tui.screens.browser import BrowserScreen, CallFold
 from mempa_tui.tui.screens.dashboard import DashboardScreen
 from mempa_tui.tui.screens.help import HelpScreen
 from mempa_tui.tui.screens.session import SessionScreen
@@ -175,6 +176,38 @@ async def test_runs_steps_and_a_probe_in_full(env: Env) -> None:
         await until(pilot, lambda: screen.detail is not None and screen.detail is not detail)
         await settle(app, pilot)
         assert screen.detail is not None and (screen.detail.step_id, screen.detail.repeat) != (PROBE, 2)
+
+
+async def test_a_model_call_opens_to_its_prompt_and_reply(env: Env) -> None:
+    """Issue 16: each stored call is a fold titled with its role, tokens and time; opening one
+    reads that call's prompt messages and reply from the store (in a worker) and shows them."""
+    app = env.app()
+    async with app.run_test(size=(160, 48)) as pilot:
+        screen = await _loaded(app, pilot)
+        screen.open_run(FILE_RUN, "step:R-s1")
+        await until(pilot, lambda: screen.memory_view is not None)
+        await settle(app, pilot)
+        detail = screen.detail
+        assert detail is not None and detail.calls
+        folds = list(screen.query(CallFold))
+        assert len(folds) == len(detail.calls)
+        side = screen.side_text()
+        assert "not stored" not in side and "not its messages" not in side  # the old note is gone
+        assert not any(f.loaded for f in folds)  # nothing read before a call is opened
+        pa = next(f for f in folds if f.line.role == "pa")
+        assert f"pa · prompt {pa.line.prompt_tokens} (reused {pa.line.reused_prefix_tokens})" in str(
+            pa.query_one(CollapsibleTitle).render())
+        # open the calls box, then the PA call, with the keyboard
+        screen.query_one("#detail-calls-box", Collapsible).query_one(CollapsibleTitle).focus()
+        await pilot.press("enter")
+        pa.query_one(CollapsibleTitle).focus()
+        await pilot.press("enter")
+        await until(pilot, lambda: pa.loaded)
+        await settle(app, pilot)
+        assert not pa.collapsed and [f for f in folds if f.loaded] == [pa]
+        shown = str(pa.query_one(".call-text").render())
+        assert "[1] system:" in shown and "Could you look into this for me please?" in shown
+        assert "tools offered: " in shown and "IX_" in shown and "-- reply (finish:" in shown
 
 
 async def test_probe_filters(env: Env) -> None:

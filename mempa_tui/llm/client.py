@@ -19,7 +19,7 @@ import logging
 import json
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import anyio
@@ -52,6 +52,8 @@ from mempa_tui.llm.errors import (
 )
 from mempa_tui.llm.profile import ModelProfile, ModelSpec
 from mempa_tui.llm.types import (
+    CallPrompt,
+    CallReply,
     ChatMessage,
     Completion,
     LLMCallRecord,
@@ -140,6 +142,14 @@ def _reply_tool_as_text(completion: Completion) -> Completion:
     others = [c for c in completion.tool_calls if c.name != REPLY_TOOL]
     text = "\n\n".join(str(c.arguments.get("text", "")).strip() for c in replies if not c.arguments_error)
     return completion.model_copy(update={"tool_calls": others, "text": "\n\n".join(t for t in (completion.text, text) if t)})
+
+
+def _prompt(messages: Sequence[ChatMessage], keep: Iterable[int], tools: Sequence[dict[str, Any]] | None) -> CallPrompt:
+    """The prompt of a call as logged: the kept messages (after trimming) and the offered tool names."""
+    return CallPrompt(
+        messages=[messages[i] for i in keep],
+        tools=[str(t.get("function", {}).get("name", "")) for t in tools or ()],
+    )
 
 
 def _chain(exc: BaseException) -> list[BaseException]:
@@ -235,9 +245,11 @@ class LLMClient:
         trim = trim_to_fit(history, counts, tools_tokens, spec.max_tokens, spec.context_window)
         if not trim.fits:
             error = ContextWindowError(role.value, spec.model, estimate(trim.counted), spec.max_tokens, spec.context_window)
-            self._record(role, spec, trim.counted, 0, 0, 0.0, error, trim.dropped)
+            self._record(role, spec, trim.counted, 0, 0, 0.0, error, trim.dropped,
+                         prompt=_prompt(messages, range(len(messages)), sent_tools))
             raise error
         kept = [history[i] for i in trim.keep]
+        prompt = _prompt(messages, trim.keep, sent_tools)
         kept_serialised = [serialised[i] for i in trim.keep]
         kept_counts = [counts[i] for i in trim.keep]
         previous = self._last_prompt.get(role)
@@ -259,7 +271,8 @@ class LLMClient:
             if constrained:
                 completion = _reply_tool_as_text(completion)
         except LLMError as error:
-            self._record(role, spec, trim.counted, 0, 0, time.perf_counter() - started, error, trim.dropped)
+            self._record(role, spec, trim.counted, 0, 0, time.perf_counter() - started, error, trim.dropped,
+                         prompt=prompt)
             raise
         self._last_prompt[role] = (kept_serialised, tools_text)
         completion.trimmed_messages = trim.dropped
@@ -277,6 +290,9 @@ class LLMClient:
             None,
             trim.dropped,
             reused_by_server=completion.usage.reused_by_server,
+            prompt=prompt,
+            reply=CallReply(text=completion.text, tool_calls=list(completion.tool_calls),
+                            finish_reason=completion.finish_reason),
         )
         return completion
 
@@ -313,6 +329,7 @@ class LLMClient:
         elif spec.api_base:
             kwargs["api_key"] = _LOCAL_KEY
         prompt = sum(self._count(t) for t in texts)
+        sent = CallPrompt(messages=[ChatMessage(role="user", content=t) for t in texts])
         started = time.perf_counter()
         try:
             async with self._limiter(spec):
@@ -323,9 +340,10 @@ class LLMClient:
             if len(vectors) != len(texts) or any(not v for v in vectors):
                 raise LLMProviderError(role.value, spec.model, f"embedding reply held {len(vectors)} vectors for {len(texts)} texts")
         except LLMError as error:
-            self._record(role, spec, prompt, 0, 0, time.perf_counter() - started, error, 0)
+            self._record(role, spec, prompt, 0, 0, time.perf_counter() - started, error, 0, prompt=sent)
             raise
-        self._record(role, spec, prompt, 0, 0, time.perf_counter() - started, None, 0)
+        self._record(role, spec, prompt, 0, 0, time.perf_counter() - started, None, 0, prompt=sent,
+                     reply=CallReply(text=f"{len(vectors)} vector(s) of {len(vectors[0])} numbers"))
         return vectors
 
     def count_tokens(self, text: str) -> int:
@@ -503,6 +521,8 @@ class LLMClient:
         trimmed: int,
         *,
         reused_by_server: bool = False,
+        prompt: CallPrompt | None = None,
+        reply: CallReply | None = None,
     ) -> None:
         log.info(
             "%s %s: %d prompt tokens (%d reused), %d completion tokens, %.1f s%s",
@@ -522,5 +542,7 @@ class LLMClient:
                 error_kind=None if error is None else type(error).__name__,
                 trimmed_messages=trimmed,
                 reused_by_server=reused_by_server,
+                prompt=prompt,
+                reply=reply,
             )
         )

@@ -11,6 +11,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = [
+    "CallPrompt",
+    "CallReply",
     "ChatMessage",
     "Completion",
     "LLMCallRecord",
@@ -124,8 +126,42 @@ class Completion(BaseModel):
     trimmed_messages: int = 0
 
 
+class CallPrompt(BaseModel):
+    """What one model call sent: the messages after trimming to the context window, in order, and
+    the names of the offered tools (their schemas are fixed by the registry and not kept per call).
+
+    Attributes:
+        messages: the conversation as sent, system prompt first (an embedding call: one ``user``
+            message per embedded text).
+        tools: names of the tools offered, in order (``[]``: none).
+    """
+
+    messages: list[ChatMessage] = Field(default_factory=list)
+    tools: list[str] = Field(default_factory=list)
+
+
+class CallReply(BaseModel):
+    """What one model call returned, as normalised by the client (think blocks removed).
+
+    Attributes:
+        text: reply text.
+        tool_calls: the tool calls with their parsed arguments, in order.
+        finish_reason: as the provider reported it (None: not reported).
+    """
+
+    text: str = ""
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    finish_reason: str | None = None
+
+
 class LLMCallRecord(BaseModel):
-    """One model call as logged for token accounting and deterministic replay (SPEC section 7)."""
+    """One model call as logged for token accounting and deterministic replay (SPEC section 7).
+
+    ``prompt`` and ``reply`` make a record heavy (a 20k-token prompt is about 80 KB of text), so
+    the runner's call log keeps them only until the step or probe repeat that made the call is
+    stored (:class:`~mempa_tui.runner._calls.RoutingCallLog` logs a :meth:`light` copy); the store
+    keeps them zlib-compressed (issue 16: the run browser shows every call's prompt and reply).
+    """
 
     role: Role
     model: str
@@ -141,3 +177,14 @@ class LLMCallRecord(BaseModel):
     """Old messages dropped to fit the context window before this call (0: none)."""
     reused_by_server: bool = False
     """True when ``reused_prefix_tokens`` is the server's own cache count, not the client's estimate."""
+    prompt: CallPrompt | None = None
+    """The messages sent and the offered tool names; None when not kept (a light copy, or a call
+    read from a store written before prompts were stored)."""
+    reply: CallReply | None = None
+    """The normalised reply; None for a failed call, a light copy, or an old store's call."""
+
+    def light(self) -> LLMCallRecord:
+        """This record without its prompt and reply (what a long-lived call log keeps)."""
+        if self.prompt is None and self.reply is None:
+            return self
+        return self.model_copy(update={"prompt": None, "reply": None})

@@ -10,6 +10,9 @@ read.
 * :func:`step_details` - one step or probe (each repeat, or one) in full: its stored transcript
   (messages, tool calls and results, IX selection, evidence the memory handed the PA), the model
   calls (role, tokens, time), and for a probe the target and the scores with their reasons.
+* :func:`model_call` - one of those model calls with its prompt (messages as sent, offered tool
+  names) and reply, read on demand (a call stored before prompts were kept says so);
+  :meth:`ModelCallDetail.text` prints it.
 * :func:`compare_runs` - per probe and repeat, each run's selection, target, outcome, BRS, PRS and
   the evidence its memory handed the PA; :func:`parse_where` / :func:`filter_compare` select rows
   such as ``"file right, none wrong"``; :func:`compare_markdown` exports them.
@@ -30,15 +33,18 @@ from pydantic import BaseModel, ValidationError
 
 from mempa_tui.runner._episode_events import EpisodeEvent, EvidenceEvent, episode_event_adapter
 from mempa_tui.runner._health import MemoryHealth, run_health
-from mempa_tui.store import ProbeResultRecord, RunRecord, RunStore, StoreError
+from mempa_tui.llm.types import CallPrompt, CallReply
+from mempa_tui.store import LLMCallRow, ProbeResultRecord, RunRecord, RunStore, StoreError
 from mempa_tui.taxonomy import Dimension, attribute
 
 __all__ = [
+    "NOT_STORED",
     "OUTCOMES",
     "BrowseError",
     "CompareCell",
     "CompareRow",
     "MemoryView",
+    "ModelCallDetail",
     "ModelCallLine",
     "Outcome",
     "ProbeFilter",
@@ -51,6 +57,7 @@ __all__ = [
     "compare_markdown",
     "compare_runs",
     "filter_compare",
+    "model_call",
     "parse_where",
     "probe_outcome",
     "run_listing",
@@ -221,6 +228,57 @@ class ModelCallLine(BaseModel):
     """Seconds the call took."""
     ok: bool
     error: str | None
+    call_id: int | None = None
+    """The stored call's id, for :func:`model_call` (None: not addressable)."""
+    prompt_stored: bool = False
+    """Whether the store holds this call's prompt and reply (False: stored before they were kept)."""
+
+    def head(self) -> str:
+        """One line: role, model, prompt / reused / completion tokens, seconds, ok or the error."""
+        state = "ok" if self.ok else f"FAILED {self.error or ''}".strip()
+        return (f"{self.role} · prompt {self.prompt_tokens} (reused {self.reused_prefix_tokens}) · "
+                f"completion {self.completion_tokens} · {self.latency_s:.2f}s · {self.model} · {state}")
+
+
+NOT_STORED = ("prompt and reply not stored: this call was stored before mempa kept them "
+              "(run store schema 2 or older)")
+"""What :meth:`ModelCallDetail.text` says for a call of an old store."""
+
+
+class ModelCallDetail(BaseModel):
+    """One stored model call with its prompt and reply (issue 16), as :func:`model_call` reads it."""
+
+    line: ModelCallLine
+    prompt: CallPrompt | None
+    """Messages as sent and the offered tool names; None: not stored (see ``line.prompt_stored``)."""
+    reply: CallReply | None
+    """The reply; None when not stored or the call failed."""
+
+    def text(self, *, head: bool = True) -> str:
+        """The call as plain text: its head (unless ``head`` is False: the app's fold title shows
+        it), each prompt message (role, content, tool calls, tool results' call ids), the offered
+        tools, then the reply (``mempa show`` and the app)."""
+        out = [self.line.head()] if head else []
+        if self.prompt is None:
+            out.append(NOT_STORED)
+            return "\n".join(out)
+        out.append(f"-- prompt: {len(self.prompt.messages)} message(s)")
+        for n, m in enumerate(self.prompt.messages, 1):
+            extra = f" (result of {m.tool_call_id})" if m.tool_call_id else ""
+            out.append(f"[{n}] {m.role}{extra}:")
+            if m.content:
+                out.append(m.content)
+            out.extend(f"  -> {c.name}({json.dumps(c.arguments, ensure_ascii=False)})" for c in m.tool_calls)
+        out.append("tools offered: " + (", ".join(self.prompt.tools) if self.prompt.tools else "(none)"))
+        if self.reply is None:
+            out.append("-- no reply (the call failed)" if not self.line.ok else "-- reply not stored")
+            return "\n".join(out)
+        out.append(f"-- reply (finish: {self.reply.finish_reason or 'not reported'}):")
+        out.append(self.reply.text or "(no text)")
+        out.extend(f"  -> {c.name}({json.dumps(c.arguments, ensure_ascii=False)})"
+                   + (f"  [arguments unreadable: {c.arguments_error}]" if c.arguments_error else "")
+                   for c in self.reply.tool_calls)
+        return "\n".join(out)
 
 
 class StepDetail(BaseModel):
@@ -271,14 +329,38 @@ async def _events(store: RunStore, run_id: str, step_id: str, repeat: int) -> tu
     return events, bad
 
 
+def _call_line(c: LLMCallRow) -> ModelCallLine:
+    return ModelCallLine(role=c.call.role.value, model=c.call.model, prompt_tokens=c.call.prompt_tokens,
+                         completion_tokens=c.call.completion_tokens,
+                         reused_prefix_tokens=c.call.reused_prefix_tokens, latency_s=c.call.latency_s,
+                         ok=c.call.ok, error=c.call.error, call_id=c.call_id, prompt_stored=c.prompt_stored)
+
+
 async def _calls(store: RunStore, run_id: str, step_id: str, repeat: int) -> list[ModelCallLine]:
-    return [
-        ModelCallLine(role=c.call.role.value, model=c.call.model, prompt_tokens=c.call.prompt_tokens,
-                      completion_tokens=c.call.completion_tokens,
-                      reused_prefix_tokens=c.call.reused_prefix_tokens, latency_s=c.call.latency_s,
-                      ok=c.call.ok, error=c.call.error)
-        for c in await store.llm_calls(run_id, step_id) if c.repeat == repeat
-    ]
+    return [_call_line(c) for c in await store.llm_calls(run_id, step_id) if c.repeat == repeat]
+
+
+async def model_call(store: RunStore, run_id: str, call_id: int) -> ModelCallDetail:
+    """One model call of a stored run with its prompt and reply, decompressed on demand.
+
+    Args:
+        store: the open run store.
+        run_id: the run.
+        call_id: a :attr:`ModelCallLine.call_id` from :func:`step_details`.
+
+    Returns:
+        The call; ``prompt`` None (and ``text()`` saying so) for a call stored before prompts were
+        kept.
+
+    Raises:
+        BrowseError: no such run or call, or its stored prompt cannot be read.
+    """
+    await _need_run(store, run_id)
+    try:
+        row = await store.llm_call(run_id, call_id)
+    except StoreError as exc:
+        raise BrowseError(str(exc)) from exc
+    return ModelCallDetail(line=_call_line(row), prompt=row.call.prompt, reply=row.call.reply)
 
 
 async def step_details(store: RunStore, run_id: str, step_id: str, repeat: int | None = None) -> list[StepDetail]:

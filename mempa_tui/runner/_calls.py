@@ -5,6 +5,11 @@ Runs and probe repeats share one :class:`~mempa_tui.llm.LLMClient` and run concu
 for a :class:`RoutingCallLog`, which also hands each new record to the sink of the task that made
 the call (a context variable: anyio task groups copy the context into child tasks, and the client
 logs a call in the caller's task). The client itself is unchanged and keeps its full log.
+
+Memory (issue 16): a record carries the call's prompt and reply (tens of KB for a long PA prompt).
+The long-lived log keeps a :meth:`~mempa_tui.llm.types.LLMCallRecord.light` copy without them;
+only the sink of the step or probe repeat holds the full record, and the sink is dropped once the
+runner has stored that step (where the prompt and reply are kept zlib-compressed).
 """
 
 from __future__ import annotations
@@ -22,11 +27,14 @@ _SINK: ContextVar[list[LLMCallRecord] | None] = ContextVar("mempa_call_sink", de
 
 
 class RoutingCallLog(list[LLMCallRecord]):
-    """A call log that also copies each appended record to the current task's sink."""
+    """A call log that also copies each appended record to the current task's sink.
+
+    The log itself keeps each record without its prompt and reply; the sink gets it whole.
+    """
 
     def append(self, item: LLMCallRecord) -> None:
-        """Log ``item`` and hand it to the active :func:`capture_calls` sink, if any."""
-        super().append(item)
+        """Log ``item`` (light) and hand it whole to the active :func:`capture_calls` sink, if any."""
+        super().append(item.light())
         sink = _SINK.get()
         if sink is not None:
             sink.append(item)
@@ -37,8 +45,8 @@ class RoutingCallLog(list[LLMCallRecord]):
             self.append(item)
 
     def insert(self, index: SupportsIndex, item: LLMCallRecord) -> None:
-        """Insert ``item`` (also routed)."""
-        super().insert(index, item)
+        """Insert ``item`` (light; routed whole as by :meth:`append`)."""
+        super().insert(index, item.light())
         sink = _SINK.get()
         if sink is not None:
             sink.append(item)
@@ -59,7 +67,7 @@ def install_call_routing(client: object) -> bool:
         return True
     if not isinstance(calls, list):
         return False
-    client.calls = RoutingCallLog(calls)  # type: ignore[attr-defined]
+    client.calls = RoutingCallLog(c.light() for c in calls)  # type: ignore[attr-defined]
     return True
 
 

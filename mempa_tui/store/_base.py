@@ -24,7 +24,7 @@ import anyio
 
 from mempa_tui.store import _codec
 from mempa_tui.store._schema import MIGRATIONS, SCHEMA_SQL, SCHEMA_VERSION
-from mempa_tui.store._sql import Statement
+from mempa_tui.store._sql import Statement, prompt_refs
 
 __all__ = ["StepAlreadyStoredError", "StoreBase", "StoreError"]
 
@@ -299,16 +299,13 @@ class StoreBase:
             raise StoreError(f"{self.path}: blob {digest} is missing")
         return _codec.decode_blob(str(row["codec"]), bytes(row["data"]), key=digest)
 
-    async def load_world(self, manifest: Mapping[str, str]) -> dict[str, bytes]:
-        """The files of a world manifest (path -> sha256) as path -> bytes.
-
-        Raises:
-            StoreError: a blob of the manifest is missing.
-        """
-        digests = sorted(set(manifest.values()))
+    async def load_blobs(self, digests: Iterable[str]) -> dict[str, bytes]:
+        """The bytes of the stored blobs among ``digests`` (digest -> bytes; a missing one is
+        left out, for the caller to name)."""
+        wanted = sorted(set(digests))
         found: dict[str, bytes] = {}
-        for start in range(0, len(digests), 500):
-            chunk = digests[start : start + 500]
+        for start in range(0, len(wanted), 500):
+            chunk = wanted[start : start + 500]
             marks = ",".join("?" * len(chunk))
             rows = await self._fetchall(
                 f"SELECT sha256, codec, data FROM blobs WHERE sha256 IN ({marks})", chunk
@@ -316,6 +313,15 @@ class StoreBase:
             for r in rows:
                 key = str(r["sha256"])
                 found[key] = _codec.decode_blob(str(r["codec"]), bytes(r["data"]), key=key)
+        return found
+
+    async def load_world(self, manifest: Mapping[str, str]) -> dict[str, bytes]:
+        """The files of a world manifest (path -> sha256) as path -> bytes.
+
+        Raises:
+            StoreError: a blob of the manifest is missing.
+        """
+        found = await self.load_blobs(manifest.values())
         files: dict[str, bytes] = {}
         for path, digest in manifest.items():
             if digest not in found:
@@ -330,7 +336,8 @@ class StoreBase:
         return int(row["n"]), int(row["b"])
 
     async def delete_unreferenced_blobs(self) -> int:
-        """Delete blobs no checkpoint refers to (after runs were deleted).
+        """Delete blobs no checkpoint and no stored model-call prompt refers to (after runs were
+        deleted). Reads every stored prompt's message list (a maintenance step, not a listing).
 
         Returns:
             How many blobs were deleted.
@@ -343,6 +350,11 @@ class StoreBase:
             for key in ("memory_blob", "simulator_blob"):
                 if row[key]:
                     referenced.add(str(row[key]))
+        for row in await self._fetchall("SELECT id, prompt FROM llm_calls WHERE prompt IS NOT NULL"):
+            try:
+                referenced.update(prompt_refs(bytes(row["prompt"])).messages)
+            except ValueError as exc:
+                raise StoreError(f"{self.path}: model call {row['id']}: {exc}; no blob was deleted") from exc
         all_blobs = {str(r["sha256"]) for r in await self._fetchall("SELECT sha256 FROM blobs")}
         dead = sorted(all_blobs - referenced)
         await self._apply([("DELETE FROM blobs WHERE sha256 = ?", [(d,) for d in dead], True)])

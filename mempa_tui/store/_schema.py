@@ -10,6 +10,12 @@ Design notes:
   and simulator memories are blobs too, so an unchanged store costs nothing.
 * ``transcript_events`` and ``llm_calls`` are keyed by (run, step id, repeat); repeat is 0 for
   timeline steps and 1.. for probe repeats.
+* ``llm_calls.prompt`` / ``llm_calls.reply`` hold zlib-compressed JSON: the prompt as
+  :class:`~mempa_tui.store._sql.PromptRefs` (the offered tool names and the blob keys of its
+  messages: each message's JSON is a blob, stored once however many calls and runs send it) and
+  the :class:`~mempa_tui.llm.types.CallReply`; NULL when not stored (a call logged before schema
+  3; ``reply`` also for a failed call). Listing calls never reads them; one call is read on
+  demand. :meth:`~mempa_tui.store.RunStore.delete_unreferenced_blobs` keeps the message blobs.
 * Every child table cascades on delete and on update of the run id, so a run can be archived
   under a new id (``--fresh``) or deleted as a whole.
 """
@@ -18,10 +24,12 @@ from __future__ import annotations
 
 __all__ = ["MIGRATIONS", "SCHEMA_SQL", "SCHEMA_VERSION"]
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 """Bumped with every change to :data:`SCHEMA_SQL`; older databases are migrated on open.
 
-History: 1, the first schema; 2, run status ``cancelled`` (a run cancelled from the app)."""
+History: 1, the first schema; 2, run status ``cancelled`` (a run cancelled from the app); 3,
+``llm_calls.prompt`` and ``llm_calls.reply`` (each call's messages and reply for the run browser,
+issue 16; NULL on calls stored before)."""
 
 _SCHEMA_TEMPLATE = """
 CREATE TABLE IF NOT EXISTS schema_version (
@@ -128,7 +136,9 @@ CREATE TABLE IF NOT EXISTS llm_calls (
     reused_prefix_tokens  INTEGER NOT NULL,
     latency_s             REAL NOT NULL,
     ok                    INTEGER NOT NULL,
-    error                 TEXT
+    error                 TEXT,
+    prompt                BLOB,
+    reply                 BLOB
 );
 CREATE INDEX IF NOT EXISTS llm_calls_by_step ON llm_calls (run_id, step_id, repeat);
 """
@@ -168,6 +178,11 @@ INSERT INTO runs_v2 SELECT id, user, profile, memory, seed, repeats, config_json
 DROP TABLE runs;
 ALTER TABLE runs_v2 RENAME TO runs;
 CREATE INDEX IF NOT EXISTS runs_by_user ON runs (user, profile, memory, status);
+""",
+    # 2 -> 3: the prompt and reply of each model call (nullable: older calls read "not stored").
+    2: """
+ALTER TABLE llm_calls ADD COLUMN prompt BLOB;
+ALTER TABLE llm_calls ADD COLUMN reply BLOB;
 """,
 }
 """SQL that brings a database of version ``v`` to ``v + 1`` (run in one transaction, foreign keys off)."""

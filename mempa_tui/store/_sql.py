@@ -9,9 +9,13 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import zlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from pydantic import BaseModel, Field, ValidationError
+
+from mempa_tui.llm.types import CallPrompt, CallReply
 from mempa_tui.store import _codec
 from mempa_tui.store.rows import (
     CheckpointData,
@@ -28,6 +32,8 @@ from mempa_tui.store.rows import (
 )
 
 __all__ = [
+    "CALL_LIST_COLUMNS",
+    "PromptRefs",
     "Statement",
     "attempt_from_row",
     "attempt_insert",
@@ -41,6 +47,8 @@ __all__ = [
     "insert",
     "probe_from_row",
     "probe_insert",
+    "prompt_blobs",
+    "prompt_refs",
     "run_from_row",
     "run_insert",
     "step_from_row",
@@ -202,32 +210,114 @@ def events_insert(run_id: str, step_id: str, repeat: int, events: Sequence[Trans
     )
 
 
-def calls_insert(run_id: str, calls: Sequence[LLMCallRow]) -> Statement:
-    """Insert logged model calls."""
+CALL_LIST_COLUMNS = (
+    "id, step_id, repeat, seq, role, model, prompt_tokens, completion_tokens, reused_prefix_tokens,"
+    " latency_s, ok, error, prompt IS NOT NULL AS prompt_stored"
+)
+"""The ``llm_calls`` columns a listing reads: everything but the compressed prompt and reply."""
+
+
+def _pack_model(value: BaseModel | None) -> bytes | None:
+    """zlib-compressed JSON of ``value`` (fields left at their defaults omitted); None stays None."""
+    return None if value is None else _codec.pack_text(value.model_dump_json(exclude_defaults=True))
+
+
+class PromptRefs(BaseModel):
+    """What ``llm_calls.prompt`` holds (zlib-compressed JSON): the prompt's messages as blob keys,
+    in order, and the offered tool names.
+
+    Consecutive calls re-send most of their messages (the system prompt, the history so far), so
+    each message's JSON is a content-addressed blob stored once for every call and run that sends
+    it; a call's own row only lists the keys.
+    """
+
+    messages: list[str] = Field(default_factory=list)
+    """sha256 keys of the messages' JSON (``ChatMessage`` without default fields), in order."""
+    tools: list[str] = Field(default_factory=list)
+    """Names of the offered tools, in order."""
+
+
+def prompt_blobs(calls: Sequence[LLMCallRow]) -> tuple[dict[str, bytes], list[bytes | None]]:
+    """Split the calls' prompts into message blobs and the compressed :class:`PromptRefs` column.
+
+    Returns:
+        ``(blobs, columns)``: key -> message JSON bytes for every message sent, and per call the
+        ``prompt`` column's value (None when the record holds no prompt).
+    """
+    blobs: dict[str, bytes] = {}
+    columns: list[bytes | None] = []
+    for c in calls:
+        prompt = c.call.prompt
+        if prompt is None:
+            columns.append(None)
+            continue
+        keys = []
+        for message in prompt.messages:
+            data = message.model_dump_json(exclude_defaults=True).encode("utf-8")
+            key = _codec.sha256_hex(data)
+            blobs.setdefault(key, data)
+            keys.append(key)
+        columns.append(_pack_model(PromptRefs(messages=keys, tools=list(prompt.tools))))
+    return blobs, columns
+
+
+def prompt_refs(stored: bytes) -> PromptRefs:
+    """Undo the ``prompt`` column of :func:`prompt_blobs`.
+
+    Raises:
+        ValueError: corrupt data.
+    """
+    try:
+        return PromptRefs.model_validate_json(_codec.unpack_text(stored))
+    except (zlib.error, UnicodeDecodeError, ValidationError) as exc:
+        raise ValueError(f"the stored prompt cannot be read ({exc})") from exc
+
+
+def calls_insert(run_id: str, calls: Sequence[LLMCallRow], prompts: Sequence[bytes | None]) -> Statement:
+    """Insert logged model calls: ``prompts`` are their ``prompt`` columns from
+    :func:`prompt_blobs`, each reply is zlib-compressed JSON (NULL when the record holds none)."""
+    if len(prompts) != len(calls):
+        raise ValueError(f"{len(calls)} calls given with {len(prompts)} prompt columns")
     return insert(
         "llm_calls",
         ("run_id", "step_id", "repeat", "seq", "role", "model", "prompt_tokens", "completion_tokens",
-         "reused_prefix_tokens", "latency_s", "ok", "error"),
+         "reused_prefix_tokens", "latency_s", "ok", "error", "prompt", "reply"),
         [
             (
                 run_id, c.step_id, c.repeat, c.seq, c.call.role.value, c.call.model,
                 c.call.prompt_tokens, c.call.completion_tokens, c.call.reused_prefix_tokens,
-                c.call.latency_s, int(c.call.ok), c.call.error,
+                c.call.latency_s, int(c.call.ok), c.call.error, prompt, _pack_model(c.call.reply),
             )
-            for c in calls
+            for c, prompt in zip(calls, prompts, strict=True)
         ],
     )
 
 
-def call_from_row(row: sqlite3.Row) -> LLMCallRow:
-    """An ``llm_calls`` row as an :class:`LLMCallRow`."""
+def call_from_row(row: sqlite3.Row, *, prompt: CallPrompt | None = None, with_reply: bool = False) -> LLMCallRow:
+    """An ``llm_calls`` row as an :class:`LLMCallRow`.
+
+    Args:
+        row: a row with :data:`CALL_LIST_COLUMNS` (and ``reply`` when ``with_reply``).
+        prompt: the call's prompt, rebuilt by the caller from its blobs (None: not read).
+        with_reply: decompress the reply into ``call.reply``.
+
+    Raises:
+        ValueError: a stored reply is corrupt (names the call's row id).
+    """
+    reply: CallReply | None = None
+    if with_reply and row["reply"] is not None:
+        try:
+            reply = CallReply.model_validate_json(_codec.unpack_text(row["reply"]))
+        except (zlib.error, UnicodeDecodeError, ValidationError) as exc:
+            raise ValueError(f"llm_calls row {row['id']}: the stored reply cannot be read ({exc})") from exc
     return LLMCallRow.model_validate({
         "step_id": row["step_id"], "repeat": row["repeat"], "seq": row["seq"],
+        "call_id": row["id"], "prompt_stored": bool(row["prompt_stored"]),
         "call": {
             "role": row["role"], "model": row["model"], "prompt_tokens": row["prompt_tokens"],
             "completion_tokens": row["completion_tokens"],
             "reused_prefix_tokens": row["reused_prefix_tokens"], "latency_s": row["latency_s"],
-            "ok": bool(row["ok"]), "error": row["error"],
+            "ok": bool(row["ok"]), "error": row["error"], "prompt": prompt, "reply": reply,
         },
     })
 

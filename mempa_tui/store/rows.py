@@ -341,4 +341,10 @@ class LLMCallRow(BaseModel):
     seq: int = Field(ge=0)
     """Order within the step."""
     call: LLMCallRecord
-    """The call as the client logged it."""
+    """The call as the client logged it (read from the store: ``prompt`` and ``reply`` are filled
+    only by :meth:`~mempa_tui.store.RunStore.llm_call`, never by the listing)."""
+    call_id: int | None = None
+    """The stored row's id (None before the call is stored); :meth:`RunStore.llm_call` reads it."""
+    prompt_stored: bool = False
+    """Whether the store holds the call's prompt (False: stored before schema 3, or not yet read
+    from a store)."""

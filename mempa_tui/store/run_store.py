@@ -12,6 +12,7 @@ import sqlite3
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from mempa_tui.llm.types import CallPrompt, ChatMessage
 from mempa_tui.store import _codec, _sql
 from mempa_tui.store._base import StepAlreadyStoredError, StoreBase, StoreError
 from mempa_tui.store._sql import Statement
@@ -241,10 +242,11 @@ class RunStore(StoreBase):
             raise ValueError(
                 f"checkpoint after step {checkpoint.step_index} given for step {step.index}"
             )
+        call_blobs, call_statements = await self._call_statements(run_id, calls)
         statements: list[Statement] = [
             _sql.step_insert(run_id, step),
             _sql.events_insert(run_id, step.step_id, 0, events),
-            _sql.calls_insert(run_id, calls),
+            *call_statements,
         ]
         statements.extend(await self._checkpoint_statements(run_id, checkpoint))
         statements.append((
@@ -259,12 +261,29 @@ class RunStore(StoreBase):
                 ) from exc
             raise
         self._known_blobs.update(_sql.checkpoint_keys(checkpoint)[0])
+        self._known_blobs.update(call_blobs)
+
+    async def _call_statements(self, run_id: str, calls: Sequence[LLMCallRow]) -> tuple[set[str], list[Statement]]:
+        """The statements storing ``calls``: their message blobs not stored yet, then their rows.
+
+        Returns:
+            ``(every message blob key the calls use, statements)``; the caller marks the keys
+            known once the transaction committed.
+        """
+        blobs, prompts = _sql.prompt_blobs(calls)
+        missing = await self._missing_blobs(blobs)
+        return set(blobs), [
+            _sql.blob_insert({k: blobs[k] for k in missing}),
+            _sql.calls_insert(run_id, calls, prompts),
+        ]
 
     async def record_attempt(
         self, run_id: str, attempt: StepAttemptRecord, calls: Sequence[LLMCallRow] = ()
     ) -> None:
         """Store a discarded attempt of a step that will be played again."""
-        await self._apply([_sql.attempt_insert(run_id, attempt), _sql.calls_insert(run_id, calls)])
+        call_blobs, call_statements = await self._call_statements(run_id, calls)
+        await self._apply([_sql.attempt_insert(run_id, attempt), *call_statements])
+        self._known_blobs.update(call_blobs)
 
     async def attempts(self, run_id: str, step_id: str) -> list[StepAttemptRecord]:
         """Discarded attempts of a step, in order."""
@@ -321,14 +340,64 @@ class RunStore(StoreBase):
         return [TranscriptEventRecord(seq=r["seq"], kind=r["kind"], event_json=r["event_json"]) for r in rows]
 
     async def llm_calls(self, run_id: str, step_id: str | None = None) -> list[LLMCallRow]:
-        """Logged model calls of a run (or of one step), in order of logging."""
-        sql = "SELECT * FROM llm_calls WHERE run_id = ?"
+        """Logged model calls of a run (or of one step), in order of logging.
+
+        Light: each row's ``call_id`` and ``prompt_stored`` are set, but no prompt or reply is read
+        (:meth:`llm_call` reads one).
+        """
+        sql = f"SELECT {_sql.CALL_LIST_COLUMNS} FROM llm_calls WHERE run_id = ?"
         params: list[Any] = [run_id]
         if step_id is not None:
             sql += " AND step_id = ?"
             params.append(step_id)
         rows = await self._fetchall(sql + " ORDER BY id", params)
         return [_sql.call_from_row(r) for r in rows]
+
+    async def llm_call(self, run_id: str, call_id: int) -> LLMCallRow:
+        """One logged model call with its prompt and reply decompressed (issue 16: the run browser).
+
+        ``call.prompt`` / ``call.reply`` are None when the store holds none (``prompt_stored``
+        False: the call was stored before schema 3; ``reply`` None alone: the call failed).
+
+        Args:
+            run_id: the run.
+            call_id: the call's ``call_id`` as :meth:`llm_calls` lists it.
+
+        Raises:
+            StoreError: the run has no call with that id, or its stored prompt or reply is corrupt.
+        """
+        row = await self._fetchone(
+            f"SELECT {_sql.CALL_LIST_COLUMNS}, prompt, reply FROM llm_calls WHERE run_id = ? AND id = ?",
+            (run_id, call_id),
+        )
+        if row is None:
+            raise StoreError(f"{self.path}: run {run_id!r} has no model call {call_id}")
+        try:
+            prompt = None
+            if row["prompt"] is not None:
+                refs = _sql.prompt_refs(row["prompt"])
+                texts = await self.load_blobs(refs.messages)
+                lost = [key for key in refs.messages if key not in texts]
+                if lost:
+                    raise StoreError(f"{len(lost)} message blob(s) of its prompt are missing ({lost[0]}, ...)")
+                prompt = CallPrompt(messages=[ChatMessage.model_validate_json(texts[key]) for key in refs.messages],
+                                    tools=refs.tools)
+            return _sql.call_from_row(row, prompt=prompt, with_reply=True)
+        except (ValueError, StoreError) as exc:  # pydantic's ValidationError is a ValueError
+            raise StoreError(f"{self.path}: run {run_id!r}, model call {call_id}: {exc}") from exc
+
+    async def call_sizes(self, run_id: str) -> tuple[int, int, int]:
+        """(calls, calls with a stored prompt, bytes of their ``prompt`` and ``reply`` columns) of
+        a run; the message blobs the prompts refer to are shared and not counted here
+        (:meth:`blob_stats` counts every blob)."""
+        row = await self._fetchone(
+            "SELECT COUNT(*) AS n, COALESCE(SUM(prompt IS NOT NULL), 0) AS kept,"
+            " COALESCE(SUM(COALESCE(LENGTH(prompt), 0) + COALESCE(LENGTH(reply), 0)), 0) AS b"
+            " FROM llm_calls WHERE run_id = ?",
+            (run_id,),
+        )
+        assert row is not None
+        return int(row["n"]), int(row["kept"]), int(row["b"])
 
     async def token_totals(self, run_id: str) -> TokenTotals:
         """Token use by role over every logged call of the run."""
@@ -361,10 +430,11 @@ class RunStore(StoreBase):
         Raises:
             StepAlreadyStoredError: that probe x repeat is already stored; nothing written.
         """
+        call_blobs, call_statements = await self._call_statements(run_id, calls)
         statements = [
             _sql.probe_insert(run_id, result),
             _sql.events_insert(run_id, result.probe_id, result.repeat, events),
-            _sql.calls_insert(run_id, calls),
+            *call_statements,
         ]
         try:
             await self._apply(statements)
@@ -372,6 +442,7 @@ class RunStore(StoreBase):
             raise StepAlreadyStoredError(
                 f"run {run_id}: probe {result.probe_id} repeat {result.repeat} is already stored"
             ) from exc
+        self._known_blobs.update(call_blobs)
 
     async def probe_results(self, run_id: str, *, with_results: bool = False) -> list[ProbeResultRecord]:
         """The run's probe results ordered by probe id and repeat."""

@@ -36,11 +36,14 @@ from mempa_tui.runner import (
     run_is_being_played,
 )
 from mempa_tui.runner._browse import (
+    NOT_STORED,
     OUTCOMES,
     BrowseError,
     CompareCell,
     CompareRow,
     MemoryView,
+    ModelCallDetail,
+    ModelCallLine,
     ProbeFilter,
     ProbeLine,
     RunListing,
@@ -50,6 +53,7 @@ from mempa_tui.runner._browse import (
     compare_markdown,
     compare_runs,
     filter_compare,
+    model_call,
     parse_where,
     run_listing,
     step_details,
@@ -75,6 +79,7 @@ from mempa_tui.tui.book import RunRequest
 from mempa_tui.tui.settings import AppSettings
 
 __all__ = [
+    "NOT_STORED",
     "OUTCOMES",
     "BrowseError",
     "BrowsedRun",
@@ -84,6 +89,8 @@ __all__ = [
     "Comparison",
     "LauncherChoices",
     "MemoryView",
+    "ModelCallDetail",
+    "ModelCallLine",
     "ProbeFilter",
     "ProbeLine",
     "ProfileChoice",
@@ -775,6 +782,15 @@ class RunService:
             BrowseError: no such run, step or probe repeat.
         """
         return await step_details(await self.store(), run_id, step_id, repeat)
+
+    async def model_call(self, run_id: str, call_id: int) -> ModelCallDetail:
+        """One stored model call with its prompt and reply, read and decompressed on demand
+        (:func:`mempa_tui.runner._browse.model_call`).
+
+        Raises:
+            BrowseError: no such run or call, or its stored prompt cannot be read.
+        """
+        return await model_call(await self.store(), run_id, call_id)
 
     async def step_memory(self, run_id: str, step_id: str, repeat: int | None = None) -> MemoryView:
         """The memory's contents at the checkpoint a step ended with or a probe started from

@@ -11,9 +11,11 @@ Three tabs, so each gets the whole terminal at 80x24 as at 160x48:
   steps, which have no cell.
 * **Detail** - the stored transcript (tool calls fold open and shut), and beside it the step's
   summary (IX selection, target and scores with the judge's and the user's reasons once the
-  probe is done), the model calls (collapsed), the evidence the memory handed the PA with its
-  scores and the memory's contents at the step's checkpoint (the memory panel), and each
-  turn's full memory section (collapsed).
+  probe is done), the model calls (collapsed; each call is a fold titled with its role, tokens
+  and time, which opens to its prompt messages and reply, read from the store in a worker when it
+  is first opened), the evidence the memory handed the PA with its scores and the memory's
+  contents at the step's checkpoint (the memory panel), and each turn's full memory section
+  (collapsed).
 
 Everything is read from the store through :mod:`mempa_tui.tui.engine` (which wraps
 :mod:`mempa_tui.runner._browse`), in workers; nothing is written.
@@ -27,7 +29,8 @@ from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Horizontal, VerticalScroll
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.content import Content
 from textual.events import Resize
 from textual.screen import Screen
 from textual.widgets import (
@@ -49,10 +52,13 @@ from mempa_tui.runner._episode_events import EvidenceEvent
 from mempa_tui.taxonomy import ATTRIBUTES, Dimension
 from mempa_tui.tui.book import RunEntry, RunRequest
 from mempa_tui.tui.engine import (
+    NOT_STORED,
     OUTCOMES,
     BrowsedRun,
     BrowseError,
     MemoryView,
+    ModelCallDetail,
+    ModelCallLine,
     ProbeFilter,
     RunListing,
     StepDetail,
@@ -66,7 +72,7 @@ from mempa_tui.tui.widgets.tables import fill_table
 if TYPE_CHECKING:
     from mempa_tui.tui.app import MempaApp
 
-__all__ = ["RUN_COLUMNS", "STEP_COLUMNS", "BrowserScreen", "calls_text", "summary_text"]
+__all__ = ["RUN_COLUMNS", "STEP_COLUMNS", "BrowserScreen", "CallFold", "summary_text"]
 
 RUN_COLUMNS = ("run", "status", "health", "user", "memory", "model", "played", "steps", "probes")
 """Columns of the Runs tab."""
@@ -108,20 +114,29 @@ def summary_text(detail: StepDetail) -> Text:
     return out
 
 
-def calls_text(detail: StepDetail) -> Text:
-    """The step's model calls, one line each: role, model, prompt / reused / completion tokens,
-    seconds, and the error of a failed call (SPEC section 7: tokens per call)."""
-    if not detail.calls:
-        return Text("(no model call logged)", style="dim")
-    out = Text()
-    for i, c in enumerate(detail.calls, 1):
-        state = "ok" if c.ok else f"FAILED {c.error or ''}".strip()
-        out.append(f"{i:>3} {c.role:<10} prompt {c.prompt_tokens} (reused {c.reused_prefix_tokens}) · "
-                   f"completion {c.completion_tokens} · {c.latency_s:.2f}s · {c.model} · {state}\n",
-                   style="" if c.ok else "red")
-    out.append("The run store keeps each call's tokens and time, not its messages; the probe stepper (p) "
-               "replays a probe with every prompt and reply.", style="dim")
-    return out
+class CallFold(Collapsible):
+    """One model call of the Detail tab: collapsed, its title is the call's role, tokens and time
+    (SPEC section 7); opened, it shows the prompt messages and the reply, which the screen reads
+    from the store the first time it opens (:meth:`BrowserScreen.load_call`)."""
+
+    def __init__(self, number: int, line: ModelCallLine) -> None:
+        """Args:
+            number: the call's position in the step (1-based).
+            line: the call as :func:`~mempa_tui.runner._browse.step_details` listed it.
+        """
+        body = Static(Text("(opening ...)" if line.prompt_stored else NOT_STORED, style="dim"),
+                      classes="call-text")
+        super().__init__(body, title=Content(f"{number:>3} {line.head()}"), collapsed=True,
+                         classes="call-fold" + ("" if line.ok else " -failed"))
+        self.line = line
+        """The call's head (role, model, tokens, time, ``call_id``)."""
+        self.loaded = not line.prompt_stored
+        """Whether the body shows the stored prompt and reply (or the note that none is stored)."""
+
+    def show(self, call: ModelCallDetail) -> None:
+        """Fill the body with the call's prompt and reply."""
+        self.query_one(".call-text", Static).update(Text(call.text(head=False)))
+        self.loaded = True
 
 
 class BrowserScreen(PlainNotify, Screen[None]):
@@ -200,7 +215,7 @@ class BrowserScreen(PlainNotify, Screen[None]):
                     with VerticalScroll(id="detail-side"):
                         yield Static("Choose a step or probe on the Steps tab (2) with enter.", id="detail-summary")
                         with Collapsible(title="Model calls", id="detail-calls-box", collapsed=True):
-                            yield Static("", id="detail-calls")
+                            yield Vertical(id="detail-calls")
                         yield MemoryPanel(id="detail-memory")
                         with Collapsible(title="Memory section of every turn", id="detail-sections-box",
                                          collapsed=True):
@@ -396,7 +411,10 @@ class BrowserScreen(PlainNotify, Screen[None]):
             [StepEvent(run_id=run_id, step_id=step_id, repeat=detail.repeat, event=e) for e in detail.events])
         summary.update(summary_text(detail))
         self.query_one("#detail-calls-box", Collapsible).title = f"Model calls ({len(detail.calls)})"
-        self.query_one("#detail-calls", Static).update(calls_text(detail))
+        calls = self.query_one("#detail-calls", Vertical)
+        await calls.remove_children()
+        await calls.mount_all([CallFold(i, c) for i, c in enumerate(detail.calls, 1)]
+                              or [Static(Text("(no model call logged)", style="dim"))])
         evidence = detail.evidence
         sections = Text()
         for n, ev in enumerate(evidence, 1):
@@ -415,6 +433,28 @@ class BrowserScreen(PlainNotify, Screen[None]):
         self.memory_view = view
         self._panel_entry = self._entry(detail, view)
         panel.show(self._panel_entry)
+
+    @on(Collapsible.Expanded, ".call-fold")
+    def _call_opened(self, event: Collapsible.Expanded) -> None:
+        fold = event.collapsible
+        if isinstance(fold, CallFold) and not fold.loaded and self.detail is not None:
+            self.load_call(self.detail.run_id, fold)
+
+    @work(group="browser-call", exit_on_error=False)
+    async def load_call(self, run_id: str, fold: CallFold) -> None:
+        """Read one call's prompt and reply from the store into its fold (only that call is
+        decompressed; a failure shows in the fold and as a notification)."""
+        call_id = fold.line.call_id
+        if call_id is None:
+            return
+        try:
+            call = await self.mempa.service.model_call(run_id, call_id)
+        except BrowseError as exc:
+            fold.query_one(".call-text", Static).update(Text(str(exc), style="red"))
+            self.notify(str(exc), severity="error", title="Run browser")
+            return
+        if fold.is_attached:
+            fold.show(call)
 
     def _entry(self, detail: StepDetail, view: MemoryView | None) -> RunEntry:
         """The memory panel's input: the evidence of the PA's first turn (what a probe is decided
