@@ -114,6 +114,22 @@ async def test_a_scripted_run_stores_every_calls_prompt_and_reply(
         assert "[1] system:" in text and "-- reply (finish:" in text and "tools offered: " in text
         with pytest.raises(BrowseError, match="no model call 999999"):
             await model_call(store, run_id, 999999)
+    # `mempa show RUN STEP --call N` prints the same call in full; a call number not listed is named
+    import io
+
+    from mempa_tui.cli._errors import UserError
+    from mempa_tui.cli._parser import build_parser
+    from mempa_tui.cli._show import cmd_show
+
+    n = next(i for i, c in enumerate(detail.calls, 1) if c.call_id == line.call_id)
+    buf = io.StringIO()
+    args = build_parser().parse_args(["show", run_id, "R-s1", "--call", str(n), "--saves", str(tmp_path / "saves")])
+    assert await cmd_show(args, out=buf) == 0
+    assert f"== R-s1: model call {n} ==" in buf.getvalue() and "  [1] system:" in buf.getvalue()
+    assert "-- reply (finish:" in buf.getvalue()
+    too_far = build_parser().parse_args(["show", run_id, "R-s1", "--call", "9999", "--saves", str(tmp_path / "saves")])
+    with pytest.raises(UserError, match="no such model call"):
+        await cmd_show(too_far, out=io.StringIO())
     # the in-process log keeps no prompt and no reply (they live in the store)
     assert client.calls and all(c.prompt is None and c.reply is None for c in client.calls)
 

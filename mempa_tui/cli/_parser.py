@@ -209,6 +209,9 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("--memory-store", action="store_true",
                       help="with STEP|PROBE: also list what the memory held at its checkpoint (after the "
                            "step; where the probe started), rebuilt from the snapshot")
+    show.add_argument("--call", metavar="N|all",
+                      help="with STEP|PROBE: also print model call N of the listing (or all of them) in full: "
+                           "the prompt's messages as sent, the offered tools and the reply")
     show.add_argument("--compare", action="store_true",
                       help="per probe and repeat: each run's selection, target, BRS, PRS and evidence")
     show.add_argument("--where", metavar="FILTER",

@@ -7,7 +7,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from mempa_tui.cli._commands import _need_database
 from mempa_tui.cli._errors import UserError, unwritable
@@ -206,6 +206,7 @@ async def cmd_show(args: argparse.Namespace, out: TextIO | None = None) -> int:
         compare_markdown,
         compare_runs,
         filter_compare,
+        model_call,
         parse_where,
         run_listing,
         step_details,
@@ -251,6 +252,8 @@ async def cmd_show(args: argparse.Namespace, out: TextIO | None = None) -> int:
                 return 0 if rows else 1
             if args.memory_store and len(names) != 2:
                 raise UserError("--memory-store needs RUN STEP|PROBE")
+            if getattr(args, "call", None) is not None and len(names) != 2:
+                raise UserError("--call needs RUN STEP|PROBE")
             if args.where or args.out:
                 raise UserError("--where and --out are for --compare RUN1 RUN2 ...")
             if len(names) > 2:
@@ -261,9 +264,12 @@ async def cmd_show(args: argparse.Namespace, out: TextIO | None = None) -> int:
                 return 0
             details = await step_details(store, names[0], names[1], args.repeat)
             view = await checkpoint_memory(store, names[0], names[1], args.repeat) if args.memory_store else None
+            calls = await _full_calls(store, names[0], details, getattr(args, "call", None), model_call)
         except BrowseError as exc:
             raise UserError(str(exc)) from None
     print("\n\n".join(detail_text(d) for d in details), file=out)
+    for title, text in calls:
+        print(f"\n== {title} ==", *_indent(text, "  "), sep="\n", file=out)
     if view is not None:
         when = "after the step" if details[0].repeat == 0 else "where the probe started"
         where = (f"checkpoint {view.checkpoint_index} of {view.checkpoint_run}"
@@ -274,6 +280,33 @@ async def cmd_show(args: argparse.Namespace, out: TextIO | None = None) -> int:
         if view.note:
             print(f"  ({view.note})", file=out)
     return 0
+
+
+async def _full_calls(store: object, run_id: str, details: Sequence[StepDetail], which: str | None,
+                      model_call: Any) -> list[tuple[str, str]]:
+    """The model calls ``--call N|all`` asks for, each as (title, full text), in listing order.
+
+    ``N`` counts from 1 in each shown step's or repeat's "model calls" table.
+
+    Raises:
+        UserError: ``N`` is not a number or ``all``, or no shown step has an N-th call.
+    """
+    if which is None:
+        return []
+    if which != "all" and not (which.isdigit() and int(which) >= 1):
+        raise UserError(f"--call {which!r}: give a call number from the 'model calls' table (1, 2, ...) or all")
+    out: list[tuple[str, str]] = []
+    for d in details:
+        where = d.step_id + (f" repeat {d.repeat}" if d.repeat else "")
+        picks = list(enumerate(d.calls, 1)) if which == "all" else (
+            [(int(which), d.calls[int(which) - 1])] if int(which) <= len(d.calls) else [])
+        for i, line in picks:
+            detail = await model_call(store, run_id, line.call_id)
+            out.append((f"{where}: model call {i}", detail.text()))
+    if not out:
+        counts = ", ".join(f"{d.step_id}{f' repeat {d.repeat}' if d.repeat else ''}: {len(d.calls)}" for d in details)
+        raise UserError(f"--call {which}: no such model call (calls stored: {counts or 'none'})")
+    return out
 
 
 def _dim(key: str) -> str:
