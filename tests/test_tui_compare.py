@@ -299,24 +299,21 @@ async def test_compare_demo_model_runs_file_right_none_wrong_and_export(tmp_path
     """Runs made by the demo model (User A's quick-start slice, File memory then No Memory probing
     from its checkpoints, as ``test_demo_memory_slice``): the app shows the probes File memory got
     right and No Memory wrong, each with the notes File memory handed the PA, and exports them."""
-    from test_demo_memory_slice import DEMO_FILE_OPTIONS
-
     from mempa_tui.llm import LLMClient, ScriptedModelServer
     from mempa_tui.runner import Runner
     from mempa_tui.runner._browse import compare_runs, filter_compare, parse_where
     from mempa_tui.tools import default_registry
-    from mempa_tui.tui.demo import demo_responder
+    from mempa_tui.tui.demo import demo_profile, demo_responder
 
     worlds = Path(__file__).resolve().parent.parent / "worlds"
     folders = make_folders(tmp_path, worlds)
     folders.settings.saves_dir.mkdir(parents=True)
     ids: list[str] = []
     async with ScriptedModelServer(demo_responder) as server:
-        client = LLMClient(server.profile(context_window=131072))
+        client = LLMClient(demo_profile(server))  # the demo as shipped: File memory consolidates
         async with RunStore(folders.settings.saves_dir / "mempa.sqlite") as store:
             for memory in ("file", "none"):
-                config = RunConfig(user="A", profile="demo", memory=memory, repeats=1, worlds_dir=worlds, slice=True,
-                                   memory_options=DEMO_FILE_OPTIONS if memory == "file" else {})
+                config = RunConfig(user="A", profile="demo", memory=memory, repeats=1, worlds_dir=worlds, slice=True)
                 outcome = await Runner(config, store, client, default_registry(),
                                        memory_root=folders.settings.local_memory_dir, resamples=50).run()
                 assert outcome.status is RunStatus.COMPLETED, memory
