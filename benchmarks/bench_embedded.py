@@ -235,8 +235,10 @@ def per_role(calls: list[LLMCallRecord]) -> dict[str, dict[str, float]]:
     return table
 
 
-def print_run_table(calls: list[LLMCallRecord], wall_s: float, prompt_rate: float, gen_rate: float) -> None:
-    """The per-role table, the floor and observed / floor."""
+def print_run_table(calls: list[LLMCallRecord], wall_s: float, prompt_rate: float, gen_rate: float,
+                    *, live: bool = True) -> None:
+    """The per-role table, the floor and observed / floor (``live``: calls logged as they ran, with
+    the server's own reuse flag; stored calls do not keep it)."""
     table = per_role(calls)
     print(f"{'role':<10} {'calls':>6} {'prompt':>9} {'reused':>9} {'new':>8} {'completion':>10} {'seconds':>9}")
     total = {"calls": 0.0, "prompt": 0.0, "reused": 0.0, "completion": 0.0, "seconds": 0.0}
@@ -251,7 +253,8 @@ def print_run_table(calls: list[LLMCallRecord], wall_s: float, prompt_rate: floa
           f"{total['completion']:>10,.0f} {total['seconds']:>9.1f}")
     share = total["reused"] / total["prompt"] if total["prompt"] else 0.0
     counted = sum(int(c.reused_by_server) for c in calls)
-    print(f"reused {share:.1%} of prompt tokens ({counted} of {len(calls)} calls counted by the server)")
+    counted_text = f"{counted} of {len(calls)} calls counted by the server" if live else "as stored per call"
+    print(f"reused {share:.1%} of prompt tokens ({counted_text})")
     floor = new_total / prompt_rate + total["completion"] / gen_rate if prompt_rate and gen_rate else 0.0
     print(f"rates: prompt {prompt_rate:.1f} tok/s, generation {gen_rate:.1f} tok/s (from the run's own calls)")
     if floor:
@@ -401,7 +404,7 @@ async def stored(args: argparse.Namespace) -> None:
     prompt_rate = args.prompt_rate or (1 / per_new if per_new > 0 else 0.0)
     gen_rate = args.gen_rate or (1 / per_gen if per_gen > 0 else 0.0)
     print(f"stored runs {args.runs} in {path}; {len(calls)} calls; rates fitted to the calls' seconds; now {load()}")
-    print_run_table(calls, wall, prompt_rate, gen_rate)
+    print_run_table(calls, wall, prompt_rate, gen_rate, live=False)
 
 
 def main() -> None:
