@@ -28,6 +28,15 @@ Three parts, each printing a table:
     python benchmarks/bench_embedded.py prefix
     python benchmarks/bench_embedded.py validity --prompts 6 --modes auto,constrained
     python benchmarks/bench_embedded.py run --user A --memory none,file --quick
+    python benchmarks/bench_embedded.py tokens --user A
+    python benchmarks/bench_embedded.py stored --saves saves --runs A-none-embedded-s0-quick,A-file-embedded-s0-quick
+
+``tokens``
+    The first PA prompt of the user's quick start (only the tool domains its scripts use) and of
+    its slice (every tool), counted by the model's own tokenizer.
+
+``stored``
+    The ``run`` table for runs already played and stored (``mempa run``), read from the store.
 
 Timings on a shared machine are noisy: every table is printed with the load average.
 """
@@ -226,8 +235,10 @@ def per_role(calls: list[LLMCallRecord]) -> dict[str, dict[str, float]]:
     return table
 
 
-def print_run_table(calls: list[LLMCallRecord], wall_s: float, prompt_rate: float, gen_rate: float) -> None:
-    """The per-role table, the floor and observed / floor."""
+def print_run_table(calls: list[LLMCallRecord], wall_s: float, prompt_rate: float, gen_rate: float,
+                    *, live: bool = True) -> None:
+    """The per-role table, the floor and observed / floor (``live``: calls logged as they ran, with
+    the server's own reuse flag; stored calls do not keep it)."""
     table = per_role(calls)
     print(f"{'role':<10} {'calls':>6} {'prompt':>9} {'reused':>9} {'new':>8} {'completion':>10} {'seconds':>9}")
     total = {"calls": 0.0, "prompt": 0.0, "reused": 0.0, "completion": 0.0, "seconds": 0.0}
@@ -242,7 +253,8 @@ def print_run_table(calls: list[LLMCallRecord], wall_s: float, prompt_rate: floa
           f"{total['completion']:>10,.0f} {total['seconds']:>9.1f}")
     share = total["reused"] / total["prompt"] if total["prompt"] else 0.0
     counted = sum(int(c.reused_by_server) for c in calls)
-    print(f"reused {share:.1%} of prompt tokens ({counted} of {len(calls)} calls counted by the server)")
+    counted_text = f"{counted} of {len(calls)} calls counted by the server" if live else "as stored per call"
+    print(f"reused {share:.1%} of prompt tokens ({counted_text})")
     floor = new_total / prompt_rate + total["completion"] / gen_rate if prompt_rate and gen_rate else 0.0
     print(f"rates: prompt {prompt_rate:.1f} tok/s, generation {gen_rate:.1f} tok/s (from the run's own calls)")
     if floor:
@@ -319,6 +331,82 @@ async def run(args: argparse.Namespace) -> None:
     print_run_table(calls, wall, prompt_rate or args.prompt_rate, gen_rate or args.gen_rate)
 
 
+async def tokens(args: argparse.Namespace) -> None:
+    """The first PA prompt of a user's quick start and of its slice, counted by the model's own
+    tokenizer (the server's ``/apply-template`` and ``/tokenize``; nothing is generated).
+
+    The prompt is the one the PA sends at its first step: instructions, the offered tools, the
+    step's date with an empty memory, and a short fixed user message (the simulator's real
+    opening differs by a few dozen tokens). The quick start offers the domains of
+    :func:`~mempa_tui.runner.setup.quick_tool_domains`; the slice offers every tool (issue 12).
+    """
+    from mempa_tui.agent.prompt import context_prompt
+    from mempa_tui.llm.types import ChatMessage
+    from mempa_tui.memory.base import Evidence
+    from mempa_tui.runner.setup import pa_prefix, quick_tool_domains
+    from mempa_tui.scripts.loader import load_user
+
+    profile = load_profile(args.model)
+    options = profile.options.embedded.model_copy(update={"prefix_cache_dir": None, "n_parallel": 1})
+    profile = profile.model_copy(update={"options": profile.options.model_copy(update={"embedded": options})})
+    weights = ensure_weights(profile.options.embedded.weights_dir)
+    bundle = load_user(args.worlds, args.user)
+    kinds = {"quick start": (bundle.quick_start(), quick_tool_domains(bundle)), "slice": (bundle.sliced(), None)}
+    print(load())
+    async with EmbeddedServer(profile, weights=weights) as ready:
+        root = str(ready.default.api_base).removesuffix("/v1")
+        async with httpx.AsyncClient(timeout=600) as http:
+            print(f"{'timeline':<12} {'first step':<10} {'tools':>5} {'prefix tok':>10} {'first PA prompt tok':>20}")
+            for kind, (part, domains) in kinds.items():
+                fixed = pa_prefix(domains)
+                tools = tools_for(list(fixed.tools), None, "llama_cpp") or []
+                first = part.script(part.timeline.steps[0])
+                context = ChatMessage(role="system", content=context_prompt(first.starts_at, Evidence(system_text="")))
+                user = {"role": "user", "content": "Could you help me with this, please?"}
+                counts = []
+                for messages in (wire_messages(list(fixed.messages)),
+                                 [*wire_messages([*fixed.messages, context]), user]):
+                    prompt = (await http.post(f"{root}/apply-template",
+                                              json={"messages": messages, "tools": tools})).json().get("prompt", "")
+                    counts.append(len((await http.post(f"{root}/tokenize", json={"content": prompt})).json()["tokens"]))
+                print(f"{kind:<12} {first.id:<10} {len(tools):>5} {counts[0]:>10,} {counts[1]:>20,}")
+    print(f"after: {load()}")
+
+
+async def stored(args: argparse.Namespace) -> None:
+    """The per-role table of runs already stored (``mempa run`` played them), read from the store.
+
+    Stored calls keep tokens and seconds but not the server's timings, so the prompt and
+    generation rates are fitted to the run's own calls: least squares of each call's seconds on
+    its new prompt tokens and its completion tokens (``--prompt-rate`` / ``--gen-rate`` override).
+    Wall time is from the first run's creation to the last one's last update unless ``--wall``.
+    """
+    from mempa_tui.store import RunStore
+
+    path = Path(args.saves) / "mempa.sqlite"
+    calls: list[LLMCallRecord] = []
+    starts, ends = [], []
+    async with RunStore(path) as store:
+        for run_id in args.runs.split(","):
+            record = await store.get_run(run_id)
+            if record is None:
+                raise SystemExit(f"no run {run_id!r} in {path}")
+            starts.append(record.created_at)
+            ends.append(record.updated_at)
+            calls.extend(row.call for row in await store.llm_calls(run_id))
+    wall = args.wall or (max(ends) - min(starts)).total_seconds()
+    # seconds ~ new / prompt_rate + completion / gen_rate, fitted through the origin (2x2 normal equations)
+    xs = [(c.prompt_tokens - c.reused_prefix_tokens, c.completion_tokens, c.latency_s) for c in calls if c.ok]
+    a = sum(n * n for n, _, _ in xs); b = sum(n * g for n, g, _ in xs); d = sum(g * g for _, g, _ in xs)  # noqa: E702
+    e = sum(n * t for n, _, t in xs); f = sum(g * t for _, g, t in xs)  # noqa: E702
+    det = a * d - b * b
+    per_new, per_gen = ((e * d - b * f) / det, (a * f - b * e) / det) if det else (0.0, 0.0)
+    prompt_rate = args.prompt_rate or (1 / per_new if per_new > 0 else 0.0)
+    gen_rate = args.gen_rate or (1 / per_gen if per_gen > 0 else 0.0)
+    print(f"stored runs {args.runs} in {path}; {len(calls)} calls; rates fitted to the calls' seconds; now {load()}")
+    print_run_table(calls, wall, prompt_rate, gen_rate, live=False)
+
+
 def main() -> None:
     """Parse the command line and run one part."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -345,8 +433,18 @@ def main() -> None:
     u.add_argument("--saves", default="saves/bench-embedded")
     u.add_argument("--prompt-rate", type=float, default=0.0, help="fallback when the server reports no timings")
     u.add_argument("--gen-rate", type=float, default=0.0)
+    t = sub.add_parser("tokens")
+    t.add_argument("--user", default="A")
+    t.add_argument("--worlds", default="worlds")
+    s = sub.add_parser("stored")
+    s.add_argument("--runs", default="A-none-embedded-s0-quick,A-file-embedded-s0-quick")
+    s.add_argument("--saves", default="saves")
+    s.add_argument("--wall", type=float, default=0.0, help="observed wall seconds (default: from the run records)")
+    s.add_argument("--prompt-rate", type=float, default=0.0)
+    s.add_argument("--gen-rate", type=float, default=0.0)
     args = parser.parse_args()
-    asyncio.run({"rates": rates, "prefix": prefix, "validity": validity, "run": run}[args.part](args))
+    parts = {"rates": rates, "prefix": prefix, "validity": validity, "run": run, "tokens": tokens, "stored": stored}
+    asyncio.run(parts[args.part](args))
 
 
 if __name__ == "__main__":

@@ -30,8 +30,9 @@ def test_shipped_profile_uses_the_papers_decoding(name: str) -> None:
     assert simulator.temperature == 0.0
     for role in (Role.JUDGE, Role.CHECKER):
         assert profile.spec_for(role).temperature == 0.0, role
-    assert profile.options.llm_message_checker is True
     text = (MODELS / f"{name}.yaml").read_text()
+    if not profile.options.llm_message_checker:  # only the 0.5B default, with what was measured (issue 12)
+        assert name == "embedded" and '"violated: true" to every question' in text
     if pa.max_tokens < 8192:
         assert "8,192" in text  # the profile says why it departs from the paper
 

@@ -128,7 +128,7 @@ async def cmd_run(args: argparse.Namespace, out: TextIO | None = None) -> int:
         await _check_batch_donor(store, args, [config], out)  # donor problems before a model server starts
         if problems := await batch_donor_problems([config], store):
             raise UserError("; ".join(problems))
-        profile = await prepare_runtime(profile, stack, out, prefix=pa_prefix())
+        profile = await prepare_runtime(profile, stack, out, prefix=pa_prefix(config.offered_tool_domains))
         runner = Runner(
             config, store, LLMClient(profile), default_registry(), ProgressPrinter(out),
             memory_root=Path(args.local_memory), reports_root=Path(args.saves),
@@ -195,7 +195,9 @@ async def _run_several(args: argparse.Namespace, profile: ModelProfile, configs:
                 if await store.get_run(config.run_id) is not None:
                     archived = await store.archive_run(config.run_id)
                     print(f"moved the stored run {config.run_id} aside as {archived}", file=out, flush=True)
-        profile = await prepare_runtime(profile, stack, out, prefix=pa_prefix())
+        offers = {c.offered_tool_domains for c in configs}  # one user's runs: one offer (issue 12)
+        prefix = pa_prefix(offers.pop() if len(offers) == 1 else None)
+        profile = await prepare_runtime(profile, stack, out, prefix=prefix)
         print(f"{len(configs)} runs side by side: {', '.join(c.run_id for c in configs)}", file=out, flush=True)
         printer = ProgressPrinter(out, with_run_id=True)
         results = await run_many(

@@ -17,6 +17,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from mempa_tui.runner.config import offered_tools_text
 from mempa_tui.store import RunRecord
 
 __all__ = ["decoding_text", "donor_mismatches", "settings_line", "settings_lines", "thresholds_text"]
@@ -101,7 +102,9 @@ def _config(record: RunRecord) -> dict[str, Any]:
 
 
 def settings_lines(records: Sequence[RunRecord], donors: Sequence[RunRecord] = ()) -> list[str]:
-    """``<run id>: <settings>`` for each run, in order (the footer of a results table).
+    """``<run id>: <settings>`` for each run, in order (the footer of a results table), and for a
+    run that offered the PA fewer than every tool (a quick start, issue 12) a second line saying
+    which (``<run id>: tools offered: 22 of 83 (...)``).
 
     Args:
         records: the runs of the table.
@@ -114,6 +117,8 @@ def settings_lines(records: Sequence[RunRecord], donors: Sequence[RunRecord] = (
         donor = by_id.get(str(config.get("donor_run"))) if config.get("donor_run") else None
         donor_budget = (_config(donor).get("file_memory_budget") or {}) if donor is not None else None
         lines.append(f"{record.id}: {settings_line(config, donor_budget=donor_budget)}")
+        if config.get("offered_tool_domains") is not None:  # a quick start's smaller offer (issue 12)
+            lines.append(f"{record.id}: {offered_tools_text(config['offered_tool_domains'])}")
     return lines
 
 
@@ -131,14 +136,23 @@ def donor_mismatches(records: Sequence[RunRecord]) -> list[str]:
 
     Returns:
         One line per reference run whose donor is not among the table's File memory runs, naming
-        both and what to run to pair them; empty when every reference run's donor is shown.
+        both and what to run to pair them, or whose donor offered the PA other tools (a quick
+        start's ``offered_tool_domains``, issue 12); empty when every reference run is paired.
     """
     files = {r.id for r in records if r.memory == "file"}
+    offers = {r.id: _config(r).get("offered_tool_domains") for r in records if r.memory == "file"}
     lines = []
     for record in records:
         if record.memory not in ("none", "oracle") or not files:
             continue
         donor = _config(record).get("donor_run")
+        mine = _config(record).get("offered_tool_domains")
+        if donor in files and offers[donor] != mine:  # only a run stored by hand can get here
+            lines.append(
+                f"{record.id} offered the PA other tools than its donor {donor} "
+                f"({offered_tools_text(mine)}; the donor: {offered_tools_text(offers[donor])}): their "
+                f"difference mixes tool offers; rerun it with --fresh"
+            )
         if donor and donor not in files:
             lines.append(
                 f"{record.id} probed from donor {donor}, which is not the File memory run shown here "

@@ -434,7 +434,9 @@ class ProbeStepper:
                 snapshot = await store.load_blob(checkpoint.memory_blob)
         return cls(
             config=config, store=store, bundle=bundle, probe=probe, checkpoint=checkpoint, world=world,
-            snapshot=snapshot, client=client, registry=registry or default_registry(), scorer=scorer,
+            snapshot=snapshot, client=client,
+            registry=(registry or default_registry()).restricted(config.offered_tool_domains),  # issue 12
+            scorer=scorer,
         )
 
     def _run_context(self, memory_root: Path) -> RunContext:

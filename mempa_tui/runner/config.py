@@ -28,6 +28,7 @@ __all__ = [
     "OptionValue",
     "RunConfig",
     "config_diff",
+    "offered_tools_text",
     "profile_fingerprint",
     "worlds_digest",
 ]
@@ -113,6 +114,12 @@ class RunConfig(BaseModel):
     quick: bool = False
     """Play only the timeline's ``quick`` list and the probes of the cells it tests (see
     :meth:`UserBundle.quick_start`); part of the run id as a ``-quick`` suffix."""
+    offered_tool_domains: tuple[str, ...] | None = None
+    """The tool domains offered to the PA in every step and probe, in Table 7 order; None: all
+    26 domains (83 tools). Only a quick start offers fewer (issue 12: the domains its sessions,
+    change event and probes use, :func:`~mempa_tui.runner.setup.quick_tool_domains`); the slice and
+    the whole timeline always offer all. Hashed; left out of the hash when None, so runs stored
+    before the field existed keep their hash."""
 
     @field_validator("memory")
     @classmethod
@@ -138,6 +145,11 @@ class RunConfig(BaseModel):
         return "quick start" if self.quick else "quick-start slice" if self.slice else "whole timeline"
 
     @property
+    def offered_tools_text(self) -> str:
+        """What the PA is offered, for headers: ``all 83 tools`` or the quick start's domains."""
+        return offered_tools_text(self.offered_tool_domains)
+
+    @property
     def accumulates(self) -> bool:
         """True when the condition plays the timeline (everything but No Memory and Oracle)."""
         return self.memory not in PROBE_ONLY_CONDITIONS
@@ -151,6 +163,8 @@ class RunConfig(BaseModel):
             data.pop("memory_version", None)  # built-in conditions: hashes as before the field existed
         if not data.get("quick"):
             data.pop("quick", None)
+        if data.get("offered_tool_domains") is None:
+            data.pop("offered_tool_domains", None)  # every tool: hashes as before the field existed
         return {k: v for k, v in sorted(data.items()) if k not in _UNHASHED}
 
     def config_hash(self) -> str:
@@ -161,6 +175,29 @@ class RunConfig(BaseModel):
     def with_profile(self, profile: ModelProfile) -> RunConfig:
         """A copy with :attr:`profile_models` filled from a loaded profile."""
         return self.model_copy(update={"profile_models": profile_fingerprint(profile)})
+
+
+def offered_tools_text(domains: tuple[str, ...] | list[str] | None) -> str:
+    """A run's tool offer in words (run header and results tables, issue 12).
+
+    Args:
+        domains: a config's ``offered_tool_domains`` (None: every tool).
+
+    Returns:
+        ``tools offered: all 83`` or ``tools offered: 21 of 83 (quick start: the domains its
+        sessions and probes use: calendar, email, ...)``.
+    """
+    from mempa_tui.tools import default_registry
+
+    everything = default_registry()
+    if domains is None:
+        return f"tools offered: all {len(everything)}"
+    try:
+        count = len(everything.restricted(domains))
+    except ValueError as exc:
+        return f"tools offered: unreadable domain list ({exc})"
+    return (f"tools offered: {count} of {len(everything)} (quick start: the domains its sessions and "
+            f"probes use: {', '.join(domains)})")
 
 
 def profile_fingerprint(profile: ModelProfile) -> dict[str, str]:
@@ -227,6 +264,8 @@ def config_diff(stored_json: str, current: RunConfig) -> list[str]:
         stored.pop("memory_version", None)  # a built-in condition, stored with or without the field
     if not stored.get("quick"):
         stored.pop("quick", None)
+    if stored.get("offered_tool_domains") is None:
+        stored.pop("offered_tool_domains", None)  # all tools, stored with or without the field
     now = current.fingerprint()
     lines: list[str] = []
     for key in sorted(set(now) | (set(stored) - _UNHASHED)):

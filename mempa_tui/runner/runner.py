@@ -118,7 +118,8 @@ def check_memory_options(config: RunConfig, client: LLMClient) -> None:
 
 def filled_config(config: RunConfig, profile: ModelProfile) -> tuple[UserBundle, RunConfig]:
     """Load the run's world files (sliced for a slice run) and fill the fields a run stores but a
-    command line does not give: the worlds digest and the profile's fingerprint.
+    command line does not give: the worlds digest, the profile's fingerprint and, for a quick
+    start, the tool domains offered to the PA (``offered_tool_domains``, issue 12).
 
     Raises:
         WorldFileError: the user's world files are invalid.
@@ -126,6 +127,10 @@ def filled_config(config: RunConfig, profile: ModelProfile) -> tuple[UserBundle,
     """
     bundle = load_user(config.worlds_dir, config.user)
     if config.quick:
+        if config.offered_tool_domains is None:  # issue 12: a quick start offers its domains' tools
+            from mempa_tui.runner.setup import quick_tool_domains
+
+            config = config.model_copy(update={"offered_tool_domains": quick_tool_domains(bundle)})
         bundle = bundle.quick_start()
     elif config.slice:
         bundle = bundle.sliced()
@@ -160,7 +165,8 @@ def donor_problem(config: RunConfig, donor: RunRecord | None, store_path: Path |
     a File memory run of the same user. The donor must exist, be of the same user, be a File memory
     run (never another memory condition), have completed, and have played the same timeline: the
     quick-start slice or the whole timeline (a slice's final probes expect only the slice's change
-    events), from the same world files (when both digests are known).
+    events), from the same world files (when both digests are known), offering the PA the same
+    tools (a quick start's ``offered_tool_domains``, issue 12).
 
     Args:
         config: the reference run's config; ``config.donor_run`` names the donor.
@@ -188,6 +194,11 @@ def donor_problem(config: RunConfig, donor: RunRecord | None, store_path: Path |
         flag = " (--quick)" if config.quick else " (--slice)" if config.slice else ""
         return (f"donor run {donor.id} played the {theirs.timeline_kind}, but this run probes the "
                 f"{config.timeline_kind}{flag}")
+    unfilled = config.quick and config.offered_tool_domains is None  # filled when the run starts
+    if not unfilled and theirs.offered_tool_domains != config.offered_tool_domains:
+        return (f"donor run {donor.id} offered the PA other tools than this run would "
+                f"({theirs.offered_tools_text} there; {config.offered_tools_text} here): a reference run "
+                f"probes with the tools its donor offered; add --fresh to the donor to replay it")
     if theirs.worlds_digest and config.worlds_digest and theirs.worlds_digest != config.worlds_digest:
         return (f"donor run {donor.id} played other world files for user {config.user} "
                 f"(worlds digest {theirs.worlds_digest[:12]}, now {config.worlds_digest[:12]})")
@@ -404,6 +415,8 @@ class Runner:
         notes: list[str] = []
         self._check_memory_options()
         bundle, config = filled_config(self.config, self.client.profile)
+        # A quick start offers the PA only its domains' tools, in every step and probe (issue 12).
+        self.registry = self.registry.restricted(config.offered_tool_domains)
         budget = prompt_budget(self.client, self.registry)
         if (too_small := window_problem(budget)) is not None:
             notes.append(f"warning: {too_small}")
@@ -428,7 +441,8 @@ class Runner:
         for note in notes:
             ctx.warn(note)
         ctx.emit("run_started", f"run {self.run_id}: {steps_total} steps, {probes_total} probe repeats\n"
-                 f"  settings: {await self._settings(config)}")
+                 f"  settings: {await self._settings(config)}\n"
+                 f"  {config.offered_tools_text}")
         try:
             return await self._play(ctx, notes)
         except anyio.get_cancelled_exc_class():

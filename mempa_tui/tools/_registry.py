@@ -202,6 +202,35 @@ class ToolRegistry:
         """Specs named ``mcp_state_<tool>``, sorted by domain then name (a stable prompt prefix)."""
         return [t.spec() for t in self.tools()]
 
+    def domains(self) -> tuple[str, ...]:
+        """The domain keys of the held tools, in Table 7 order."""
+        held = {t.domain for t in self._tools.values()}
+        return tuple(key for key, _ in DOMAINS if key in held)
+
+    def restricted(self, domains: Iterable[str] | None) -> ToolRegistry:
+        """A registry holding only the tools of ``domains`` (the quick start's offer, issue 12).
+
+        Args:
+            domains: domain keys of Table 7; None keeps every tool (returns this registry).
+
+        Returns:
+            A new registry (or ``self`` for None); a tool outside the domains is then unknown to
+            it, so it is neither offered to the PA nor run.
+
+        Raises:
+            ValueError: a key is not a domain of Table 7, or none of the held tools is in them.
+        """
+        if domains is None:
+            return self
+        wanted = set(domains)
+        unknown = sorted(wanted - _DOMAIN_KEYS)
+        if unknown:
+            raise ValueError(f"unknown tool domain(s) {', '.join(unknown)}; valid: {', '.join(sorted(_DOMAIN_KEYS))}")
+        kept = [t for t in self._tools.values() if t.domain in wanted]
+        if not kept:
+            raise ValueError(f"no tool of this registry is in the domains {', '.join(sorted(wanted))}")
+        return ToolRegistry(kept)
+
     def closest(self, name: str, n: int = 3) -> list[str]:
         """Names of up to ``n`` tools spelt most like ``name``."""
         return difflib.get_close_matches(strip_tool_prefix(name), list(self._tools), n=n, cutoff=0.5)
