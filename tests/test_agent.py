@@ -150,6 +150,23 @@ async def test_forty_model_calls_at_most_per_turn(rig: Rig) -> None:
     assert len(rig.queue.pa_requests) == 40 and result.reply == "still looking"
 
 
+async def test_the_last_call_a_cap_allows_is_the_reply(rig: Rig) -> None:
+    """A profile's lower cap (``pa_max_model_calls``): the last call it allows is asked to be the
+    reply (tool choice none on an auto-calling profile), so a capped turn still answers."""
+    agent = PersonalAgent(rig.agent._client, max_model_calls=3)  # type: ignore[attr-defined]
+    agent.begin_session(AgentSessionStart(step_id="A-w-01", context=Context.WORK, starts_at=START))
+    rig.queue.push(
+        ScriptedReply(text="", tool_calls=[call("mcp_state_contact_search", {"query": "x"})]),
+        ScriptedReply(text="", tool_calls=[call("mcp_state_contact_search", {"query": "y"})]),
+        "Here is what I found.",
+    )
+    result = await agent.respond(_turn(), rig.actions())
+    assert result.model_calls == 3 and result.reply == "Here is what I found."
+    assert result.status == "capped" and "cap of 3" in (result.reason or "")
+    # the scripted profile speaks Ollama's wire, where "none" is sent as no tools at all
+    assert [len(r.tools) > 0 for r in rig.queue.pa_requests] == [True, True, False]
+
+
 async def test_reminder_then_forced_call_then_floor(rig: Rig) -> None:
     rig.queue.push("Here you go.", "Here you go.", "Here you go, again.")
     result = await rig.agent.respond(

@@ -513,6 +513,22 @@ async def test_constrained_calling_sends_a_grammar_over_the_tools_and_a_reply_to
     assert [o["properties"]["name"]["const"] for o in forced["anyOf"]] == ["get_weather"]  # a forced call: no reply tool
 
 
+async def test_the_reply_choice_under_constrained_calling_allows_only_the_reply_tool(stand_in: _OpenAIStandIn) -> None:
+    from mempa_tui.llm.client import REPLY_TOOL
+
+    client = _client_for(stand_in.base, tool_calling="constrained")
+    stand_in.queue('{"name": "reply_to_user", "arguments": {"text": "Done."}}')
+    messages = [ChatMessage(role="user", content="Weather in Paris?")]
+    replied = await client.complete(Role.PA, messages, tools=[WEATHER], tool_choice=REPLY_TOOL)  # type: ignore[attr-defined]
+    assert replied.text == "Done." and replied.tool_calls == []
+    sent = stand_in.requests[0]
+    # the offered tools stay in the prompt (same cached prefix as the turn's other calls) ...
+    assert [t["function"]["name"] for t in sent["tools"]] == ["get_weather", "reply_to_user"]  # type: ignore[index,union-attr]
+    # ... but the grammar lets only the reply through
+    schema = sent["response_format"]["schema"]  # type: ignore[index]
+    assert [o["properties"]["name"]["const"] for o in schema["anyOf"]] == ["reply_to_user"]
+
+
 async def test_auto_calling_sends_no_grammar(stand_in: _OpenAIStandIn) -> None:
     client = _client_for(stand_in.base)
     stand_in.queue("Sunny.")
@@ -580,3 +596,18 @@ def test_default_threads_leave_cores_that_other_work_holds(
     assert command[command.index("--threads") + 1] == str(threads)
     fixed = server_command(embedded_profile(n_threads=2), Path("m.gguf"), 1)
     assert fixed[fixed.index("--threads") + 1] == "2"
+
+
+def test_a_profiles_lower_pa_call_cap_is_in_its_fingerprint_and_settings_line() -> None:
+    from mempa_tui.llm import load_profile
+    from mempa_tui.runner._settings import decoding_text
+    from mempa_tui.runner.config import profile_fingerprint
+
+    embedded = load_profile("embedded")
+    assert embedded.options.pa_max_model_calls < 40
+    assert "PA model calls per user turn 8 (paper: 40)" in decoding_text(profile_fingerprint(embedded))
+    # at the paper's 40 the fingerprint is what it was before the option existed (stored runs resume)
+    ollama = load_profile("ollama")
+    assert ollama.options.pa_max_model_calls == 40
+    assert profile_fingerprint(ollama)["options"] == f"llm_message_checker={ollama.options.llm_message_checker}"
+    assert "PA model calls" not in decoding_text(profile_fingerprint(ollama))

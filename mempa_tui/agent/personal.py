@@ -27,6 +27,7 @@ from mempa_tui.agent.prompt import (
 )
 from mempa_tui.agent.seat import AgentSessionStart, AgentTurnInput, AgentTurnResult
 from mempa_tui.ix.floors import FloorKind, floor_reason
+from mempa_tui.llm.client import REPLY_TOOL
 from mempa_tui.llm.types import ChatMessage, Completion, Role, ToolCall, ToolSpec
 from mempa_tui.taxonomy import attribute
 
@@ -66,7 +67,9 @@ class PersonalAgent:
 
     Args:
         client: the model client (role ``pa`` is used).
-        max_model_calls: cap per user turn (default 40).
+        max_model_calls: cap per user turn (default 40, paper Section 4). The last call is made
+            the reply (the client's :data:`~mempa_tui.llm.client.REPLY_TOOL` choice), or the
+            required interaction call while that is still missing, so a capped turn still answers.
 
     The agent keeps this step's conversation (user messages, its calls, tool results, replies);
     :meth:`begin_session` clears it. Errors of the model layer (:class:`mempa_tui.llm.LLMError`)
@@ -146,7 +149,13 @@ class PersonalAgent:
         tool_choice: str | None = None
         last_text = ""
         try:
+            at_cap = False
             while result.model_calls < self._max_calls:
+                if result.model_calls == self._max_calls - 1 and tool_choice is None:
+                    # the last call this turn may make: the missing interaction call, else the reply
+                    missing = self._unmet(turn, actions)
+                    tool_choice = attribute(turn.required_ix or "").ix_tool if missing is not None else REPLY_TOOL
+                    at_cap = missing is None
                 forced_now = tool_choice is not None
                 completion = await self._client.complete(
                     Role.PA,
@@ -222,6 +231,9 @@ class PersonalAgent:
                     result.reason = f"{why} again after a reminder; no reply to the user"
                     return self._finish(result, actions)
                 result.reply = completion.text
+                if at_cap:
+                    result.status = "capped"
+                    result.reason = f"the reply was asked for at the cap of {self._max_calls} model calls"
                 return self._finish(result, actions)
             result.status = "capped"
             result.reason = f"no final reply after {self._max_calls} model calls"

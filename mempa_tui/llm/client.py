@@ -206,7 +206,9 @@ class LLMClient:
             messages: the conversation, system prompt first.
             tools: tools offered to the model.
             tool_choice: None or ``auto`` (model decides), ``required`` (some call), ``none``,
-                or a tool name (that call is forced; on Ollama only that tool is offered).
+                or a tool name (that call is forced; on Ollama only that tool is offered), or
+                :data:`REPLY_TOOL`: the call must be the reply (under ``tool_calling: constrained``
+                a grammar over the reply tool alone; otherwise ``none``).
             json_schema: ask for a JSON object matching this schema (read it with
                 :func:`~mempa_tui.llm.parse_json_reply`); tool calls are not recovered from the
                 text of such replies.
@@ -227,6 +229,12 @@ class LLMClient:
         role = Role(role)
         spec = self.profile.spec_for(role)
         wire: WireName = spec.resolved_wire(self.profile.runtime)
+        # REPLY_TOOL as the choice: this call must be the reply. Under constrained calling the
+        # grammar allows only the reply tool (the offered tools stay in the prompt, so the cached
+        # prefix is the same as the turn's other calls); otherwise the call offers no tool choice.
+        reply_only = tool_choice == REPLY_TOOL
+        if reply_only:
+            tool_choice = None if spec.tool_calling == "constrained" and tools and json_schema is None else "none"
         sent_tools = tools_for(list(tools) if tools else None, tool_choice, wire)
         grammar_schema = json_schema
         constrained = spec.tool_calling == "constrained" and bool(sent_tools) and json_schema is None \
@@ -234,8 +242,8 @@ class LLMClient:
         if constrained and sent_tools is not None:
             if tool_choice in (None, "auto"):
                 sent_tools = [*sent_tools, _REPLY_TOOL_DICT]
-            allowed = [t for t in sent_tools if tool_choice in (None, "auto", "required")
-                       or t["function"]["name"] == tool_choice]
+            allowed = [t for t in sent_tools if (tool_choice in (None, "auto", "required") and not reply_only)
+                       or t["function"]["name"] == (REPLY_TOOL if reply_only else tool_choice)]
             grammar_schema = constrained_call_schema(allowed)
         history = wire_messages(list(messages))
         serialised = [json.dumps(m, sort_keys=True, ensure_ascii=False) for m in history]

@@ -223,6 +223,11 @@ class ProfileOptions(BaseModel):
 
     llm_message_checker: bool = False
     """Run the LLM checker on simulator messages (costs one checker call per user turn)."""
+    pa_max_model_calls: int = Field(default=40, ge=2, le=200)
+    """Model calls the PA may make in one user turn (paper Section 4: up to 40). The last one is
+    made a reply (or the required interaction call when it is still missing), so a turn that
+    reaches the cap still answers the user; the turn is marked capped. A profile for a small model
+    on a CPU may set fewer; results tables then say so (the paper's protocol allows 40)."""
     simulator_output: Literal["tags", "json"] = "tags"
     """How the simulator writes a turn: ``tags`` (<message> and private blocks) or ``json`` (the
     same blocks as one JSON object under a schema, which small local models keep to better)."""

@@ -54,7 +54,9 @@ def decoding_text(profile_models: dict[str, str]) -> str:
             roles.append(f"{role} t={f.get('temperature', '?')} max {f.get('max_tokens', '?')}")
     checker = profile_models.get("options", "")
     switch = "on" if "llm_message_checker=True" in checker else "off" if checker else "not recorded"
-    return ", ".join(roles) + f"; LLM message checker {switch}"
+    cap = _fields("x " + checker).get("pa_max_model_calls")
+    capped = f"; PA model calls per user turn {cap} (paper: 40)" if cap else ""
+    return ", ".join(roles) + f"; LLM message checker {switch}{capped}"
 
 
 def thresholds_text(budget: dict[str, Any]) -> str:

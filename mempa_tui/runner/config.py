@@ -208,7 +208,8 @@ def profile_fingerprint(profile: ModelProfile) -> dict[str, str]:
     Returns:
         Role value -> ``"<model> temperature=.. max_tokens=.. context_window=.. seed=.."`` (and
         `` tool_calling=constrained`` for a spec that calls tools under a grammar), plus
-        ``options`` -> the message-checker switch.
+        ``options`` -> the message-checker switch (and the PA's model-call cap per user turn
+        when it is not the paper's 40).
     """
     out: dict[str, str] = {}
     for role in Role:
@@ -219,6 +220,8 @@ def profile_fingerprint(profile: ModelProfile) -> dict[str, str]:
             + (f" tool_calling={spec.tool_calling}" if spec.tool_calling != "auto" else "")
         )
     out["options"] = f"llm_message_checker={profile.options.llm_message_checker}"
+    if profile.options.pa_max_model_calls != 40:  # only when it differs: runs stored before keep their fingerprint
+        out["options"] += f" pa_max_model_calls={profile.options.pa_max_model_calls}"
     return out
 
 

@@ -27,6 +27,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, SkipValidation
 
 from mempa_tui.agent import AgentSeat, AgentSessionStart, OracleHint, PersonalAgent
+from mempa_tui.agent.personal import MAX_MODEL_CALLS
 from mempa_tui.ix import IXWrapper, ScoringTrace
 from mempa_tui.ix.types import CallStatus, ExecutedCall
 from mempa_tui.llm import LLMClient, LLMError
@@ -174,6 +175,12 @@ def _llm_checker(ctx: EpisodeContext) -> bool:
     return bool(getattr(options, "llm_message_checker", True))
 
 
+def _pa_max_model_calls(ctx: EpisodeContext) -> int:
+    """The profile's cap on the PA's model calls per user turn (paper Section 4: 40)."""
+    options = getattr(getattr(ctx.client, "profile", None), "options", None)
+    return int(getattr(options, "pa_max_model_calls", MAX_MODEL_CALLS))
+
+
 def _simulator_output(ctx: EpisodeContext) -> Literal["tags", "json"]:
     """The profile's simulator turn format (``tags`` unless it asks for ``json``)."""
     options = getattr(getattr(ctx.client, "profile", None), "options", None)
@@ -201,7 +208,7 @@ async def _play(
         oracle = OracleHint(
             attribute=script.attribute, setting=ctx.targets[script.attribute]
         )
-    agent = ctx.agent_seat or PersonalAgent(ctx.client)
+    agent = ctx.agent_seat or PersonalAgent(ctx.client, max_model_calls=_pa_max_model_calls(ctx))
     driver = SessionDriver(
         script,
         wc,
