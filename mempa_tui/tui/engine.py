@@ -408,7 +408,8 @@ def export_comparison(comparison: Comparison, rows: Sequence[CompareRow], where:
 
 
 async def results_annotations(
-    service: RunService, outcomes: Sequence[ProbeOutcome], by: str = "condition"
+    service: RunService, outcomes: Sequence[ProbeOutcome], by: str = "condition",
+    *, run_ids: Sequence[str] | None = None,
 ) -> RowAnnotations:
     """The Health and Covers cells of the Results screen's rows, and the notes under the table
     (:func:`~mempa_tui.runner._health.row_annotations`, as ``mempa results`` prints them): a run
@@ -419,6 +420,8 @@ async def results_annotations(
         service: the app's engine service.
         outcomes: the probe outcomes the screen shows (of :meth:`RunService.outcomes`).
         by: the screen's grouping.
+        run_ids: the runs the outcomes come from (one timeline's group); default every run of
+            :meth:`RunService.result_run_ids`.
 
     Raises:
         StoreError: the database is not readable.
@@ -426,7 +429,8 @@ async def results_annotations(
     if not outcomes or (service._store is None and not service.database.is_file()):
         return RowAnnotations(health={}, covers={}, notes=[])
     store = await service.store()
-    runs = [r for r in await store.list_runs() if r.id in set(await service.result_run_ids())]
+    wanted = set(run_ids if run_ids is not None else await service.result_run_ids())
+    runs = [r for r in await store.list_runs() if r.id in wanted]
     return row_annotations(runs, await runs_health(store, runs), outcomes, by=by)
 
 
