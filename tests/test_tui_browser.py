@@ -125,7 +125,7 @@ async def test_runs_steps_and_a_probe_in_full(env: Env) -> None:
         row = [str(c) for c in runs.get_row(FILE_RUN)]
         assert row[:7] == [FILE_RUN, "completed", "ok", "R", "file", "scripted", "whole timeline"]
         none_row = [str(c) for c in runs.get_row(NONE_RUN)]
-        assert none_row[6] == "probes only" and none_row[2] == "n/a"
+        assert none_row[6] == "probes only (whole timeline)" and none_row[2] == "n/a"
 
         await _pick(pilot, runs, FILE_RUN)
         await until(pilot, lambda: screen.listing is not None)

@@ -9,7 +9,6 @@ starts the embedded server or checks Ollama, then :class:`~mempa_tui.runner.Runn
 from __future__ import annotations
 
 import io
-import json
 import tempfile
 from collections.abc import Callable, Sequence
 from contextlib import AsyncExitStack
@@ -56,7 +55,7 @@ from mempa_tui.runner._browse import (
 )
 from mempa_tui.runner._episode_events import EpisodeEvent, episode_event_adapter
 from mempa_tui.runner._health import MemoryHealth, RowAnnotations, row_annotations, runs_health
-from mempa_tui.runner._results import partial_runs, stored_outcomes
+from mempa_tui.runner._results import partial_runs, stored_outcomes, timeline_kind_of
 from mempa_tui.runner._scoring import ProbeScorer
 from mempa_tui.runner._stepper import (
     ProbeStepper,
@@ -153,8 +152,8 @@ class BrowsedRun(BaseModel):
     profile: str
     """Model profile name."""
     played: str
-    """What it played: ``whole timeline``, ``quick-start slice``, ``quick start``, ``probes only``
-    (No Memory / Oracle, from :attr:`donor`'s checkpoints) or ``play (<seat> seat, <step>)`` for a
+    """What it played: ``whole timeline``, ``quick-start slice``, ``quick start``, ``probes only
+    (<timeline>)`` (No Memory / Oracle, from :attr:`donor`'s checkpoints of that timeline) or ``play (<seat> seat, <step>)`` for a
     person's play."""
     donor: str | None = None
     """The run whose checkpoints its probes start from (No Memory and Oracle), if any."""
@@ -185,7 +184,7 @@ def _played(run: RunRecord) -> str:
     except ValidationError:
         return "unreadable configuration"
     if run.donor_run or not config.accumulates:
-        return "probes only"
+        return f"probes only ({config.timeline_kind})"
     return config.timeline_kind
 
 
@@ -259,7 +258,8 @@ class CompareChoice(BaseModel):
     profile: str
     """Its model profile."""
     timeline: str
-    """``quick-start slice`` or ``whole timeline`` (runs compare only within one)."""
+    """``whole timeline``, ``quick-start slice`` or ``quick start`` (runs compare only within one;
+    :func:`~mempa_tui.runner._results.timeline_kind_of`)."""
     probes_done: int
     """Probe repeats stored."""
     status: str
@@ -293,13 +293,6 @@ class Comparison:
         return filter_compare(self.rows, parse_where(where, self.run_ids))
 
 
-def _timeline(run: RunRecord) -> str:
-    try:
-        return "quick-start slice" if json.loads(run.config_json).get("slice") else "whole timeline"
-    except (json.JSONDecodeError, AttributeError):
-        return "whole timeline"
-
-
 async def compare_choices(service: RunService) -> list[CompareChoice]:
     """Every stored run with at least one probe result, grouped by user then newest first; none
     without a database. Archived runs (``<id>~N``) and plays are offered too: naming them is the
@@ -313,7 +306,7 @@ async def compare_choices(service: RunService) -> list[CompareChoice]:
         return []
     healths = await runs_health(await service.store(), [s.run for s in summaries])
     out = [CompareChoice(run_id=s.run.id, user=s.run.user, memory=s.run.memory, profile=s.run.profile,
-                         timeline=_timeline(s.run), probes_done=s.probes_done, status=service.shown_status(s.run),
+                         timeline=timeline_kind_of(s.run), probes_done=s.probes_done, status=service.shown_status(s.run),
                          health=healths[s.run.id].short())
            for s in summaries]
     return sorted(out, key=lambda c: c.user)  # stable: newest first within a user
