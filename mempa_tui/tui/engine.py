@@ -92,6 +92,7 @@ __all__ = [
     "StepDetail",
     "StepLine",
     "StoredEvent",
+    "checkpoint_words",
     "compare_choices",
     "compare_stored",
     "discover_choices",
@@ -235,6 +236,22 @@ def empty_pickers(settings: AppSettings, choices: LauncherChoices) -> list[str]:
         else:
             problems.append(f"no model profiles: {models} holds no *.yaml profile")
     return problems
+
+
+def checkpoint_words(run_id: str, index: int | None, listing: RunListing | None = None, *,
+                     step_id: str | None = None) -> str:
+    """A checkpoint in the probe stepper's words and numbering (1-based step position in the
+    played timeline): ``after step 15 (A-E01) of A-file-demo-s0-slice``, ``the start of <run>``
+    (index -1), ``a checkpoint of <run>`` (index unknown). The step id is named when ``listing``
+    is of that run and holds the step, or when given as ``step_id``."""
+    if index is None:
+        return f"a checkpoint of {run_id}"
+    if index < 0:
+        return f"the start of {run_id}"
+    step = step_id
+    if step is None and listing is not None and listing.run.id == run_id:
+        step = next((s.step_id for s in listing.steps if s.index == index), None)
+    return f"after step {index + 1}" + (f" ({step})" if step else "") + f" of {run_id}"
 
 
 def error_line(exc: BaseException) -> str:

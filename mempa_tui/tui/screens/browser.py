@@ -49,6 +49,7 @@ from mempa_tui.runner._episode_events import EvidenceEvent
 from mempa_tui.taxonomy import ATTRIBUTES, Dimension
 from mempa_tui.tui.book import RunEntry, RunRequest
 from mempa_tui.tui.engine import (
+    checkpoint_words,
     OUTCOMES,
     BrowsedRun,
     BrowseError,
@@ -122,6 +123,7 @@ def calls_text(detail: StepDetail) -> Text:
     out.append("The run store keeps each call's tokens and time, not its messages; the probe stepper (p) "
                "replays a probe with every prompt and reply.", style="dim")
     return out
+
 
 
 class BrowserScreen(PlainNotify, Screen[None]):
@@ -408,13 +410,22 @@ class BrowserScreen(PlainNotify, Screen[None]):
         self.query_one("#detail-sections", Static).update(sections or Text("(no evidence event stored)", style="dim"))
         panel = self.query_one(MemoryPanel)
         self._panel_entry = self._entry(detail, None)
-        panel.show(self._panel_entry)
+        self._show_panel(panel, self._panel_entry, detail)
         view = await self.mempa.service.step_memory(run_id, step_id, detail.repeat or None)
         if self.detail is not detail:
             return
         self.memory_view = view
         self._panel_entry = self._entry(detail, view)
-        panel.show(self._panel_entry)
+        self._show_panel(panel, self._panel_entry, detail)
+
+    def _show_panel(self, panel: MemoryPanel, entry: RunEntry, detail: StepDetail) -> None:
+        """The side panel for a stored step: a step that stored no evidence (a change event replays
+        a fixed transcript; No Memory hands nothing) says so, not "no turn played yet"."""
+        panel.show(entry)
+        if entry.evidence is None:
+            what = ("a change event replays its fixed transcript, so no memory section was handed to the PA"
+                    if detail.kind == "change_event" else "this step stored no evidence event")
+            panel.query_one("#evidence-body", Static).update(Text(f"({detail.status} step; {what})", style="dim"))
 
     def _entry(self, detail: StepDetail, view: MemoryView | None) -> RunEntry:
         """The memory panel's input: the evidence of the PA's first turn (what a probe is decided
@@ -427,12 +438,14 @@ class BrowserScreen(PlainNotify, Screen[None]):
         evidence: list[EvidenceEvent] = detail.evidence
         entry.evidence = evidence[0] if evidence else None
         if view is not None:
-            when = "after the step" if detail.repeat == 0 else "where the probe started"
-            where = (f"checkpoint {view.checkpoint_index} of {view.checkpoint_run}"
+            when = "" if detail.repeat == 0 else "where the probe started: "
+            where = (checkpoint_words(view.checkpoint_run, view.checkpoint_index, listing)
                      if view.checkpoint_run is not None else "no checkpoint")
             entry.memory = MemoryInspection(system=request.memory, stored=view.stored,
                                             stats=detail.memory_stats)
-            entry.memory_origin = f"{when} ({where})" + (f"; {view.note}" if view.note else "")
+            # the stepper's numbering and words (1-based step position in the played timeline)
+            entry.memory_origin = (f"{when}checkpoint {where}" if view.checkpoint_run is not None
+                                   else f"{when}{where}") + (f"; {view.note}" if view.note else "")
         return entry
 
     # ---- actions --------------------------------------------------------------------------
