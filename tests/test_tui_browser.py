@@ -126,7 +126,7 @@ async def test_runs_steps_and_a_probe_in_full(env: Env) -> None:
         row = [str(c) for c in runs.get_row(FILE_RUN)]
         assert row[:7] == [FILE_RUN, "completed", "ok", "R", "file", "scripted", "whole timeline"]
         none_row = [str(c) for c in runs.get_row(NONE_RUN)]
-        assert none_row[6] == "probes only" and none_row[2] == "n/a"
+        assert none_row[6] == "probes only (whole timeline)" and none_row[2] == "n/a"
 
         await _pick(pilot, runs, FILE_RUN)
         await until(pilot, lambda: screen.listing is not None)
@@ -153,7 +153,15 @@ async def test_runs_steps_and_a_probe_in_full(env: Env) -> None:
         side = screen.side_text()
         assert f"Model calls ({len(detail.calls)})" in str(
             screen.query_one("#detail-calls-box").title)
-        assert "after the step (checkpoint 0 of R-file-scripted-s0)" in side
+        assert "checkpoint after step 1 (R-s1) of R-file-scripted-s0" in side  # the stepper's numbering
+
+        # the change event: no evidence stored, said so (not "no turn played yet"); the checkpoint
+        # in the stepper's numbering (1-based step position)
+        await pilot.press("escape")
+        await _pick(pilot, screen.query_one("#browser-steps", DataTable), "step:R-ev1")
+        await until(pilot, lambda: "checkpoint after step 3 (R-ev1) of R-file-scripted-s0" in screen.side_text())
+        side = screen.side_text()
+        assert "No turn played yet" not in side and "change event replays its fixed transcript" in side
 
         # a probe repeat in full: the IX selection, the target and the scores with reasons
         await pilot.press("escape")
@@ -167,7 +175,7 @@ async def test_runs_steps_and_a_probe_in_full(env: Env) -> None:
         assert "IX selection: Terse" in side
         assert f"target: {detail.target} → {detail.outcome}" in side
         assert "BRS 4  judge: fixed in the TUI tests" in side and "PRS 5  user: fixed" in side
-        assert "where the probe started (checkpoint" in side
+        assert "where the probe started: checkpoint after step " in side, side
         assert "Evidence this turn" in side
         assert "IX verbosity = Terse" in screen.query_one(TranscriptView).plain_text()
 

@@ -148,17 +148,20 @@ async def test_compare_file_and_none_filter_and_export(tmp_path: Path) -> None:
         where = screen.query_one("#compare-where", Input)
         assert where.has_focus
         where.value = ""
-        await pilot.press(*"none floored", "enter")
+        await pilot.press(*"#2 floored", "enter")  # none of the common filters' words
         await pilot.pause()
-        assert screen.where == "none floored"
+        assert screen.where == "#2 floored"
         assert [(r.probe_id, r.repeat) for r in screen.shown] == [("R-final-work-solution_breadth", 2)]
-        assert table.has_focus
+        assert where.has_focus  # the next letters type in the box, not the app's keys
+        show = screen.query_one("#compare-where-choice", Select)
+        assert show.value == "typed"
+        assert [str(label) for label, value in show._options if value == "typed"] == ["typed: #2 floored"]
 
         await pilot.press("slash")
         where.value = ""
         await pilot.press(*"file is great", "enter")  # refused: the rows stay as they were
         await pilot.pause()
-        assert screen.where == "none floored" and len(screen.shown) == 1
+        assert screen.where == "#2 floored" and len(screen.shown) == 1
         assert "write RUN [not] right" in _text(screen, "#compare-status")
         await pilot.press("escape")
 
@@ -166,6 +169,9 @@ async def test_compare_file_and_none_filter_and_export(tmp_path: Path) -> None:
         where.value = ""
         await pilot.press(*"file right, none wrong", "enter")
         await pilot.pause()
+        assert show.value == "1"  # a typed common filter shows under its own name
+        await pilot.press("escape")  # leaves the box for the table
+        assert table.has_focus
         await pilot.press("x")
         await _idle(app, pilot)
         path = screen.last_export
@@ -349,3 +355,102 @@ async def test_compare_demo_model_runs_file_right_none_wrong_and_export(tmp_path
         text = screen.last_export.read_text(encoding="utf-8")
         assert text.startswith("# Probe-by-probe comparison where file right, none wrong")
         assert all(f"## {r.probe_id} repeat {r.repeat}" in text for r in expected)
+
+
+QUICK_RUN = "R-file-scripted-s0-quick"
+
+
+async def _seed_quick_run(db: Path) -> None:
+    """A File memory run of user R that played the quick start, with one probe result."""
+    async with RunStore(db) as store:
+        config = RunConfig(user="R", profile="scripted", memory="file", repeats=1, worlds_dir=WORLDS, quick=True)
+        assert config.run_id == QUICK_RUN
+        await store.create_run(RunRecord(
+            id=QUICK_RUN, user="R", profile="scripted", memory="file", seed=0, repeats=1,
+            config_json=config.model_dump_json(), config_hash=config.config_hash(),
+            status=RunStatus.COMPLETED, total_probes=1))
+        await store.save_probe_result(QUICK_RUN, ProbeResultRecord(
+            probe_id="R-final-work-verbosity", repeat=1, kind="final", context="work", attribute="verbosity",
+            target="Terse", selection="Terse", status="completed", brs=4, prs=5,
+            started_at=utc_now(), finished_at=utc_now()))
+
+
+async def test_a_quick_start_run_is_named_so_and_not_compared_with_a_whole_timeline_run(tmp_path: Path) -> None:
+    """The picker and the refusal name the quick start (not "whole timeline"); the engine refuses
+    to compare a quick-start run with a whole-timeline run of the same user; No Memory's
+    played cell names its timeline."""
+    from mempa_tui.tui.engine import compare_choices
+
+    app = await _seeded(_app(tmp_path, mode="compare"))
+    await _seed_quick_run(app.settings.saves_dir / "mempa.sqlite")
+    choices = {c.run_id: c.timeline for c in await compare_choices(app.service)}
+    assert choices[QUICK_RUN] == "quick start" and choices[NONE_RUN] == "whole timeline"
+    played = {r.run_id: r.played for r in await app.service.browse_runs()}
+    assert played[NONE_RUN] == "probes only (whole timeline)"
+    async with app.run_test(size=(120, 40)) as pilot:
+        await _idle(app, pilot)
+        screen = app.screen
+        assert isinstance(screen, CompareScreen)
+        await _tick(app, pilot, NONE_RUN, QUICK_RUN)
+        await pilot.press("c")
+        await _idle(app, pilot)
+        assert screen.comparison is None and screen.refusal is not None
+        assert f"{QUICK_RUN} played the quick start" in screen.refusal
+        assert f"{NONE_RUN} played the whole timeline" in screen.refusal
+    await app.service.aclose()
+
+
+async def test_focus_stale_ticks_empty_export_evidence_and_sideways_scroll_at_80x24(tmp_path: Path) -> None:
+    """Entering Compare focuses the run list on its first row; changed ticks mark the table as
+    stale; the Results screen's preset says it replaced the ticks; exporting 0 rows is refused;
+    e enlarges and focuses the titled evidence pane; shift+right scrolls the table at 80x24."""
+    app = await _seeded(_app(tmp_path, mode="compare"))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _idle(app, pilot)
+        screen = app.screen
+        assert isinstance(screen, CompareScreen)
+        picks = screen.query_one("#compare-runs")
+        assert picks.has_focus and picks.highlighted == 0
+        await _tick(app, pilot, FILE_RUN, NONE_RUN)
+        await pilot.press("c")
+        await _idle(app, pilot)
+        assert "ticks changed" not in _text(screen, "#compare-status")
+        await _tick(app, pilot, MEM0AI_RUN)
+        assert "ticks changed: press c to compare these runs" in _text(screen, "#compare-status")
+        assert screen.comparison is not None and screen.comparison.run_ids == (FILE_RUN, NONE_RUN)
+
+        screen.preset([MEM0AI_RUN, FILE_RUN, NONE_RUN], by="the Results screen")
+        await _idle(app, pilot)
+        assert any("the Results screen replaced your ticks" in n.message for n in app._notifications)
+        assert "ticks changed" not in _text(screen, "#compare-status")
+        assert screen.comparison is not None and screen.comparison.run_ids == (MEM0AI_RUN, FILE_RUN, NONE_RUN)
+
+        table = screen.query_one("#compare-table", DataTable)
+        table.focus()
+        await pilot.pause()
+        assert table.max_scroll_x > 0  # three run columns do not fit 80 columns
+        footer = {b.binding.description for b in screen.active_bindings.values() if b.binding.show}
+        assert {"Scroll columns", "Evidence"} <= footer
+        await pilot.press("shift+right")
+        await pilot.pause()
+        assert table.scroll_x > 0
+
+        box = screen.query_one("#compare-evidence-box")
+        assert "Evidence handed to the PA" in str(box.border_title)
+        small = box.region.height
+        await pilot.press("e")
+        await pilot.pause()
+        assert box.has_focus and box.region.height > small
+        await pilot.press("e")
+        await pilot.pause()
+        assert table.has_focus and box.region.height == small
+
+        await pilot.press("slash")
+        await pilot.press(*"file floored", "enter")  # no row passes
+        await pilot.pause()
+        assert screen.shown == []
+        await pilot.press("escape", "x")
+        await pilot.pause()
+        assert screen.last_export is None
+        assert any("nothing to export" in n.message for n in app._notifications)
+        assert not list(app.settings.saves_dir.glob("*.md"))

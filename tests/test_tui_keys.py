@@ -244,6 +244,33 @@ async def test_dashboard_x_pauses_the_playing_run_with_no_row_focused(tmp_path: 
             release.set()
 
 
+async def test_dashboard_c_refuses_a_finished_run_and_keeps_its_stored_status(tmp_path: Path) -> None:
+    """Cancel on a run that is not playing is refused like pause ("is not running"); the stored
+    ``completed`` is not rewritten to ``cancelled``."""
+    from mempa_tui.store import RunStatus, RunStore
+    from mempa_tui.tui.book import RunRequest
+
+    folders = make_folders(tmp_path)
+    folders.settings.saves_dir.mkdir(parents=True)
+    db = folders.settings.saves_dir / "mempa.sqlite"
+    await seed(db)
+    app = MempaApp(folders.settings, options=RunnerOptions(resamples=50))
+    async with app.run_test(size=(80, 24)) as pilot:
+        entry = app.book.add(RunRequest(user="R", memory="file", profile="scripted", repeats=2))
+        entry.state, entry.run_id = "completed", "R-file-scripted-s0"
+        await app.switch_mode("dashboard")
+        assert isinstance(app.screen, DashboardScreen)
+        app.screen.set_focus(None)
+        await pilot.press("c")
+        await pilot.pause()
+        await app.workers.wait_for_complete()
+        assert entry.state == "completed"
+        assert any("R-file-scripted-s0 is not running" in n.message for n in app._notifications)
+    async with RunStore(db) as store:
+        run = await store.get_run("R-file-scripted-s0")
+        assert run is not None and run.status is RunStatus.COMPLETED
+
+
 # ---- the palette's entries (no app) ------------------------------------------------------------
 
 

@@ -273,3 +273,61 @@ async def test_results_table_scrolls_sideways_to_health_and_covers_at_80x24(tmp_
         await pilot.press("shift+left")
         await pilot.pause()
         assert table.scroll_x == 0
+
+
+async def _seed_quick(db: Path) -> None:
+    """The same two runs again, played as a quick start (``-quick``): same user, conditions, model."""
+    async with RunStore(db) as store:
+        for memory in ("file", "none"):
+            config = RunConfig(user="R", profile="scripted", memory=memory, repeats=2, worlds_dir=WORLDS, quick=True)
+            await store.create_run(RunRecord(
+                id=config.run_id, user="R", profile="scripted", memory=memory, seed=0, repeats=2,
+                config_json=config.model_dump_json(), config_hash=config.config_hash(),
+                status=RunStatus.COMPLETED, total_probes=2,
+            ))
+            for probe_id, (attribute, target, _wrong) in list(PROBES.items())[:1]:
+                await store.save_probe_result(config.run_id, ProbeResultRecord(
+                    probe_id=probe_id, repeat=1, kind="final", context="work", attribute=attribute,
+                    target=target, selection=target, status="completed", brs=4, brs_reason="judge",
+                    prs=5, prs_reason="user", started_at=utc_now(), finished_at=utc_now(),
+                ))
+
+
+async def test_results_screen_splits_runs_by_timeline_and_refuses_an_empty_export(tmp_path: Path) -> None:
+    """Quick-start and whole-timeline runs of one user and condition are shown one timeline at a
+    time (``t`` picks the next), as ``mempa results`` splits them, never a duplicate-outcome error;
+    ``x`` with no row writes nothing and says why."""
+    folders = make_folders(tmp_path)
+    folders.settings.saves_dir.mkdir(parents=True)
+    db = folders.settings.saves_dir / "mempa.sqlite"
+    await seed(db)
+    await _seed_quick(db)
+    app = MempaApp(folders.settings, options=RunnerOptions(resamples=50))
+    notes: list[str] = []
+    async with app.run_test(size=(140, 44)) as pilot:
+        await pilot.press("R")
+        screen = app.screen
+        assert isinstance(screen, ResultsScreen)
+        await _wait_workers(app, pilot, "results")
+        assert screen.timeline == "whole timeline"
+        assert [r[0] for r in _cells(screen.query_one("#results-table", DataTable))] == ["File memory", "No Memory"]
+        assert len(screen.outcomes) == 8
+        heading = str(screen.query_one("#results-timeline", Static).render())
+        assert "whole timeline runs" in heading and "quick start" in heading and "t: next timeline" in heading
+        assert not any(n.severity == "error" for n in app._notifications)
+        await pilot.press("t")
+        await _wait_workers(app, pilot, "results")
+        assert screen.timeline == "quick start" and len(screen.outcomes) == 2
+        assert {o.memory for o in screen.outcomes} == {"file", "none"}
+        assert "quick start runs" in str(screen.query_one("#results-timeline", Static).render())
+        notes = [n.message for n in app._notifications]
+        assert not any("DuplicateOutcomeError" in n for n in notes), notes
+
+    empty = make_folders(tmp_path / "empty")
+    app = MempaApp(empty.settings, options=RunnerOptions(resamples=50), initial_mode="results")
+    async with app.run_test(size=(100, 30)) as pilot:
+        await _wait_workers(app, pilot, "results")
+        await pilot.press("x")
+        await pilot.pause()
+        assert [n.message for n in app._notifications] == ["no probe results to export yet"]
+        assert not empty.settings.saves_dir.exists() or not any(empty.settings.saves_dir.iterdir())

@@ -34,6 +34,7 @@ from pydantic import BaseModel, ValidationError
 from mempa_tui.runner._episode_events import EpisodeEvent, EvidenceEvent, episode_event_adapter
 from mempa_tui.runner._health import MemoryHealth, run_health
 from mempa_tui.llm.types import CallPrompt, CallReply
+from mempa_tui.runner._results import timeline_kind_of
 from mempa_tui.store import LLMCallRow, ProbeResultRecord, RunRecord, RunStore, StoreError
 from mempa_tui.taxonomy import Dimension, attribute
 
@@ -451,7 +452,7 @@ async def compare_runs(store: RunStore, run_ids: Sequence[str]) -> list[CompareR
     Args:
         store: the open run store.
         run_ids: two or more runs of one user that played the same kind of timeline (whole or
-            quick-start slice), so their probes are the same cells at the same times.
+            quick-start slice, or quick start: :func:`~mempa_tui.runner._results.timeline_kind_of`), so their probes are the same cells at the same times.
 
     Returns:
         One row per (probe, repeat) stored by any of the runs, in probe order.
@@ -466,10 +467,10 @@ async def compare_runs(store: RunStore, run_ids: Sequence[str]) -> list[CompareR
     users = {r.user for r in runs}
     if len(users) > 1:
         raise BrowseError("compare runs of one user: " + ", ".join(f"{r.id} is user {r.user}" for r in runs))
-    kinds = {r.id: _played_slice(r) for r in runs}
+    kinds = {r.id: timeline_kind_of(r) for r in runs}  # whole, quick-start slice, quick start
     if len(set(kinds.values())) > 1:
         raise BrowseError("compare runs of one timeline: " + ", ".join(
-            f"{rid} played the {'quick-start slice' if s else 'whole timeline'}" for rid, s in kinds.items()))
+            f"{rid} played the {kind}" for rid, kind in kinds.items()))
     rows: dict[tuple[str, int], CompareRow] = {}
     for run_id in ids:
         for p in await store.probe_results(run_id):
@@ -482,13 +483,6 @@ async def compare_runs(store: RunStore, run_ids: Sequence[str]) -> list[CompareR
                 run_id=run_id, outcome=probe_outcome(p), selection=p.selection, brs=p.brs, prs=p.prs,
                 evidence=first.system_text if first else "", evidence_items=len(first.items) if first else 0)
     return [rows[k] for k in sorted(rows)]
-
-
-def _played_slice(run: RunRecord) -> bool:
-    try:
-        return bool(json.loads(run.config_json).get("slice"))
-    except (json.JSONDecodeError, AttributeError):
-        return False
 
 
 _WORDS: dict[str, str] = {"right": "correct", "correct": "correct", "wrong": "wrong", "floored": "floored",
@@ -523,12 +517,12 @@ def parse_where(text: str, run_ids: Sequence[str]) -> list[WhereClause]:
             continue
         m = re.fullmatch(r"(\S+)\s+(not\s+)?(\w+)", raw, flags=re.IGNORECASE)
         if not m or m.group(3).lower() not in _WORDS:
-            raise BrowseError(f"--where {raw!r}: write RUN [not] right|wrong|floored|incomplete|missing, "
+            raise BrowseError(f"filter {raw!r}: write RUN [not] right|wrong|floored|incomplete|missing, "
                               "clauses separated by commas")
         clauses.append(WhereClause(run_id=_which_run(m.group(1), run_ids, raw), outcome=_WORDS[m.group(3).lower()],
                                    negate=bool(m.group(2))))
     if not clauses:
-        raise BrowseError("--where is empty: write e.g. 'file right, none wrong'")
+        raise BrowseError("the filter is empty: write e.g. 'file right, none wrong'")
     return clauses
 
 
@@ -545,8 +539,8 @@ def _which_run(name: str, run_ids: Sequence[str], clause: str) -> str:
         if len(found) == 1:
             return found[0]
         if len(found) > 1:
-            raise BrowseError(f"--where {clause!r}: {name!r} names more than one run ({', '.join(found)})")
-    raise BrowseError(f"--where {clause!r}: {name!r} is none of the compared runs "
+            raise BrowseError(f"filter {clause!r}: {name!r} names more than one run ({', '.join(found)})")
+    raise BrowseError(f"filter {clause!r}: {name!r} is none of the compared runs "
                       f"({', '.join(f'#{i} {r}' for i, r in enumerate(run_ids, 1))})")
 
 

@@ -60,6 +60,7 @@ __all__ = [
     "results_rows",
     "results_text",
     "stored_outcomes",
+    "timeline_kind_of",
 ]
 
 Grouping = Literal["condition", "user", "dimension", "group"]
@@ -358,7 +359,12 @@ class RunGroup(BaseModel):
     the runs were not named: named runs that collide are an error)."""
 
 
-def _timeline_kind(run: RunRecord) -> str:
+def timeline_kind_of(run: RunRecord) -> str:
+    """What a stored run played: ``whole timeline``, ``quick-start slice`` or ``quick start``
+    (:attr:`~mempa_tui.runner.RunConfig.timeline_kind` read from the stored configuration; a No
+    Memory or Oracle run names the timeline of its donor's checkpoints). An unreadable
+    configuration reads as ``whole timeline``. The one place that names it: results tables,
+    the comparison and the run browser all use it (paper Section 3.3)."""
     try:
         config = json.loads(run.config_json)
     except (json.JSONDecodeError, AttributeError):
@@ -393,7 +399,7 @@ def comparable_groups(runs: Sequence[RunRecord], *, named: bool) -> list[RunGrou
         return (run.status is RunStatus.COMPLETED, -run.seed, run.updated_at.timestamp())
 
     for run in sorted(runs, key=preference, reverse=True):
-        sliced = _timeline_kind(run)
+        sliced = timeline_kind_of(run)
         group = groups.setdefault(sliced, RunGroup(timeline=sliced, run_ids=[]))
         key = (sliced, run.user, run.memory, backbone_label(run))
         other = holder.get(key)

@@ -9,7 +9,6 @@ starts the embedded server or checks Ollama, then :class:`~mempa_tui.runner.Runn
 from __future__ import annotations
 
 import io
-import json
 import tempfile
 from collections.abc import Callable, Sequence
 from contextlib import AsyncExitStack
@@ -60,7 +59,7 @@ from mempa_tui.runner._browse import (
 )
 from mempa_tui.runner._episode_events import EpisodeEvent, episode_event_adapter
 from mempa_tui.runner._health import MemoryHealth, RowAnnotations, row_annotations, runs_health
-from mempa_tui.runner._results import partial_runs, stored_outcomes
+from mempa_tui.runner._results import partial_runs, stored_outcomes, timeline_kind_of
 from mempa_tui.runner._scoring import ProbeScorer
 from mempa_tui.runner._stepper import (
     ProbeStepper,
@@ -100,6 +99,7 @@ __all__ = [
     "StepDetail",
     "StepLine",
     "StoredEvent",
+    "checkpoint_words",
     "compare_choices",
     "compare_stored",
     "discover_choices",
@@ -160,8 +160,8 @@ class BrowsedRun(BaseModel):
     profile: str
     """Model profile name."""
     played: str
-    """What it played: ``whole timeline``, ``quick-start slice``, ``quick start``, ``probes only``
-    (No Memory / Oracle, from :attr:`donor`'s checkpoints) or ``play (<seat> seat, <step>)`` for a
+    """What it played: ``whole timeline``, ``quick-start slice``, ``quick start``, ``probes only
+    (<timeline>)`` (No Memory / Oracle, from :attr:`donor`'s checkpoints of that timeline) or ``play (<seat> seat, <step>)`` for a
     person's play."""
     donor: str | None = None
     """The run whose checkpoints its probes start from (No Memory and Oracle), if any."""
@@ -192,7 +192,7 @@ def _played(run: RunRecord) -> str:
     except ValidationError:
         return "unreadable configuration"
     if run.donor_run or not config.accumulates:
-        return "probes only"
+        return f"probes only ({config.timeline_kind})"
     return config.timeline_kind
 
 
@@ -245,6 +245,22 @@ def empty_pickers(settings: AppSettings, choices: LauncherChoices) -> list[str]:
     return problems
 
 
+def checkpoint_words(run_id: str, index: int | None, listing: RunListing | None = None, *,
+                     step_id: str | None = None) -> str:
+    """A checkpoint in the probe stepper's words and numbering (1-based step position in the
+    played timeline): ``after step 15 (A-E01) of A-file-demo-s0-slice``, ``the start of <run>``
+    (index -1), ``a checkpoint of <run>`` (index unknown). The step id is named when ``listing``
+    is of that run and holds the step, or when given as ``step_id``."""
+    if index is None:
+        return f"a checkpoint of {run_id}"
+    if index < 0:
+        return f"the start of {run_id}"
+    step = step_id
+    if step is None and listing is not None and listing.run.id == run_id:
+        step = next((s.step_id for s in listing.steps if s.index == index), None)
+    return f"after step {index + 1}" + (f" ({step})" if step else "") + f" of {run_id}"
+
+
 def error_line(exc: BaseException) -> str:
     """One line for an error: the CLI's wording for user-fixable errors, else type and message."""
     known = user_error_message(exc)
@@ -266,7 +282,8 @@ class CompareChoice(BaseModel):
     profile: str
     """Its model profile."""
     timeline: str
-    """``quick-start slice`` or ``whole timeline`` (runs compare only within one)."""
+    """``whole timeline``, ``quick-start slice`` or ``quick start`` (runs compare only within one;
+    :func:`~mempa_tui.runner._results.timeline_kind_of`)."""
     probes_done: int
     """Probe repeats stored."""
     status: str
@@ -300,13 +317,6 @@ class Comparison:
         return filter_compare(self.rows, parse_where(where, self.run_ids))
 
 
-def _timeline(run: RunRecord) -> str:
-    try:
-        return "quick-start slice" if json.loads(run.config_json).get("slice") else "whole timeline"
-    except (json.JSONDecodeError, AttributeError):
-        return "whole timeline"
-
-
 async def compare_choices(service: RunService) -> list[CompareChoice]:
     """Every stored run with at least one probe result, grouped by user then newest first; none
     without a database. Archived runs (``<id>~N``) and plays are offered too: naming them is the
@@ -320,7 +330,7 @@ async def compare_choices(service: RunService) -> list[CompareChoice]:
         return []
     healths = await runs_health(await service.store(), [s.run for s in summaries])
     out = [CompareChoice(run_id=s.run.id, user=s.run.user, memory=s.run.memory, profile=s.run.profile,
-                         timeline=_timeline(s.run), probes_done=s.probes_done, status=service.shown_status(s.run),
+                         timeline=timeline_kind_of(s.run), probes_done=s.probes_done, status=service.shown_status(s.run),
                          health=healths[s.run.id].short())
            for s in summaries]
     return sorted(out, key=lambda c: c.user)  # stable: newest first within a user
@@ -415,7 +425,8 @@ def export_comparison(comparison: Comparison, rows: Sequence[CompareRow], where:
 
 
 async def results_annotations(
-    service: RunService, outcomes: Sequence[ProbeOutcome], by: str = "condition"
+    service: RunService, outcomes: Sequence[ProbeOutcome], by: str = "condition",
+    *, run_ids: Sequence[str] | None = None,
 ) -> RowAnnotations:
     """The Health and Covers cells of the Results screen's rows, and the notes under the table
     (:func:`~mempa_tui.runner._health.row_annotations`, as ``mempa results`` prints them): a run
@@ -426,6 +437,8 @@ async def results_annotations(
         service: the app's engine service.
         outcomes: the probe outcomes the screen shows (of :meth:`RunService.outcomes`).
         by: the screen's grouping.
+        run_ids: the runs the outcomes come from (one timeline's group); default every run of
+            :meth:`RunService.result_run_ids`.
 
     Raises:
         StoreError: the database is not readable.
@@ -433,7 +446,8 @@ async def results_annotations(
     if not outcomes or (service._store is None and not service.database.is_file()):
         return RowAnnotations(health={}, covers={}, notes=[])
     store = await service.store()
-    runs = [r for r in await store.list_runs() if r.id in set(await service.result_run_ids())]
+    wanted = set(run_ids if run_ids is not None else await service.result_run_ids())
+    runs = [r for r in await store.list_runs() if r.id in wanted]
     return row_annotations(runs, await runs_health(store, runs), outcomes, by=by)
 
 

@@ -53,6 +53,7 @@ from mempa_tui.taxonomy import ATTRIBUTES, Dimension
 from mempa_tui.tui.book import RunEntry, RunRequest
 from mempa_tui.tui.engine import (
     NOT_STORED,
+    checkpoint_words,
     OUTCOMES,
     BrowsedRun,
     BrowseError,
@@ -137,6 +138,7 @@ class CallFold(Collapsible):
         """Fill the body with the call's prompt and reply."""
         self.query_one(".call-text", Static).update(Text(call.text(head=False)))
         self.loaded = True
+
 
 
 class BrowserScreen(PlainNotify, Screen[None]):
@@ -426,13 +428,22 @@ class BrowserScreen(PlainNotify, Screen[None]):
         self.query_one("#detail-sections", Static).update(sections or Text("(no evidence event stored)", style="dim"))
         panel = self.query_one(MemoryPanel)
         self._panel_entry = self._entry(detail, None)
-        panel.show(self._panel_entry)
+        self._show_panel(panel, self._panel_entry, detail)
         view = await self.mempa.service.step_memory(run_id, step_id, detail.repeat or None)
         if self.detail is not detail:
             return
         self.memory_view = view
         self._panel_entry = self._entry(detail, view)
-        panel.show(self._panel_entry)
+        self._show_panel(panel, self._panel_entry, detail)
+
+    def _show_panel(self, panel: MemoryPanel, entry: RunEntry, detail: StepDetail) -> None:
+        """The side panel for a stored step: a step that stored no evidence (a change event replays
+        a fixed transcript; No Memory hands nothing) says so, not "no turn played yet"."""
+        panel.show(entry)
+        if entry.evidence is None:
+            what = ("a change event replays its fixed transcript, so no memory section was handed to the PA"
+                    if detail.kind == "change_event" else "this step stored no evidence event")
+            panel.query_one("#evidence-body", Static).update(Text(f"({detail.status} step; {what})", style="dim"))
 
     @on(Collapsible.Expanded, ".call-fold")
     def _call_opened(self, event: Collapsible.Expanded) -> None:
@@ -467,12 +478,14 @@ class BrowserScreen(PlainNotify, Screen[None]):
         evidence: list[EvidenceEvent] = detail.evidence
         entry.evidence = evidence[0] if evidence else None
         if view is not None:
-            when = "after the step" if detail.repeat == 0 else "where the probe started"
-            where = (f"checkpoint {view.checkpoint_index} of {view.checkpoint_run}"
+            when = "" if detail.repeat == 0 else "where the probe started: "
+            where = (checkpoint_words(view.checkpoint_run, view.checkpoint_index, listing)
                      if view.checkpoint_run is not None else "no checkpoint")
             entry.memory = MemoryInspection(system=request.memory, stored=view.stored,
                                             stats=detail.memory_stats)
-            entry.memory_origin = f"{when} ({where})" + (f"; {view.note}" if view.note else "")
+            # the stepper's numbering and words (1-based step position in the played timeline)
+            entry.memory_origin = (f"{when}checkpoint {where}" if view.checkpoint_run is not None
+                                   else f"{when}{where}") + (f"; {view.note}" if view.note else "")
         return entry
 
     # ---- actions --------------------------------------------------------------------------

@@ -13,6 +13,14 @@ Runs that cannot be compared (different users or timelines, fewer than two) are 
 engine's message. A run whose memory is broken (:mod:`mempa_tui.runner._health`) is marked in its
 column, since its outcomes are a broken memory's, not its condition's.
 
+Keys and focus (issue 16 follow-up): entering the screen focuses the run list on its first row.
+A typed filter keeps the focus in its box after Enter (Escape or Tab leaves it), and the Show
+picker names it (``typed: ...``) so the two never disagree. Once the ticks differ from the
+compared runs the status line says the table is stale ("ticks changed: press c ..."); the
+Results screen's ``o`` says when it replaced the ticks. ``⇧→`` / ``⇧←`` scroll the table
+sideways (its run columns do not fit 80 columns); the evidence pane is titled and ``e`` focuses
+and enlarges it (again: back). ``x`` refuses when no row is shown.
+
 All reads go through :mod:`mempa_tui.tui.engine`, in workers owned by the screen.
 """
 
@@ -53,6 +61,9 @@ if TYPE_CHECKING:
 
 __all__ = ["CompareScreen", "cell_text", "choice_label"]
 
+TYPED = "typed"
+"""The Show picker's value for a typed filter that is none of the common ones."""
+
 MARKS = {"correct": "✓", "wrong": "✗", "floored": "floored", "incomplete": "incomplete"}
 """How an outcome shows in a table cell (a glyph or a word, never a colour alone)."""
 
@@ -90,6 +101,12 @@ class CompareScreen(PlainNotify, Screen[None]):
                 tooltip="Next common filter: every repeat, one run right while another is wrong, a run floored"),
         Binding("slash", "type_filter", "Type filter", key_display="/", id="compare.type",
                 tooltip="Type a filter such as 'file right, none not right' or '#1 wrong' (enter applies)"),
+        Binding("shift+right", "scroll_columns(1)", "Scroll columns", key_display="⇧←→", id="compare.right",
+                tooltip="Scroll the comparison table right to the other runs' columns (⇧← back)"),
+        Binding("shift+left", "scroll_columns(-1)", "Scroll columns back", key_display="⇧←", show=False,
+                id="compare.left", tooltip="Scroll the comparison table back to the probe and target"),
+        Binding("e", "evidence", "Evidence", id="compare.evidence",
+                tooltip="Focus and enlarge the evidence pane (press e again to shrink it back)"),
         Binding("x", "export", "Export", id="compare.export",
                 tooltip="Write the shown rows and every memory's evidence as Markdown under the saves folder"),
         Binding("f5", "refresh", "Refresh", id="compare.refresh", tooltip="List the stored runs again"),
@@ -116,6 +133,10 @@ class CompareScreen(PlainNotify, Screen[None]):
         """Whether the screen was shown once (its first ScreenResume comes with on_mount's load)."""
         self._pending: list[str] = []
         """Runs to tick (and compare) once the picker is filled (:meth:`preset`)."""
+        self._preset_by: str | None = None
+        """Who set the pending ticks (named in the notification that they replaced the ticks)."""
+        self._placed = False
+        """Whether the run list got the focus and its first row once (on the first load)."""
 
     @property
     def mempa(self) -> MempaApp:
@@ -136,7 +157,9 @@ class CompareScreen(PlainNotify, Screen[None]):
             yield Input(placeholder="or type: file right, none not right", id="compare-where")
         yield Static("", id="compare-status")
         yield DataTable(id="compare-table", zebra_stripes=True, cursor_type="row")
-        with VerticalScroll(id="compare-evidence-box"):
+        box = VerticalScroll(id="compare-evidence-box")
+        box.border_title = "Evidence handed to the PA (e: enlarge)"
+        with box:
             yield Static("", id="compare-evidence")
         yield Footer()
 
@@ -152,10 +175,10 @@ class CompareScreen(PlainNotify, Screen[None]):
             self.load_choices()
         self._resumed = True
 
-    def preset(self, run_ids: list[str]) -> None:
+    def preset(self, run_ids: list[str], by: str = "the Results screen") -> None:
         """Tick ``run_ids`` (those the picker offers) and compare them when two or more are ticked
-        (the Results screen's ``o``)."""
-        self._pending = list(run_ids)
+        (the Results screen's ``o``); a notification names ``by`` when earlier ticks are replaced."""
+        self._pending, self._preset_by = list(run_ids), by
         self.load_choices()  # the list may have grown since; the ticks are applied once it is read
 
     # ---- loading ------------------------------------------------------------------------------
@@ -170,6 +193,10 @@ class CompareScreen(PlainNotify, Screen[None]):
         picks.add_options([(choice_label(c), c.run_id, c.run_id in ticked) for c in self.choices])
         if not self.choices:
             self._status(Text("no stored run has probe results yet: finish a run's probes, then f5", style="dim"))
+        elif not self._placed:
+            self._placed = True
+            picks.focus()
+            picks.highlighted = 0
         self._apply_pending()
 
     def _apply_pending(self) -> None:
@@ -179,6 +206,10 @@ class CompareScreen(PlainNotify, Screen[None]):
         if not chosen:
             return
         picks: SelectionList[str] = self.query_one("#compare-runs", SelectionList)
+        before = list(picks.selected)
+        if before and before != chosen:  # other runs, or the same in another column order
+            self.notify(f"{self._preset_by or 'another screen'} replaced your ticks ({', '.join(before)}) "
+                        f"with {', '.join(chosen)}", title="Compare", timeout=8)
         picks.deselect_all()
         for run_id in chosen:
             picks.select(run_id)
@@ -218,6 +249,13 @@ class CompareScreen(PlainNotify, Screen[None]):
         if comparison is None:
             return
         self._show_rows(comparison.filtered(self.where))
+        self._show_runs_status()
+
+    def _show_runs_status(self) -> None:
+        """The status line: the compared runs, what is shown, a stale-ticks mark, broken memories."""
+        comparison = self.comparison
+        if comparison is None:
+            return
         runs = Text()
         for i, run_id in enumerate(comparison.run_ids, 1):
             health = comparison.health.get(run_id)
@@ -227,6 +265,10 @@ class CompareScreen(PlainNotify, Screen[None]):
         shown = f"{len(self.shown)} of {len(comparison.rows)} probe repeat(s)"
         runs.append(f"\n{shown}" + (f" where {self.where}" if self.where else "")
                     + "; cells: selection ✓ right / ✗ wrong, BRS/PRS", style="dim")
+        ticked = list(self.query_one("#compare-runs", SelectionList).selected)
+        if ticked != list(comparison.run_ids):
+            runs.append("\nticks changed: press c to compare these runs (the table shows the runs above)",
+                        style="bold yellow")
         broken = [r for r, h in comparison.health.items() if h.broken]
         if broken:
             runs.append(f"\n{', '.join(broken)}: memory BROKEN, its outcomes are a broken memory's, "
@@ -300,6 +342,8 @@ class CompareScreen(PlainNotify, Screen[None]):
         """A common filter chosen: apply it and show its clause in the typed field."""
         if event.select.id != "compare-where-choice" or event.value is Select.BLANK or self.comparison is None:
             return  # the initial value's Changed on mount, before anything is compared
+        if event.value == TYPED:
+            return  # the typed filter's own entry: it is applied already
         index = int(str(event.value))
         if 0 <= index < len(self._filters):
             clause = self._filters[index][1]
@@ -307,9 +351,24 @@ class CompareScreen(PlainNotify, Screen[None]):
             self._apply_where(clause)
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
-        """A typed filter: apply it."""
+        """A typed filter: apply it and show it in the Show picker (a common filter by its name,
+        another as ``typed: ...``); the focus stays in the box, so the next keys type there
+        (Escape or Tab leaves it)."""
         if event.input.id == "compare-where" and self._apply_where(event.value):
-            self.query_one("#compare-table", DataTable).focus()
+            self._pick_typed(self.where)
+
+    def _pick_typed(self, where: str) -> None:
+        """Make the Show picker agree with the applied filter ``where``."""
+        select = self.query_one("#compare-where-choice", Select)
+        options = [(label, str(i)) for i, (label, _clause) in enumerate(self._filters)]
+        index = next((i for i, (_label, clause) in enumerate(self._filters) if clause == where), None)
+        with select.prevent(Select.Changed):
+            if index is None:
+                select.set_options([*options, (f"typed: {where}", TYPED)])
+                select.value = TYPED
+            else:
+                select.set_options(options)
+                select.value = str(index)
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         """A failed read or export shows as a notification and in the status line."""
@@ -335,7 +394,10 @@ class CompareScreen(PlainNotify, Screen[None]):
     def action_cycle_filter(self) -> None:
         """Next common filter."""
         select = self.query_one("#compare-where-choice", Select)
-        current = int(str(select.value)) if select.value is not Select.BLANK else -1
+        value = str(select.value)
+        current = int(value) if value.isdigit() else -1  # blank or the typed filter's entry
+        if value == TYPED:
+            select.set_options([(label, str(i)) for i, (label, _clause) in enumerate(self._filters)])
         select.value = str((current + 1) % len(self._filters))
 
     def action_type_filter(self) -> None:
@@ -350,11 +412,38 @@ class CompareScreen(PlainNotify, Screen[None]):
         """List the stored runs again."""
         self.load_choices()
 
+    def action_scroll_columns(self, direction: int) -> None:
+        """Scroll the comparison table sideways by about a third of its width (``direction`` 1: right)."""
+        table = self.query_one("#compare-table", DataTable)
+        step = max(8, table.scrollable_content_region.width // 3)
+        table.scroll_relative(x=step * direction, animate=False)
+
+    def action_evidence(self) -> None:
+        """Focus the evidence pane and enlarge it over the picker and table; again: shrink it back
+        and return the focus to the table."""
+        big = not self.has_class("-evidence-big")
+        self.set_class(big, "-evidence-big")
+        box = self.query_one("#compare-evidence-box", VerticalScroll)
+        box.border_title = f"Evidence handed to the PA (e: {'shrink' if big else 'enlarge'})"
+        if big:
+            box.focus()
+        else:
+            self.query_one("#compare-table", DataTable).focus()
+
+    def on_selection_list_selected_changed(self, event: SelectionList.SelectedChanged[str]) -> None:
+        """Ticks that differ from the compared runs mark the table as stale (the status line)."""
+        if event.selection_list.id == "compare-runs":
+            self._show_runs_status()
+
     def action_export(self) -> None:
-        """Write the shown rows as Markdown."""
+        """Write the shown rows as Markdown; refused (nothing written) when no row is shown."""
         if self.comparison is None:
             self.notify("nothing compared yet: tick two or more runs and press c", severity="warning",
                         title="Compare")
+            return
+        if not self.shown:
+            self.notify("no probe repeat is shown, so nothing to export: choose another filter (f)",
+                        severity="warning", title="Compare")
             return
         self.export()
 

@@ -239,19 +239,21 @@ class DashboardScreen(PlainNotify, Screen[None]):
     def cancel_run(self, entry: RunEntry) -> None:
         """Cancel ``entry``: a playing run's worker is cancelled (the step in flight is dropped, never
         half-stored: the run ends at its last step boundary), then the run record is marked
-        ``cancelled``; a paused or failed run is marked at once. Nothing stored is deleted."""
+        ``cancelled``. A run that is not playing (finished, paused, failed, already cancelled) is
+        refused with a message, as pause (``x``) refuses it: its stored status is never rewritten.
+        Nothing stored is deleted."""
         if entry.state == "cancelled":
             self.notify(f"run {entry.label} is already cancelled", severity="warning", title="Dashboard")
             return
         if entry.request.play is not None:
             self.notify(f"{entry.label} is a play; it ended with its seat", severity="warning", title="Dashboard")
             return
-        if entry.active:
-            self._cancelling.add(entry.key)
-            self.mempa.workers.cancel_group(self, RUN_GROUP + entry.key)
-            self.notify(f"cancelling run {entry.label}", title="Dashboard")
+        if not entry.active:
+            self.notify(f"run {entry.label} is not running", severity="warning", title="Dashboard")
             return
-        self._mark_cancelled(entry)
+        self._cancelling.add(entry.key)
+        self.mempa.workers.cancel_group(self, RUN_GROUP + entry.key)
+        self.notify(f"cancelling run {entry.label}", title="Dashboard")
 
     def _mark_cancelled(self, entry: RunEntry) -> None:
         entry.cancel(CANCELLED_MESSAGE)

@@ -29,7 +29,7 @@ from mempa_tui.runner._stepper import (
     StepperChoices,
     StepperUpdate,
 )
-from mempa_tui.tui.engine import error_line, play_from_record
+from mempa_tui.tui.engine import checkpoint_words, error_line, play_from_record
 from mempa_tui.tui.plain import PlainNotify
 from mempa_tui.tui.render import event_lines
 
@@ -238,9 +238,11 @@ class ProbeStepperScreen(PlainNotify, Screen[None]):
         stepper = await self.mempa.service.open_stepper(run_id, probe_id, checkpoint, say)
         async with stepper:
             self.stepper = stepper
-            where = stepper.checkpoint.step_index + 1 if stepper.checkpoint else None
+            point = stepper.checkpoint  # the numbering and words of the run browser's memory panel
+            where = (checkpoint_words(point.run_id, point.step_index, step_id=point.step_id)
+                     if point is not None else None)
             self.query_one("#step-log", RichLog).write(Text(
-                f"Branch of {run_id} " + (f"after step {where}" if where is not None else "(fixture world)")
+                f"Branch of {run_id} " + (where if where is not None else "(fixture world)")
                 + f"; probe {probe_id} ({stepper.probe.attribute}, {stepper.probe.context.value}). "
                 "The target stays hidden until the PA has selected.", style="dim"))
             self._show(stepper.opening)

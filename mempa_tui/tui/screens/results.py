@@ -16,7 +16,14 @@ Layout (issue 16.6): the metric columns come right after the memory condition an
 scrolls in one column, so at 80x24 PRS and the differences are on screen, never cut off; the
 columns after PRS (Health, Covers, counts, model) are reached by scrolling the table sideways
 (``shift+→`` / ``shift+←`` anywhere, or ``←`` / ``→`` on the table), as the footer says.
-``o`` opens the probe-by-probe comparison with the shown runs of one user ticked."""
+``o`` opens the probe-by-probe comparison with the shown runs of one user ticked (a notification
+says the ticks were replaced).
+
+Timelines (issue 16 follow-up): runs that played different timelines (whole timeline, quick-start
+slice, quick start; paper Section 3.3) are never scored in one table, as ``mempa results`` splits
+them (:func:`~mempa_tui.runner._results.comparable_groups`): the screen shows one timeline's runs
+at a time, named above the table, and ``t`` picks the next one. ``x`` refuses when no row is
+shown."""
 
 from __future__ import annotations
 
@@ -40,7 +47,9 @@ from mempa_tui.runner._results import (
     Bar,
     ExportedResults,
     Grouping,
+    RunGroup,
     bar_chart,
+    comparable_groups,
     export_results,
     paired_differences,
     results_rows,
@@ -106,6 +115,8 @@ class ResultsScreen(PlainNotify, Screen[None]):
                 id="results.left", tooltip="Scroll the results table back to the memory and the metrics"),
         Binding("o", "compare", "Compare", id="results.compare",
                 tooltip="Compare runs probe by probe (the shown runs of one user ticked)"),
+        Binding("t", "cycle_timeline", "Timeline", id="results.timeline",
+                tooltip="Show the runs of the next timeline (whole timeline, quick-start slice, quick start)"),
         Binding("g", "cycle_grouping", "Group by", id="results.group",
                 tooltip="Split rows by nothing more, by user, by dimension or by reply-vs-action group"),
         Binding("c", "cycle_metric", "Chart metric", id="results.metric",
@@ -131,6 +142,11 @@ class ResultsScreen(PlainNotify, Screen[None]):
         plays and archived runs are not shown)."""
         self.annotations = RowAnnotations(health={}, covers={}, notes=[])
         """The Health and Covers cells of the rows and the notes under the table."""
+        self.groups: list[RunGroup] = []
+        """The shown runs split by the timeline they played (one table each, never pooled)."""
+        self.timeline: str | None = None
+        """The timeline whose runs the table shows (``whole timeline``, ``quick-start slice``,
+        ``quick start``), None before the first load or without runs."""
         self.last_export: ExportedResults | None = None
         self._loaded_by: str | None = None
         """The grouping the latest load was started for (its Select's own Changed is skipped)."""
@@ -151,6 +167,7 @@ class ResultsScreen(PlainNotify, Screen[None]):
             yield Label("Chart", classes="field-label")
             yield Select[str]([(m, m) for m in SHOWN_METRICS], id="metric", value="PSA", allow_blank=False)
         with VerticalScroll(id="results-body"):
+            yield Static("", id="results-timeline")
             yield Static("", id="results-count")
             yield DataTable(id="results-table", zebra_stripes=True, cursor_type="row")
             yield Static("", id="results-notes")
@@ -192,16 +209,44 @@ class ResultsScreen(PlainNotify, Screen[None]):
     async def load(self) -> None:
         """Read every stored probe outcome, then score the chosen grouping."""
         service = self.mempa.service
-        shown = set(await service.result_run_ids())  # plays and archived runs are not in the rows
-        self.outcomes = await service.outcomes()
-        self.partial = [line for line in await service.partial_runs() if line.split(" ", 1)[0] in shown]
-        self.settings = await self._settings(shown)
+        shown = await service.result_run_ids()  # plays and archived runs are not in the rows
+        records = {r.id: r for r in await (await service.store()).list_runs()} if shown else {}
+        self.groups = comparable_groups([records[i] for i in shown if i in records], named=False)
+        kinds = [g.timeline for g in self.groups]
+        if self.timeline not in kinds:
+            self.timeline = kinds[0] if kinds else None
+        group = self._group()
+        ids = group.run_ids if group is not None else []
+        self.outcomes = await service.outcomes(ids) if ids else []
+        self.partial = [line for line in await service.partial_runs() if line.split(" ", 1)[0] in set(ids)]
+        self.settings = await self._settings(set(ids))
         await self._score()
+
+    def _group(self) -> RunGroup | None:
+        """The shown timeline's group of runs (None without runs)."""
+        return next((g for g in self.groups if g.timeline == self.timeline), None)
+
+    def _timeline_text(self) -> Text:
+        """The line above the table: which timeline's runs are shown, the others, and runs left out."""
+        group = self._group()
+        if group is None or (len(self.groups) < 2 and not group.left_out):
+            return Text("")  # one timeline, nothing left out: as `mempa results`, no heading
+        out = Text(f"{group.timeline} runs", style="bold")
+        if len(self.groups) > 1:
+            others = ", ".join(g.timeline for g in self.groups if g is not group)
+            out.append(f"  ({self.groups.index(group) + 1} of {len(self.groups)}; also stored: {others}; "
+                       "t: next timeline; runs of different timelines are never scored together)")
+        if group.left_out:
+            out.append("\nleft out (a completed, lower-seed or newer run holds the same user, condition and "
+                       "model): " + ", ".join(group.left_out), style="dim")
+        return out
 
     async def _annotate(self, outcomes: list[ProbeOutcome], by: Grouping) -> None:
         """Health and Covers of the rows (a failed read is shown in the column, not swallowed)."""
         try:
-            self.annotations = await results_annotations(self.mempa.service, outcomes, by)
+            group = self._group()
+            self.annotations = await results_annotations(
+                self.mempa.service, outcomes, by, run_ids=group.run_ids if group is not None else [])
         except Exception as exc:  # noqa: BLE001 - shown as the table's note and a notification
             self.annotations = RowAnnotations(health={}, covers={}, notes=[f"memory health not read: {error_line(exc)}"])
             self.notify(error_line(exc), severity="error", title="Results: memory health")
@@ -253,6 +298,10 @@ class ResultsScreen(PlainNotify, Screen[None]):
             + (f"\nnot finished, rows cover only the probes so far: {', '.join(self.partial)}" if self.partial else "")
         )
         self.query_one("#results-count", Static).update(count)
+        heading = self.query_one("#results-timeline", Static)
+        line = self._timeline_text()
+        heading.update(line)
+        heading.display = bool(line.plain)
         notes = self.query_one("#results-notes", Static)
         notes.update(Text("\n".join(self.annotations.notes), style="bold red" if any(
             n.startswith("BROKEN") for n in self.annotations.notes) else ""))
@@ -318,6 +367,16 @@ class ResultsScreen(PlainNotify, Screen[None]):
         """Next grouping."""
         self._cycle("#grouping", GROUPINGS)
 
+    def action_cycle_timeline(self) -> None:
+        """Show the next timeline's runs (a message when only one timeline is stored)."""
+        kinds = [g.timeline for g in self.groups]
+        if len(kinds) < 2:
+            self.notify(f"only {kinds[0] if kinds else 'no'} runs are stored", title="Results")
+            return
+        index = kinds.index(self.timeline) if self.timeline in kinds else -1
+        self.timeline = kinds[(index + 1) % len(kinds)]
+        self.load()
+
     def action_cycle_metric(self) -> None:
         """Next charted metric."""
         self._cycle("#metric", SHOWN_METRICS)
@@ -333,7 +392,8 @@ class ResultsScreen(PlainNotify, Screen[None]):
         from mempa_tui.tui.screens.compare import CompareScreen
 
         users = {o.user for o in self.outcomes}
-        ids = sorted(await self.mempa.service.result_run_ids()) if len(users) == 1 else []  # columns by run id
+        group = self._group()
+        ids = sorted(group.run_ids) if len(users) == 1 and group is not None else []  # columns by run id
         await self.mempa.switch_mode("compare")
         screen = self.mempa.screen
         if isinstance(screen, CompareScreen):
@@ -344,8 +404,9 @@ class ResultsScreen(PlainNotify, Screen[None]):
         self.load()
 
     def action_export(self) -> None:
-        """Write the results as Markdown and CSV."""
-        if not self.outcomes:
+        """Write the results as Markdown and CSV; refused (with a message, nothing written) when the
+        table shows no row."""
+        if not self.outcomes or not self.rows:
             self.notify("no probe results to export yet", severity="warning", title="Results")
             return
         self.export()
