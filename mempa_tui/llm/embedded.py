@@ -193,13 +193,45 @@ def default_threads() -> int:
     average 5-7 (benchmarks/bench_embedded.py rates): one thread read prompts at 63 tokens/s and
     generated 19.5 tokens/s at 840 prompt tokens, two threads 39-52 and 3.1-3.2.
     Set ``options.embedded.n_threads`` to fix the count.
+
+    "Busy" is measured now, over half a second of ``/proc/stat`` (Linux), not read from the
+    one-minute load average: that average still counts work that just ended (the README's first
+    command starts the server seconds after ``pip install`` has kept both cores busy), which gave an
+    idle machine one thread. Where ``/proc/stat`` is missing, the load average is used.
     """
     cpus = max(1, os.cpu_count() or 1)
-    try:
-        busy = os.getloadavg()[0]
-    except OSError:  # not available on this platform
-        return cpus
+    busy = _busy_cpus_now()
+    if busy is None:
+        try:
+            busy = os.getloadavg()[0]
+        except OSError:  # not available on this platform
+            return cpus
     return max(1, min(cpus, int(cpus - busy + 0.5)))
+
+
+def _busy_cpus_now(window_s: float = 0.5) -> float | None:
+    """CPUs' worth of work running now (0.0 .. cpu count), from two reads of ``/proc/stat``
+    ``window_s`` seconds apart; None where the file cannot be read."""
+    import time
+
+    def sample() -> tuple[int, int] | None:
+        try:
+            with open("/proc/stat", encoding="ascii") as f:
+                fields = [int(x) for x in f.readline().split()[1:]]
+        except (OSError, ValueError):
+            return None
+        idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
+        return sum(fields), idle
+
+    first = sample()
+    if first is None:
+        return None
+    time.sleep(window_s)
+    second = sample()
+    if second is None or second[0] <= first[0]:
+        return None
+    total, idle = second[0] - first[0], second[1] - first[1]
+    return (1.0 - idle / total) * max(1, os.cpu_count() or 1)
 
 
 def server_command(profile: ModelProfile, weights: Path, port: int, *, python: str = sys.executable) -> list[str]:
