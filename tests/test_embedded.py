@@ -601,13 +601,14 @@ def test_busy_cpus_are_measured_now_not_from_the_decayed_load_average(monkeypatc
     machine; what runs now decides, and the load average is only the fallback."""
     from mempa_tui.llm import embedded
 
+    real = embedded._busy_cpus_now
     monkeypatch.setattr(embedded.os, "cpu_count", lambda: 2)
     monkeypatch.setattr(embedded.os, "getloadavg", lambda: (2.0, 2.0, 2.0))
     monkeypatch.setattr(embedded, "_busy_cpus_now", lambda: 0.05)
     assert embedded.default_threads() == 2
     monkeypatch.setattr(embedded, "_busy_cpus_now", lambda: None)  # no /proc/stat
     assert embedded.default_threads() == 1
-    busy = embedded._busy_cpus_now(0.05)  # the real reading on this machine
+    busy = real(0.05)  # the real reading on this machine
     assert busy is None or 0.0 <= busy <= 2.0
     fixed = server_command(embedded_profile(n_threads=2), Path("m.gguf"), 1)
     assert fixed[fixed.index("--threads") + 1] == "2"
