@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 from datetime import date, datetime, time, timedelta
 from typing import Annotated, Any, TypeVar
 
-from pydantic import AfterValidator, BeforeValidator, Field
+from pydantic import AfterValidator, BeforeValidator, Field, WithJsonSchema
 
 from mempa_tui.world import Record, WorkingCopy, to_plain
 
@@ -124,8 +124,17 @@ def _check_phone(value: str) -> str:
 
 #: A calendar date written ``YYYY-MM-DD``.
 DateArg = Annotated[date, BeforeValidator(_parse_date)]
-#: A 24-hour time written ``HH:MM``.
-TimeArg = Annotated[time, BeforeValidator(_parse_time)]
+TIME_PATTERN = r"^([01][0-9]|2[0-3]):[0-5][0-9]$"
+"""The JSON-schema ``pattern`` of a :data:`TimeArg`: a 24-hour ``HH:MM`` time, nothing more.
+
+JSON Schema's ``format: time`` (what pydantic writes for a ``time``) means RFC 3339's full time
+with seconds and a UTC offset, and grammar-constrained decoders follow it to the letter: under
+llama.cpp's grammar the embedded PA could only write ``09:00:00.000Z``, which the tools reject,
+so every calendar write of a quick-start run failed (issue 12). The schema states the form the
+tools accept instead."""
+
+#: A 24-hour time written ``HH:MM`` (schema: a string matching :data:`TIME_PATTERN`).
+TimeArg = Annotated[time, BeforeValidator(_parse_time), WithJsonSchema({"type": "string", "pattern": TIME_PATTERN})]
 #: Non-blank text.
 TextArg = Annotated[str, AfterValidator(_check_text)]
 #: An email address.
