@@ -51,7 +51,7 @@ from mempa_tui.llm.errors import (
     LLMTimeoutError,
 )
 from mempa_tui.llm.profile import ModelProfile, ModelSpec
-from mempa_tui.llm.sampling import call_seed
+from mempa_tui.llm.sampling import call_seed, prompt_texts
 from mempa_tui.llm.types import (
     CallPrompt,
     CallReply,
@@ -264,7 +264,7 @@ class LLMClient:
         kept = [history[i] for i in trim.keep]
         kept_serialised = [serialised[i] for i in trim.keep]
         # per call, from the base seed, the runner's sampling scope and this prompt (llm.sampling)
-        seed = call_seed(spec.seed, kept_serialised, _tool_names(sent_tools))
+        seed = call_seed(spec.seed, prompt_texts([messages[i] for i in trim.keep]), _tool_names(sent_tools))
         prompt = _prompt(messages, trim.keep, sent_tools, seed)
         kept_counts = [counts[i] for i in trim.keep]
         previous = self._last_prompt.get(role)

@@ -13,7 +13,9 @@ The rule: the seed sent with a call is :func:`call_seed` of
 * the current *sampling scope*: a key the runner sets with :func:`sampling_scope` around each
   timeline step attempt and each probe repeat attempt (made of the run's seed, the step or probe
   id, the repeat and the attempt); no scope (tests, the app's free play) counts as an empty key,
-* the prompt as sent: the serialised messages after trimming and the offered tool names.
+* the prompt as sent: the messages after trimming (:func:`prompt_texts`: canonical JSON with the
+  tool-call ids renumbered in order of appearance, since servers and litellm may make those ids
+  up at random) and the offered tool names.
 
 So the same run seed, step and prompt give the same seed (a resumed run or a replay samples as
 the original did); another repeat, attempt or run seed gives another seed; and the next call of a
@@ -34,7 +36,9 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 
-__all__ = ["call_seed", "current_scope", "sampling_scope"]
+from mempa_tui.llm.types import ChatMessage
+
+__all__ = ["call_seed", "current_scope", "prompt_texts", "sampling_scope"]
 
 _SCOPE: ContextVar[str] = ContextVar("mempa_sampling_scope", default="")
 _MASK_31 = (1 << 31) - 1
@@ -68,12 +72,42 @@ def current_scope() -> str:
     return _SCOPE.get()
 
 
+def prompt_texts(messages: Sequence[ChatMessage]) -> list[str]:
+    """The messages of a prompt as the seed reads them: one canonical JSON text per message.
+
+    Tool-call ids (an assistant message's ``tool_calls[].id``, a tool result's ``tool_call_id``)
+    are replaced by ``#1``, ``#2``... in order of first appearance: some servers (and litellm for
+    Ollama) make ids up at random, and a replayed prompt must give the same seed.
+
+    Args:
+        messages: the prompt, system message first.
+
+    Returns:
+        One text per message, in order.
+    """
+    ids: dict[str, str] = {}
+
+    def renumber(call_id: str | None) -> str | None:
+        if call_id is None:
+            return None
+        return ids.setdefault(call_id, f"#{len(ids) + 1}")
+
+    texts = []
+    for message in messages:
+        data = message.model_dump(mode="json")
+        for call in data["tool_calls"]:
+            call["id"] = renumber(call["id"])
+        data["tool_call_id"] = renumber(data["tool_call_id"])
+        texts.append(json.dumps(data, sort_keys=True, ensure_ascii=False, separators=(",", ":")))
+    return texts
+
+
 def call_seed(base: int | None, messages: Sequence[str], tools: Sequence[str], *, scope: str | None = None) -> int | None:
     """The sampling seed to send with one call (see the module docstring for the rule).
 
     Args:
         base: the spec's ``seed``; None means send no seed (the result is None).
-        messages: the messages as sent, each serialised (the client's canonical JSON), in order.
+        messages: the messages as sent, each as :func:`prompt_texts` writes it, in order.
         tools: names of the offered tools, in order.
         scope: the sampling scope; None reads :func:`current_scope`.
 
