@@ -24,6 +24,7 @@ from mempa_tui.llm import ChatMessage, LLMClient, Role, ScriptedModelServer, Scr
 from mempa_tui.llm.sampling import call_seed, current_scope, prompt_texts, sampling_scope
 from mempa_tui.runner import Runner
 from mempa_tui.runner._browse import model_call
+from mempa_tui.runner._stepper import ProbeStepper
 from mempa_tui.store import RunStore
 from mempa_tui.tools import default_registry
 
@@ -210,3 +211,23 @@ async def test_another_run_seed_sends_other_seeds(protocol: ScriptedModelServer,
     key = sorted(k for k in zero if k[1] == 0)[0]
     first0, first1 = zero[key][0], one[key][0]
     assert first0[2] == first1[2] and first0[1] != first1[1]  # the same first prompt, another seed
+
+
+async def test_the_probe_stepper_replays_the_seeds_of_the_runs_first_repeat(protocol: ScriptedModelServer, tmp_path: Path) -> None:
+    client = LLMClient(protocol.profile(context_window=131072, seed=7))
+    probe = "R-final-work-verbosity"
+    async with RunStore(tmp_path / "saves" / "mempa.sqlite") as store:
+        run_id = (await Runner(runner_config(repeats=2), store, client, default_registry(), None,
+                               memory_root=tmp_path / "local_memory", resamples=50).run()).run_id
+        stored: dict[int, list[int | None]] = defaultdict(list)
+        for row in await store.llm_calls(run_id):
+            if row.step_id == probe and row.call.role is Role.PA and row.call_id is not None:
+                full = (await store.llm_call(run_id, row.call_id)).call
+                assert full.prompt is not None
+                stored[row.repeat].append(full.prompt.seed)
+        stepper = await ProbeStepper.open(store, run_id, probe, client=client)
+        async with stepper:
+            await stepper.run_to("finished")
+        stepped = [c.prompt.seed for c in stepper.client.calls if c.role is Role.PA and c.prompt is not None]
+    assert stored[1] and stepped == stored[1]  # the same prompts, so the same seeds as repeat 1
+    assert stored[2] != stored[1]
