@@ -51,6 +51,7 @@ from mempa_tui.llm.errors import (
     LLMTimeoutError,
 )
 from mempa_tui.llm.profile import ModelProfile, ModelSpec
+from mempa_tui.llm.sampling import call_seed, prompt_texts
 from mempa_tui.llm.types import (
     CallPrompt,
     CallReply,
@@ -144,12 +145,16 @@ def _reply_tool_as_text(completion: Completion) -> Completion:
     return completion.model_copy(update={"tool_calls": others, "text": "\n\n".join(t for t in (completion.text, text) if t)})
 
 
-def _prompt(messages: Sequence[ChatMessage], keep: Iterable[int], tools: Sequence[dict[str, Any]] | None) -> CallPrompt:
-    """The prompt of a call as logged: the kept messages (after trimming) and the offered tool names."""
-    return CallPrompt(
-        messages=[messages[i] for i in keep],
-        tools=[str(t.get("function", {}).get("name", "")) for t in tools or ()],
-    )
+def _tool_names(tools: Sequence[dict[str, Any]] | None) -> list[str]:
+    """Names of the offered tools (OpenAI function-tool dicts), in order."""
+    return [str(t.get("function", {}).get("name", "")) for t in tools or ()]
+
+
+def _prompt(messages: Sequence[ChatMessage], keep: Iterable[int], tools: Sequence[dict[str, Any]] | None,
+            seed: int | None = None) -> CallPrompt:
+    """The prompt of a call as logged: the kept messages (after trimming), the offered tool names
+    and the sampling seed sent (None: none sent)."""
+    return CallPrompt(messages=[messages[i] for i in keep], tools=_tool_names(tools), seed=seed)
 
 
 def _chain(exc: BaseException) -> list[BaseException]:
@@ -257,8 +262,10 @@ class LLMClient:
                          prompt=_prompt(messages, range(len(messages)), sent_tools))
             raise error
         kept = [history[i] for i in trim.keep]
-        prompt = _prompt(messages, trim.keep, sent_tools)
         kept_serialised = [serialised[i] for i in trim.keep]
+        # per call, from the base seed, the runner's sampling scope and this prompt (llm.sampling)
+        seed = call_seed(spec.seed, prompt_texts([messages[i] for i in trim.keep]), _tool_names(sent_tools))
+        prompt = _prompt(messages, trim.keep, sent_tools, seed)
         kept_counts = [counts[i] for i in trim.keep]
         previous = self._last_prompt.get(role)
         reused = reused_prefix(
@@ -271,7 +278,7 @@ class LLMClient:
         )
         started = time.perf_counter()
         try:
-            kwargs = self._request(role, spec, wire, kept, sent_tools, tool_choice, grammar_schema)
+            kwargs = self._request(role, spec, wire, kept, sent_tools, tool_choice, grammar_schema, seed)
             async with self._limiter(spec):
                 started = time.perf_counter()  # latency excludes waiting for a free slot
                 response = await self._call(role, spec, kwargs)
@@ -392,6 +399,7 @@ class LLMClient:
         tools: list[dict[str, Any]] | None,
         tool_choice: str | None,
         json_schema: dict[str, Any] | None,
+        seed: int | None,
     ) -> dict[str, Any]:
         role_free: dict[str, Any] = {
             "model": spec.model,
@@ -415,8 +423,8 @@ class LLMClient:
             role_free["api_key"] = _LOCAL_KEY
         if wire == "ollama":
             role_free["num_ctx"] = spec.context_window
-        if spec.seed is not None:
-            role_free["seed"] = spec.seed
+        if seed is not None:  # per call (mempa_tui.llm.sampling); None when the spec sets no seed
+            role_free["seed"] = seed
         if tools:
             role_free["tools"] = tools
         choice = tool_choice_for(tool_choice, wire, [t["function"]["name"] for t in tools]) if tools else None

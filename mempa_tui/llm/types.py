@@ -134,10 +134,14 @@ class CallPrompt(BaseModel):
         messages: the conversation as sent, system prompt first (an embedding call: one ``user``
             message per embedded text).
         tools: names of the tools offered, in order (``[]``: none).
+        seed: the sampling seed sent with the call (:mod:`mempa_tui.llm.sampling`: per call, from
+            the spec's base seed, the runner's sampling scope and this prompt); None when none was
+            sent (the spec sets no seed, an embedding call) or the call was stored before seeds were.
     """
 
     messages: list[ChatMessage] = Field(default_factory=list)
     tools: list[str] = Field(default_factory=list)
+    seed: int | None = None
 
 
 class CallReply(BaseModel):

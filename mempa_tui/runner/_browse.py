@@ -258,7 +258,7 @@ class ModelCallDetail(BaseModel):
     def text(self, *, head: bool = True) -> str:
         """The call as plain text: its head (unless ``head`` is False: the app's fold title shows
         it), each prompt message (role, content, tool calls, tool results' call ids), the offered
-        tools, then the reply (``mempa show`` and the app)."""
+        tools and the sampling seed sent (when recorded), then the reply (``mempa show`` and the app)."""
         out = [self.line.head()] if head else []
         if self.prompt is None:
             out.append(NOT_STORED)
@@ -271,6 +271,8 @@ class ModelCallDetail(BaseModel):
                 out.append(m.content)
             out.extend(f"  -> {c.name}({json.dumps(c.arguments, ensure_ascii=False)})" for c in m.tool_calls)
         out.append("tools offered: " + (", ".join(self.prompt.tools) if self.prompt.tools else "(none)"))
+        if self.prompt.seed is not None:  # per call (mempa_tui.llm.sampling); none sent or not recorded: no line
+            out.append(f"sampling seed: {self.prompt.seed}")
         if self.reply is None:
             out.append("-- no reply (the call failed)" if not self.line.ok else "-- reply not stored")
             return "\n".join(out)

@@ -6,6 +6,10 @@ for a :class:`RoutingCallLog`, which also hands each new record to the sink of t
 the call (a context variable: anyio task groups copy the context into child tasks, and the client
 logs a call in the caller's task). The client itself is unchanged and keeps its full log.
 
+The same context-variable path carries the sampling scope (:mod:`mempa_tui.llm.sampling`): the
+runner wraps each timeline step attempt in :func:`step_sampling_scope` and each probe repeat
+attempt in :func:`probe_sampling_scope`, so every call they make sends a seed of its own.
+
 Memory (issue 16): a record carries the call's prompt and reply (tens of KB for a long PA prompt).
 The long-lived log keeps a :meth:`~mempa_tui.llm.types.LLMCallRecord.light` copy without them;
 only the sink of the step or probe repeat holds the full record, and the sink is dropped once the
@@ -15,13 +19,20 @@ runner has stored that step (where the prompt and reply are kept zlib-compressed
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from contextvars import ContextVar
 from typing import SupportsIndex
 
+from mempa_tui.llm.sampling import sampling_scope
 from mempa_tui.llm.types import LLMCallRecord
 
-__all__ = ["RoutingCallLog", "capture_calls", "install_call_routing"]
+__all__ = [
+    "RoutingCallLog",
+    "capture_calls",
+    "install_call_routing",
+    "probe_sampling_scope",
+    "step_sampling_scope",
+]
 
 _SINK: ContextVar[list[LLMCallRecord] | None] = ContextVar("mempa_call_sink", default=None)
 
@@ -80,3 +91,33 @@ def capture_calls() -> Iterator[list[LLMCallRecord]]:
         yield sink
     finally:
         _SINK.reset(token)
+
+
+def step_sampling_scope(run_seed: int, step_id: str, attempt: int) -> AbstractContextManager[str]:
+    """The sampling scope of one play of a timeline step (see :mod:`mempa_tui.llm.sampling`).
+
+    Args:
+        run_seed: the run's seed (:attr:`~mempa_tui.runner.config.RunConfig.seed`).
+        step_id: the session or change event id.
+        attempt: 1-based play of the step (a failed step is played again with new draws).
+
+    Returns:
+        A context manager; a resumed run replays the same step and attempt with the same seeds.
+    """
+    return sampling_scope(f"run-seed={run_seed} step={step_id} attempt={attempt}")
+
+
+def probe_sampling_scope(run_seed: int, probe_id: str, repeat: int, attempt: int = 1) -> AbstractContextManager[str]:
+    """The sampling scope of one run of a probe repeat (paper Section 3.5: three repeats, and
+    Appendix F.2: a floored repeat is run again; each gets draws of its own).
+
+    Args:
+        run_seed: the run's seed.
+        probe_id: the probe id.
+        repeat: 1-based repeat.
+        attempt: 1-based run of that repeat.
+
+    Returns:
+        A context manager; the probe stepper replays repeat 1's first run with the same seeds.
+    """
+    return sampling_scope(f"run-seed={run_seed} probe={probe_id} repeat={repeat} attempt={attempt}")

@@ -36,6 +36,7 @@ import anyio
 from mempa_tui.ix.floors import is_rerun_floor
 from mempa_tui.llm.types import LLMCallRecord
 from mempa_tui.memory import OracleMemory
+from mempa_tui.runner._calls import probe_sampling_scope
 from mempa_tui.runner._scoring import ProbeScorer, RealizationScores, score_final_probe
 from mempa_tui.runner._shared import (
     EventCollector,
@@ -218,7 +219,7 @@ async def _run_unit(run: RunContext, unit: ProbeUnit, cache: _BranchCache, score
                 memory=memory, client=run.client, simulator_memory=None, observer=collector,
                 oracle=oracle,
             )
-            with capture_calls() as calls:
+            with capture_calls() as calls, probe_sampling_scope(run.config.seed, probe.id, repeat, attempt):
                 result = await run.episodes.run_probe(probe, ctx)
             all_calls.extend(calls)
         finally:
@@ -231,7 +232,7 @@ async def _run_unit(run: RunContext, unit: ProbeUnit, cache: _BranchCache, score
         reason = f"{WINDOW_REASON}: the PA's prompt did not fit the model's window ({result.reason})"
     scores = RealizationScores()
     if probe.probe_kind is ProbeKind.FINAL:  # floored ones too: PRS rates what was delivered
-        with capture_calls() as calls:
+        with capture_calls() as calls, probe_sampling_scope(run.config.seed, probe.id, repeat, attempt):
             scores = await score_final_probe(scorer, run, probe, target, result, world)
         all_calls.extend(calls)
     run.add_tokens(all_calls)

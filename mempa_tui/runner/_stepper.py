@@ -48,7 +48,7 @@ from mempa_tui.llm.types import (
     ToolSpec,
 )
 from mempa_tui.memory import OracleMemory
-from mempa_tui.runner._calls import capture_calls, install_call_routing
+from mempa_tui.runner._calls import capture_calls, install_call_routing, probe_sampling_scope
 from mempa_tui.runner._episode_events import EpisodeEvent
 from mempa_tui.runner._scoring import ProbeScorer, RealizationScores, default_scorer, score_final_probe
 from mempa_tui.runner._shared import EpisodeFunctions, RunContext
@@ -517,7 +517,10 @@ class ProbeStepper:
                 world=self.world, registry=self._registry, memory=memory, client=self.client,
                 simulator_memory=None, observer=self._events.append, oracle=oracle,
             )
-            stop.result = await run.episodes.run_probe(self.probe, ctx)
+            # the seeds of the runner's first run of repeat 1 (mempa_tui.llm.sampling): the same
+            # prompts sample the same way, so stepping a probe replays what the run did
+            with probe_sampling_scope(self.config.seed, self.probe.id, 1):
+                stop.result = await run.episodes.run_probe(self.probe, ctx)
         except Exception as exc:  # noqa: BLE001 - handed to the stepper's caller, never dropped
             stop.error = exc
         gate.gated = False
@@ -597,9 +600,10 @@ class ProbeStepper:
             return base.model_copy(update={"brs_reason": note, "prs_reason": note})
         assert self._scratch is not None
         run = self._run_context(Path(self._scratch.name))
-        scores: RealizationScores = await score_final_probe(
-            self._scorer, run, self.probe, self.target, result, self.world
-        )
+        with probe_sampling_scope(self.config.seed, self.probe.id, 1):
+            scores: RealizationScores = await score_final_probe(
+                self._scorer, run, self.probe, self.target, result, self.world
+            )
         return base.model_copy(update={
             "calls": self.client.gate.take_calls(), "brs": scores.brs, "brs_reason": scores.brs_reason,
             "prs": scores.prs, "prs_reason": scores.prs_reason,

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from mempa_tui.memory import MemorySystem
+from mempa_tui.runner._calls import step_sampling_scope
 from mempa_tui.runner._shared import (
     EventCollector,
     RunContext,
@@ -122,7 +123,7 @@ async def _play_step(run: RunContext, index: int, state: RunState, memory: Memor
         sim = copy_simulator_memory(state.simulator_memory)
         collector = EventCollector(run, step_id)
         started = utc_now()
-        with capture_calls() as calls:
+        with capture_calls() as calls, step_sampling_scope(run.config.seed, step_id, attempt):
             result = await play(script, _context(run, script, state, memory, sim, collector))
         finished = utc_now()
         run.add_tokens(calls)

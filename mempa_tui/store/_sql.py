@@ -235,6 +235,9 @@ class PromptRefs(BaseModel):
     """sha256 keys of the messages' JSON (``ChatMessage`` without default fields), in order."""
     tools: list[str] = Field(default_factory=list)
     """Names of the offered tools, in order."""
+    seed: int | None = None
+    """The sampling seed sent (:attr:`~mempa_tui.llm.types.CallPrompt.seed`); None: none sent, or
+    stored before seeds were (left out of the JSON when None, so no schema change)."""
 
 
 def prompt_blobs(calls: Sequence[LLMCallRow]) -> tuple[dict[str, bytes], list[bytes | None]]:
@@ -257,7 +260,7 @@ def prompt_blobs(calls: Sequence[LLMCallRow]) -> tuple[dict[str, bytes], list[by
             key = _codec.sha256_hex(data)
             blobs.setdefault(key, data)
             keys.append(key)
-        columns.append(_pack_model(PromptRefs(messages=keys, tools=list(prompt.tools))))
+        columns.append(_pack_model(PromptRefs(messages=keys, tools=list(prompt.tools), seed=prompt.seed)))
     return blobs, columns
 
 

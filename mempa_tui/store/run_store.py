@@ -381,7 +381,7 @@ class RunStore(StoreBase):
                 if lost:
                     raise StoreError(f"{len(lost)} message blob(s) of its prompt are missing ({lost[0]}, ...)")
                 prompt = CallPrompt(messages=[ChatMessage.model_validate_json(texts[key]) for key in refs.messages],
-                                    tools=refs.tools)
+                                    tools=refs.tools, seed=refs.seed)
             return _sql.call_from_row(row, prompt=prompt, with_reply=True)
         except (ValueError, StoreError) as exc:  # pydantic's ValidationError is a ValueError
             raise StoreError(f"{self.path}: run {run_id!r}, model call {call_id}: {exc}") from exc
