@@ -555,11 +555,12 @@ def floor_lines(floor: Floor, n_parallel: int | None, max_concurrency: int | Non
     if floor.overlap:
         lines.append(
             "how to read: the floor prices each call at per-request rates measured while calls shared the CPU, "
-            "one call after another, so with calls overlapping the wall can fall below it. Observed wall / floor "
-            f"is at best 1 / overlap ({1 / floor.overlap:.2f} here); times the overlap it is call seconds / floor "
-            "(1.00: the calls took only their model work). An overlap below the slots is time with a slot idle "
-            "(the harness's own work, or fewer calls ready than slots). With idle one-slot rates "
-            "(--prompt-rate, --gen-rate) the floor is the CPU's own and 1.00 is the target."
+            "one call after another, so with calls overlapping the wall can fall below it: observed wall / floor "
+            f"goes down to about 1 / overlap ({1 / floor.overlap:.2f} here). Times the overlap it is call seconds "
+            "/ floor: about 1.00 when the calls took only their model work at these rates (rates fitted to the "
+            "calls' seconds make it about 1 by construction). An overlap below the slots is time with a slot idle "
+            "(the harness's own work, or fewer calls ready than slots). With idle one-slot rates given as "
+            "--prompt-rate / --gen-rate the floor is the CPU's own and 1.00 is the target."
         )
     return lines
 
