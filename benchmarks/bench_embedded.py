@@ -18,15 +18,25 @@ Three parts, each printing a table:
     the share of tool calls that name an offered tool with schema-valid arguments, fragments, and
     non-empty replies.
 
+``slots``
+    Throughput of the server's parallel slots (issue 12, item 3): for each slot count (``--slots
+    1,2,4``) a server with that many slots, then ``--requests`` PA-like calls, at most one per slot
+    at a time. Each is a first PA turn of a quick-start conversation (the PA's instructions and
+    the quick start's tools, a session-start date and memory message, a distinct user message),
+    under the grammar the client sends with constrained calling. Per slot count: wall seconds,
+    generated tokens, aggregate and per-request generation tok/s, prompt tokens read vs cached.
+
 ``run``
     One run of mempa (``--memory none,file --quick`` by default) on the embedded model; then, per
     role, the calls, prompt tokens, reused tokens (the server's own counts), completion tokens and
     seconds; the measured prompt and generation rates; the floor (new prompt tokens / prompt rate
-    + completion tokens / generation rate) and the observed wall time over the floor.
+    + completion tokens / generation rate), the observed wall time over the floor, and how many
+    calls ran at once (slots run together, so per-role seconds can add up past the wall).
 
     python benchmarks/bench_embedded.py rates --sizes 500,4000
     python benchmarks/bench_embedded.py prefix
     python benchmarks/bench_embedded.py validity --prompts 6 --modes auto,constrained
+    python benchmarks/bench_embedded.py slots --user A --slots 1,2,4 --requests 8
     python benchmarks/bench_embedded.py run --user A --memory none,file --quick
     python benchmarks/bench_embedded.py tokens --user A
     python benchmarks/bench_embedded.py stored --saves saves --runs A-none-embedded-s0-quick,A-file-embedded-s0-quick
@@ -50,19 +60,26 @@ import os
 import random
 import sys
 import time
+from collections.abc import Sequence
 from contextlib import AsyncExitStack
+from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+import anyio
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from mempa_tui.llm import LLMCallRecord, load_profile  # noqa: E402
+from mempa_tui.llm import LLMCallRecord, ModelProfile, load_profile  # noqa: E402
 from mempa_tui.llm._wire import tools_for, wire_messages  # noqa: E402
 from mempa_tui.llm.embedded import EmbeddedServer, ensure_weights  # noqa: E402
 from mempa_tui.llm.runtime import prepare_runtime  # noqa: E402
 from mempa_tui.llm.types import Role  # noqa: E402
+
+if TYPE_CHECKING:
+    from mempa_tui.scripts.loader import UserBundle
 
 WORDS = ("alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike november oscar papa "
          "quebec romeo sierra tango uniform victor whiskey xray yankee zulu calendar email meeting invoice").split()
@@ -220,6 +237,233 @@ async def validity(args: argparse.Namespace) -> None:
     print(f"after: {load()}")
 
 
+def slot_openings(quick: UserBundle, whole: UserBundle, count: int) -> list[tuple[datetime, str]]:
+    """``count`` distinct first turns of PA conversations: a start date and the user's task.
+
+    The quick start's sessions and probes come first (what a quick-start run plays, probes side by
+    side on the slots), then the user's other sessions in timeline order; a task seen before is
+    skipped, and past the last one the tasks come round again marked ``(request N)``, so no two
+    requests share more than the cached prefix and the date message.
+
+    Raises:
+        ValueError: ``count`` is below 1, or the user has no session with a task.
+    """
+    if count < 1:
+        raise ValueError(f"--requests must be at least 1, not {count}")
+    scripts = [*(quick.step(s) for s in quick.timeline.steps if s in quick.sessions), *quick.probes.values(),
+               *(whole.sessions[s] for s in whole.timeline.steps if s in whole.sessions)]
+    seen: dict[str, datetime] = {}
+    for script in scripts:
+        if script.task and script.task not in seen:
+            seen[script.task] = script.starts_at
+    if not seen:
+        raise ValueError(f"user {whole.label} has no session with a task to open a conversation with")
+    tasks = list(seen.items())
+    out = []
+    for index in range(count):
+        task, when = tasks[index % len(tasks)]
+        out.append((when, task if index < len(tasks) else f"{task} (request {index + 1})"))
+    return out
+
+
+def pa_request_body(alias: str, messages: Sequence[dict[str, Any]], tools: Sequence[dict[str, Any]], *,
+                    seed: int, max_tokens: int = 128, temperature: float = 0.7) -> dict[str, Any]:
+    """One PA call as the client sends it under ``tool_calling: constrained`` (llama.cpp wire).
+
+    The offered ``tools`` plus the client's reply tool, and a JSON-schema grammar under which the
+    reply is one call of one of them (:func:`~mempa_tui.llm.client.constrained_call_schema`).
+    ``ignore_eos`` is not set: under a grammar llama.cpp then fails the request ("Unexpected
+    empty grammar stack") once the call is complete.
+
+    Args:
+        alias: the server's model name.
+        messages: wire-format messages (the PA's prefix, the date/memory message, the user's).
+        tools: wire-format tool dicts offered with them, without the reply tool.
+        seed: sampling seed (give each request its own).
+        max_tokens: completion cap.
+        temperature: sampling temperature (the PA's, paper Section 4).
+    """
+    from mempa_tui.llm.client import _REPLY_TOOL_DICT, constrained_call_schema
+
+    sent = [*tools, _REPLY_TOOL_DICT]  # the client appends the same reply tool
+    return {"model": alias, "messages": list(messages), "tools": sent, "temperature": temperature, "seed": seed,
+            "max_tokens": max_tokens, "response_format": {"type": "json_object", "schema": constrained_call_schema(sent)}}
+
+
+@dataclass(frozen=True)
+class SlotRequest:
+    """One request of the ``slots`` part: the server's own timings, or why it failed.
+
+    Attributes:
+        seconds: wall seconds from sending to the reply (waiting for a slot excluded).
+        prompt_n: prompt tokens the server read (``timings.prompt_n``).
+        cache_n: prompt tokens it took from its cache (``timings.cache_n``).
+        predicted_n: tokens generated (``timings.predicted_n``).
+        predicted_per_second: this request's generation speed (``timings.predicted_per_second``).
+        call: the name the reply called (under the grammar: an offered tool or the reply tool),
+            ``(cut at max_tokens)`` when the call was not finished, else the reply's first words.
+        error: why the request failed (HTTP status and body), None when it did not.
+    """
+
+    seconds: float
+    prompt_n: int = 0
+    cache_n: int = 0
+    predicted_n: int = 0
+    predicted_per_second: float = 0.0
+    call: str = ""
+    error: str | None = None
+
+    @classmethod
+    def from_reply(cls, seconds: float, status: int, body: dict[str, Any], text: str) -> SlotRequest:
+        """Read a ``/v1/chat/completions`` reply (``text``: the raw body, for errors)."""
+        if status != 200 or "choices" not in body:
+            return cls(seconds=seconds, error=f"HTTP {status}: {text[:200]}")
+        timings = body.get("timings") or {}
+        choice = body["choices"][0]
+        content = (choice.get("message") or {}).get("content") or ""
+        try:
+            call = str(json.loads(content).get("name", ""))
+        except (ValueError, AttributeError):
+            words = " ".join(content.split())[:40]
+            call = "(cut at max_tokens)" if choice.get("finish_reason") == "length" else f"(not a call: {words})"
+        return cls(seconds=seconds, prompt_n=int(timings.get("prompt_n", 0)), cache_n=int(timings.get("cache_n", 0)),
+                   predicted_n=int(timings.get("predicted_n", 0)),
+                   predicted_per_second=float(timings.get("predicted_per_second", 0.0)), call=call)
+
+
+@dataclass(frozen=True)
+class SlotFigures:
+    """What one slot count did with its requests.
+
+    Attributes:
+        slots: the server's slots (and the most requests in flight).
+        wall_s: from the first request sent to the last reply.
+        requests: requests sent; ``failed``: of them, how many failed.
+        generated: tokens generated, all requests.
+        aggregate_tps: generated / wall.
+        per_request_tps: mean of the requests' own generation speed (failed ones left out).
+        prompt_read: prompt tokens read, all requests; ``prompt_cached``: taken from the cache.
+    """
+
+    slots: int
+    wall_s: float
+    requests: int
+    failed: int
+    generated: int
+    aggregate_tps: float
+    per_request_tps: float
+    prompt_read: int
+    prompt_cached: int
+
+
+def slot_figures(slots: int, wall_s: float, results: Sequence[SlotRequest]) -> SlotFigures:
+    """Sum one slot count's requests (a failed one counts as failed and adds no tokens)."""
+    done = [r for r in results if r.error is None]
+    generated = sum(r.predicted_n for r in done)
+    speeds = [r.predicted_per_second for r in done if r.predicted_n]
+    return SlotFigures(slots=slots, wall_s=wall_s, requests=len(results), failed=len(results) - len(done),
+                       generated=generated, aggregate_tps=generated / wall_s if wall_s > 0 else 0.0,
+                       per_request_tps=sum(speeds) / len(speeds) if speeds else 0.0,
+                       prompt_read=sum(r.prompt_n for r in done), prompt_cached=sum(r.cache_n for r in done))
+
+
+def with_slots(profile: ModelProfile, slots: int, threads: int) -> ModelProfile:
+    """``profile`` with a server of ``slots`` slots and ``threads`` threads, and every spec's
+    ``max_concurrency`` equal to the slots (as the shipped profile keeps them)."""
+    options = profile.options.embedded.model_copy(update={"n_parallel": slots, "n_threads": threads})
+    return profile.model_copy(update={
+        "options": profile.options.model_copy(update={"embedded": options}),
+        "default": profile.default.model_copy(update={"max_concurrency": slots}),
+        "roles": {role: spec.model_copy(update={"max_concurrency": slots}) for role, spec in profile.roles.items()},
+    })
+
+
+async def slots(args: argparse.Namespace) -> None:
+    """Aggregate and per-request generation speed of 1, 2, 4... server slots on PA-like calls.
+
+    Per slot count: a server with that many slots (the quick start's PA prefix restored into each,
+    or read once and saved under its own key), then ``--requests`` first PA turns of distinct
+    quick-start conversations (:func:`slot_openings`, :func:`pa_request_body`), at most one per
+    slot at a time, each with its own seed. The threads are fixed once for every slot count (the
+    idle CPUs when the part starts, or ``--threads``) so the counts compare on equal terms.
+    """
+    from mempa_tui.agent.prompt import context_prompt
+    from mempa_tui.llm.embedded import default_threads
+    from mempa_tui.llm.types import ChatMessage
+    from mempa_tui.memory.base import Evidence
+    from mempa_tui.runner.setup import pa_prefix, quick_tool_domains
+    from mempa_tui.scripts.loader import load_user
+
+    counts = [int(n) for n in args.slots.split(",")]
+    if not counts or min(counts) < 1:
+        raise SystemExit(f"--slots takes slot counts of 1 or more, like 1,2,4 (got {args.slots!r})")
+    base = load_profile(args.model)
+    if base.runtime != "embedded" or base.options.embedded.server != "llama_cpp":
+        raise SystemExit(f"profile {base.name!r} is not the embedded llama.cpp server: it has no slots to measure")
+    bundle = load_user(args.worlds, args.user)
+    domains = quick_tool_domains(bundle)
+    fixed = pa_prefix(domains)
+    tools = tools_for(list(fixed.tools), None, "llama_cpp") or []
+    alias = base.default.model.split("/", 1)[-1]
+    bodies = []
+    for index, (when, task) in enumerate(slot_openings(bundle.quick_start(), bundle, args.requests)):
+        context = ChatMessage(role="system", content=context_prompt(when, Evidence()))
+        messages = wire_messages([*fixed.messages, context, ChatMessage(role="user", content=task)])
+        bodies.append(pa_request_body(alias, messages, tools, seed=args.seed + index, max_tokens=args.max_tokens))
+    threads = args.threads or default_threads()
+    print(f"user {args.user}'s quick start: {len(tools)} tools of {', '.join(domains)} plus the reply tool; "
+          f"{len(bodies)} requests, max_tokens {args.max_tokens}, temperature 0.7; {threads} threads; {load()}")
+    table: list[tuple[SlotFigures, str, str]] = []
+    for count in counts:
+        before = load()
+        print(f"\n{count} slot(s); before: {before}")
+        async with AsyncExitStack() as stack:
+            ready = await prepare_runtime(with_slots(base, count, threads), stack, sys.stdout, prefix=fixed)
+            url = f"{ready.spec_for(Role.PA).api_base}/chat/completions"
+            results: list[SlotRequest | None] = [None] * len(bodies)
+            limiter = anyio.Semaphore(count)
+            async with httpx.AsyncClient(timeout=ready.spec_for(Role.PA).timeout_s) as http:
+
+                async def send(index: int) -> None:
+                    async with limiter:
+                        sent = time.perf_counter()
+                        try:
+                            reply = await http.post(url, json=bodies[index])
+                        except httpx.HTTPError as exc:
+                            results[index] = SlotRequest(seconds=time.perf_counter() - sent, error=str(exc)[:200])
+                            return
+                        try:
+                            payload = reply.json()
+                        except ValueError:
+                            payload = {}
+                        results[index] = SlotRequest.from_reply(time.perf_counter() - sent, reply.status_code,
+                                                                payload if isinstance(payload, dict) else {}, reply.text)
+
+                started = time.perf_counter()
+                async with anyio.create_task_group() as group:
+                    for index in range(len(bodies)):
+                        group.start_soon(send, index)
+                wall = time.perf_counter() - started
+        after = load()
+        done = [r for r in results if r is not None]
+        print(f"{'request':>7} {'seconds':>8} {'read':>6} {'cached':>7} {'gen tok':>7} {'gen tok/s':>9}  call")
+        for index, result in enumerate(done, 1):
+            print(f"{index:>7} {result.seconds:>8.1f} {result.prompt_n:>6} {result.cache_n:>7} {result.predicted_n:>7} "
+                  f"{result.predicted_per_second:>9.1f}  {result.error or result.call}")
+        figures = slot_figures(count, wall, done)
+        table.append((figures, before, after))
+        print(f"{count} slot(s): {wall:.1f} s, {figures.generated} tokens generated, {figures.aggregate_tps:.1f} tok/s "
+              f"aggregate; after: {after}")
+    print(f"\n{'slots':>5} {'wall s':>7} {'failed':>6} {'gen tok':>7} {'aggregate tok/s':>15} {'per-request tok/s':>17} "
+          f"{'prompt read':>11} {'cached':>8}  load before -> after (1 min)")
+    for figures, before, after in table:
+        print(f"{figures.slots:>5} {figures.wall_s:>7.1f} {figures.failed:>6} {figures.generated:>7} "
+              f"{figures.aggregate_tps:>15.1f} {figures.per_request_tps:>17.1f} {figures.prompt_read:>11,} "
+              f"{figures.prompt_cached:>8,}  {before.split()[2]} -> {after.split()[2]}")
+    print("aggregate: all tokens generated / wall; per-request: the mean of the server's own "
+          "timings.predicted_per_second; more slots pay off where aggregate rises with them.")
+
+
 def per_role(calls: list[LLMCallRecord]) -> dict[str, dict[str, float]]:
     """Calls, prompt, reused, completion tokens and seconds per role."""
     table: dict[str, dict[str, float]] = {}
@@ -235,10 +479,97 @@ def per_role(calls: list[LLMCallRecord]) -> dict[str, dict[str, float]]:
     return table
 
 
+@dataclass(frozen=True)
+class Floor:
+    """A run's wall time against the model work its calls did (issue 12, "Measure").
+
+    Attributes:
+        floor_s: new prompt tokens / prompt rate + completion tokens / generation rate, summed
+            over the calls (0.0 when a rate is unknown): the model's work done one call after
+            another at the rates measured per request.
+        wall_s: observed wall seconds.
+        call_s: the calls' own seconds, summed (several slots at once: more than the wall).
+    """
+
+    floor_s: float
+    wall_s: float
+    call_s: float
+
+    @property
+    def ratio(self) -> float:
+        """Observed wall / floor (0.0 without a floor)."""
+        return self.wall_s / self.floor_s if self.floor_s else 0.0
+
+    @property
+    def overlap(self) -> float:
+        """Calls in flight on average over the wall: call seconds / wall (0.0 without a wall)."""
+        return self.call_s / self.wall_s if self.wall_s else 0.0
+
+
+def run_floor(calls: Sequence[LLMCallRecord], wall_s: float, prompt_rate: float, gen_rate: float) -> Floor:
+    """The floor of ``calls`` at the given rates (tokens/s), their summed seconds, and the wall.
+
+    Every call counts, as in the per-role table (a failed call's prompt was still sent).
+    """
+    new = sum(c.prompt_tokens - c.reused_prefix_tokens for c in calls)
+    completion = sum(c.completion_tokens for c in calls)
+    floor = new / prompt_rate + completion / gen_rate if prompt_rate and gen_rate else 0.0
+    return Floor(floor_s=floor, wall_s=wall_s, call_s=sum(c.latency_s for c in calls))
+
+
+def profile_concurrency(profile: ModelProfile | None) -> tuple[int | None, int | None]:
+    """The slots a profile asks for and the most calls its client sends at once.
+
+    Returns:
+        ``(n_parallel, max_concurrency)``: the embedded server's slots (None for another runtime)
+        and the smallest ``max_concurrency`` of the profile's specs (the embedded specs share one
+        limit, and a shared limit takes the smallest value); ``(None, None)`` without a profile.
+    """
+    if profile is None:
+        return None, None
+    slots = profile.options.embedded.n_parallel if profile.runtime == "embedded" else None
+    return slots, min(spec.max_concurrency for spec in profile.all_specs())
+
+
+def floor_lines(floor: Floor, n_parallel: int | None, max_concurrency: int | None) -> list[str]:
+    """What :func:`print_run_table` prints about the floor: the figures and how to read them.
+
+    ``observed wall / floor`` alone misleads when slots run together: the rates are per request
+    (each measured while other calls shared the CPU), so the floor adds up the calls' model work
+    one after another, and with calls overlapping the wall can fall below it. The lines give the
+    overlap beside it, and the ratio times the overlap (call seconds / floor).
+    """
+    if not floor.floor_s:
+        return [f"no floor (a rate is unknown); observed wall {floor.wall_s:.0f} s; measured overlap "
+                f"{floor.overlap:.2f} calls at once"]
+
+    def shown(value: int | None) -> str:
+        return "-" if value is None else str(value)
+
+    lines = [
+        f"floor {floor.floor_s:.0f} s; observed wall {floor.wall_s:.0f} s; observed wall / floor {floor.ratio:.2f}",
+        f"concurrency: profile n_parallel {shown(n_parallel)}, max_concurrency {shown(max_concurrency)}; measured "
+        f"overlap {floor.overlap:.2f} calls at once (call seconds {floor.call_s:.0f} / wall {floor.wall_s:.0f}); "
+        f"observed wall / floor x overlap {floor.ratio * floor.overlap:.2f}",
+    ]
+    if floor.overlap:
+        lines.append(
+            "how to read: the floor prices each call at per-request rates measured while calls shared the CPU, "
+            "one call after another, so with calls overlapping the wall can fall below it: observed wall / floor "
+            f"goes down to about 1 / overlap ({1 / floor.overlap:.2f} here). Times the overlap it is call seconds "
+            "/ floor: about 1.00 when the calls took only their model work at these rates (rates fitted to the "
+            "calls' seconds make it about 1 by construction). An overlap below the slots is time with a slot idle "
+            "(the harness's own work, or fewer calls ready than slots). With idle one-slot rates given as "
+            "--prompt-rate / --gen-rate the floor is the CPU's own and 1.00 is the target."
+        )
+    return lines
+
+
 def print_run_table(calls: list[LLMCallRecord], wall_s: float, prompt_rate: float, gen_rate: float,
-                    *, live: bool = True) -> None:
-    """The per-role table, the floor and observed / floor (``live``: calls logged as they ran, with
-    the server's own reuse flag; stored calls do not keep it)."""
+                    *, live: bool = True, profile: ModelProfile | None = None) -> None:
+    """The per-role table, the floor, observed wall / floor and the concurrency used (``live``:
+    calls logged as they ran, with the server's own reuse flag; stored calls do not keep it;
+    ``profile``: whose slots and concurrency limit to print beside the measured overlap)."""
     table = per_role(calls)
     print(f"{'role':<10} {'calls':>6} {'prompt':>9} {'reused':>9} {'new':>8} {'completion':>10} {'seconds':>9}")
     total = {"calls": 0.0, "prompt": 0.0, "reused": 0.0, "completion": 0.0, "seconds": 0.0}
@@ -255,10 +586,9 @@ def print_run_table(calls: list[LLMCallRecord], wall_s: float, prompt_rate: floa
     counted = sum(int(c.reused_by_server) for c in calls)
     counted_text = f"{counted} of {len(calls)} calls counted by the server" if live else "as stored per call"
     print(f"reused {share:.1%} of prompt tokens ({counted_text})")
-    floor = new_total / prompt_rate + total["completion"] / gen_rate if prompt_rate and gen_rate else 0.0
     print(f"rates: prompt {prompt_rate:.1f} tok/s, generation {gen_rate:.1f} tok/s (from the run's own calls)")
-    if floor:
-        print(f"floor {floor:.0f} s; observed wall {wall_s:.0f} s; observed / floor {wall_s / floor:.2f}")
+    for line in floor_lines(run_floor(calls, wall_s, prompt_rate, gen_rate), *profile_concurrency(profile)):
+        print(line)
 
 
 async def run(args: argparse.Namespace) -> None:
@@ -300,7 +630,7 @@ async def run(args: argparse.Namespace) -> None:
         await original_stop(self)
 
     EmbeddedServer._stop = stop  # type: ignore[method-assign]
-    argv = ["run", "--user", args.user, "--memory", args.memory, "--repeats", str(args.repeats),
+    argv = ["run", "--user", args.user, "--model", args.model, "--memory", args.memory, "--repeats", str(args.repeats),
             "--saves", args.saves, "--local-memory", str(Path(args.saves) / "local_memory")]
     if args.quick:
         argv.append("--quick")
@@ -328,7 +658,8 @@ async def run(args: argparse.Namespace) -> None:
         prompt_rate = sum(t["prompt_n"] for t in read) / (sum(t["prompt_ms"] for t in read) / 1000) if read else 0.0
         gen = [t for t in timings if t.get("predicted_n", 0) > 5]
         gen_rate = sum(t["predicted_n"] for t in gen) / (sum(t["predicted_ms"] for t in gen) / 1000) if gen else 0.0
-    print_run_table(calls, wall, prompt_rate or args.prompt_rate, gen_rate or args.gen_rate)
+    print_run_table(calls, wall, prompt_rate or args.prompt_rate, gen_rate or args.gen_rate,
+                    profile=load_profile(args.model))
 
 
 async def tokens(args: argparse.Namespace) -> None:
@@ -385,7 +716,7 @@ async def stored(args: argparse.Namespace) -> None:
 
     path = Path(args.saves) / "mempa.sqlite"
     calls: list[LLMCallRecord] = []
-    starts, ends = [], []
+    starts, ends, profiles = [], [], set()
     async with RunStore(path) as store:
         for run_id in args.runs.split(","):
             record = await store.get_run(run_id)
@@ -393,6 +724,7 @@ async def stored(args: argparse.Namespace) -> None:
                 raise SystemExit(f"no run {run_id!r} in {path}")
             starts.append(record.created_at)
             ends.append(record.updated_at)
+            profiles.add(record.profile)
             calls.extend(row.call for row in await store.llm_calls(run_id))
     wall = args.wall or (max(ends) - min(starts)).total_seconds()
     # seconds ~ new / prompt_rate + completion / gen_rate, fitted through the origin (2x2 normal equations)
@@ -404,7 +736,17 @@ async def stored(args: argparse.Namespace) -> None:
     prompt_rate = args.prompt_rate or (1 / per_new if per_new > 0 else 0.0)
     gen_rate = args.gen_rate or (1 / per_gen if per_gen > 0 else 0.0)
     print(f"stored runs {args.runs} in {path}; {len(calls)} calls; rates fitted to the calls' seconds; now {load()}")
-    print_run_table(calls, wall, prompt_rate, gen_rate, live=False)
+    profile = None
+    if len(profiles) == 1:  # the profile as it reads now (runs do not store their slots)
+        from mempa_tui.llm.profile import ProfileError
+
+        try:
+            profile = load_profile(next(iter(profiles)))
+        except ProfileError as exc:
+            print(f"profile {next(iter(profiles))!r} not loaded ({exc}): its slots are not shown")
+    else:
+        print(f"runs of several profiles ({', '.join(sorted(profiles))}): slots not shown")
+    print_run_table(calls, wall, prompt_rate, gen_rate, live=False, profile=profile)
 
 
 def main() -> None:
@@ -433,6 +775,14 @@ def main() -> None:
     u.add_argument("--saves", default="saves/bench-embedded")
     u.add_argument("--prompt-rate", type=float, default=0.0, help="fallback when the server reports no timings")
     u.add_argument("--gen-rate", type=float, default=0.0)
+    sl = sub.add_parser("slots")
+    sl.add_argument("--user", default="A")
+    sl.add_argument("--worlds", default="worlds")
+    sl.add_argument("--slots", default="1,2,4", help="slot counts to measure, comma-separated")
+    sl.add_argument("--requests", type=int, default=8, help="requests per slot count")
+    sl.add_argument("--max-tokens", type=int, default=128)
+    sl.add_argument("--seed", type=int, default=1, help="seed of the first request (the others count on)")
+    sl.add_argument("--threads", type=int, default=None, help="llama.cpp threads (default: the idle CPUs, once)")
     t = sub.add_parser("tokens")
     t.add_argument("--user", default="A")
     t.add_argument("--worlds", default="worlds")
@@ -443,7 +793,8 @@ def main() -> None:
     s.add_argument("--prompt-rate", type=float, default=0.0)
     s.add_argument("--gen-rate", type=float, default=0.0)
     args = parser.parse_args()
-    parts = {"rates": rates, "prefix": prefix, "validity": validity, "run": run, "tokens": tokens, "stored": stored}
+    parts = {"rates": rates, "prefix": prefix, "validity": validity, "slots": slots, "run": run, "tokens": tokens,
+             "stored": stored}
     asyncio.run(parts[args.part](args))
 
 

@@ -396,8 +396,29 @@ def test_the_prefix_key_follows_model_template_tools_and_instructions() -> None:
     key = prefix_key(**base)  # type: ignore[arg-type]
     assert prefix_key(**base) == key  # type: ignore[arg-type]
     for change in ({"weights_sha256": "b" * 64}, {"chat_template": "U"}, {"tools": []}, {"n_ctx": 8192},
-                   {"messages": [{"role": "system", "content": "Other instructions."}]}):
+                   {"messages": [{"role": "system", "content": "Other instructions."}]}, {"n_parallel": 2}):
         assert prefix_key(**{**base, **change}) != key  # type: ignore[arg-type]
+
+
+async def test_a_state_saved_with_other_slots_is_kept_and_not_restored(
+    fake_python: tuple[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # llama.cpp writes the slot (stream) count into a saved state and refuses it under another
+    # count: a 2-slot server reads and saves its own file and leaves the 1-slot file in place
+    python, _log = fake_python
+    monkeypatch.setenv("FAKE_MODE", "serve")
+    weights = tmp_path / "m.gguf"
+    weights.write_bytes(b"GGUF")
+    states = []
+    for slots in (1, 2, 1):
+        profile = embedded_profile(startup_timeout_s=300, n_parallel=slots, prefix_cache_dir=str(tmp_path / "kv"))
+        server = EmbeddedServer(profile, weights=weights, python=python)
+        async with server:
+            states.append(await server.warm_prefix(PREFIX, TOOLS))
+    one, two, one_again = states
+    assert (one.action, two.action, one_again.action) == ("saved", "saved", "restored")
+    assert one.key != two.key and one_again.key == one.key
+    assert one.path is not None and two.path is not None and one.path.is_file() and two.path.is_file()
 
 
 def test_the_terminal_app_does_not_import_the_command_line() -> None:

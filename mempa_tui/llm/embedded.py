@@ -294,8 +294,8 @@ def server_command(profile: ModelProfile, weights: Path, port: int, *, python: s
 
 
 def prefix_key(*, weights_sha256: str, chat_template: str, messages: Sequence[dict[str, Any]],
-               tools: Sequence[dict[str, Any]] | None, n_ctx: int) -> str:
-    """The file key of a saved prefix state: what the KV state depends on, hashed.
+               tools: Sequence[dict[str, Any]] | None, n_ctx: int, n_parallel: int = 1) -> str:
+    """The file key of a saved prefix state: what the KV state file depends on, hashed.
 
     Args:
         weights_sha256: the GGUF's digest (another model: another state).
@@ -303,13 +303,19 @@ def prefix_key(*, weights_sha256: str, chat_template: str, messages: Sequence[di
         messages: the prefix's messages as sent (instructions).
         tools: the tool dicts as sent, in order.
         n_ctx: tokens per slot (a state is restored only into a slot of the same size).
+        n_parallel: the server's slots. The launcher keeps one KV stream per slot
+            (``kv_unified`` off) and llama.cpp writes the stream count into a saved state, then
+            refuses to restore a file saved with another count ("n_stream mismatch"): measured
+            with xllamacpp here, a state saved by a 1-slot server did not restore into a 2-slot
+            one, so without the count in the key each change of slots deleted the other's file
+            and read the prefix again.
 
     Returns:
         24 hex digits.
     """
     blob = json.dumps(
         {"model": weights_sha256, "template": chat_template, "messages": list(messages),
-         "tools": list(tools or []), "n_ctx": n_ctx},
+         "tools": list(tools or []), "n_ctx": n_ctx, "n_parallel": n_parallel},
         sort_keys=True, ensure_ascii=False,
     )
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:24]
@@ -473,7 +479,7 @@ class EmbeddedServer:
             props = (await http.get(f"{root}/props")).json()
             n_ctx = max(s.context_window for s in self.profile.all_specs())
             key = prefix_key(weights_sha256=_weights_digest(self.weights), chat_template=str(props.get("chat_template", "")),
-                             messages=messages, tools=tools, n_ctx=n_ctx)
+                             messages=messages, tools=tools, n_ctx=n_ctx, n_parallel=options.n_parallel)
             name = f"prefix-{key}.bin"
             path = folder / name
             if path.is_file():
