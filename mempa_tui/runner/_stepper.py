@@ -546,7 +546,8 @@ class ProbeStepper:
         return StepperUpdate(
             kind="episode_end", calls=calls, events=events, status=stop.result.status,
             reason=stop.result.reason, selection=stop.result.selection,
-            pa_repeated_calls=stop.result.pa_repeated_calls, pa_repeat_turns=stop.result.pa_repeat_turns,
+            pa_repeated_calls=getattr(stop.result, "pa_repeated_calls", 0),
+            pa_repeat_turns=getattr(stop.result, "pa_repeat_turns", 0),
         )
 
     def _record(self, update: StepperUpdate) -> StepperUpdate:
