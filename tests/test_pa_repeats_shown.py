@@ -6,7 +6,9 @@ before the count existed read 0."""
 
 from __future__ import annotations
 
+import io
 import re
+from contextlib import redirect_stdout
 from pathlib import Path
 
 import pytest
@@ -40,9 +42,6 @@ def played(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
         profile["options"]["pa_repeated_call"] = "wrap_up"
         path = tmp / "scripted.yaml"
         path.write_text(yaml.safe_dump(profile))
-        import io
-        from contextlib import redirect_stdout
-
         out = io.StringIO()
         with redirect_stdout(out):
             code = main(["run", "--user", "R", "--memory", "file", "--model", str(path), "--repeats", "1",
@@ -58,12 +57,15 @@ def _counts(text: str) -> tuple[int, int]:
     return int(found[1]), int(found[2])
 
 
-def test_the_run_report_names_the_repeats(played: tuple[Path, str]) -> None:
+def test_the_run_report_and_progress_lines_name_the_repeats(played: tuple[Path, str]) -> None:
     _, out = played
     line = next(ln for ln in out.splitlines() if ln.startswith("Run problem: "))
     calls, turns = _counts(line)
     assert calls == turns >= 3  # one repeat in each PA turn of three steps and three probes at least
     assert "(warning;" in line and "R-s1" in out
+    # said as each step and probe ends, too
+    assert re.search(r"step 1/3 R-s1 completed \(warning: PA repeated an identical call \d+ times? in \d+ turns?\)", out)
+    assert re.search(r"probe \d/3 R-final-work-verbosity r1 completed .*\(warning: PA repeated an identical call", out)
 
 
 def test_show_prints_each_steps_repeats_and_the_wrapped_up_turns(
@@ -77,7 +79,7 @@ def test_show_prints_each_steps_repeats_and_the_wrapped_up_turns(
     assert "run problem (warning): " in head and calls == turns >= 1
     assert text.count("PA (wrapped up after a repeated call; 1 repeated identical call):") == turns
     assert "(the reply was asked for after a repeated call: mcp_state_contact_search" in text
-    assert text.count(f"TOOL contact_search(") == turns  # each repeat ran once, not twice
+    assert text.count("TOOL contact_search(") == turns  # each repeat ran once, not twice
 
 
 def test_the_run_listing_and_the_runs_list_warn_beside_the_memory_health(

@@ -51,6 +51,7 @@ __all__ = [
     "RowAnnotations",
     "health_of_stats",
     "health_summary",
+    "repeats_note",
     "repeats_phrase",
     "row_annotations",
     "run_health",
@@ -250,6 +251,14 @@ def repeats_phrase(calls: int, turns: int) -> str:
     """``PA repeated an identical call 28 times in 4 turns`` (singular for 1)."""
     times = "time" if calls == 1 else "times"
     return f"PA repeated an identical call {calls} {times} in {turns} turn{'' if turns == 1 else 's'}"
+
+
+def repeats_note(result: object) -> str:
+    """`` (warning: PA repeated an identical call 4 times in 4 turns)`` for a step's progress line
+    (a :class:`~mempa_tui.runner.episode.StepResult`'s ``pa_repeated_calls``), ``""`` when none."""
+    calls = int(getattr(result, "pa_repeated_calls", 0) or 0)
+    turns = int(getattr(result, "pa_repeat_turns", 0) or 0)
+    return f" (warning: {repeats_phrase(calls, turns)})" if calls else ""
 
 
 class PARepeats(BaseModel):
