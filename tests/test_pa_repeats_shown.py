@@ -112,3 +112,13 @@ def test_events_stored_before_the_count_read_zero() -> None:
     reply = episode_event_adapter.validate_json('{"type": "pa_reply", "text": "hi", "status": "capped"}')
     assert isinstance(reply, PAReplyEvent) and reply.repeated_calls == 0
     assert reply.note() == " (model-call cap reached)"
+
+
+def test_a_wrapped_up_replys_reason_stays_out_of_the_public_transcript() -> None:
+    from mempa_tui.runner._episode_events import public_transcript
+
+    reason = 'the reply was asked for after a repeated call: IX_verbosity({"setting": "Terse"}) had already been made'
+    reply = PAReplyEvent(text="Here it is.", status="wrapped_up", reason=reason, repeated_calls=1)
+    (public,) = public_transcript([reply])
+    assert isinstance(public, PAReplyEvent) and public.reason is None and "Terse" not in public.model_dump_json()
+    assert public.text == "Here it is." and public.note() == " (wrapped up after a repeated call; 1 repeated identical call)"
