@@ -9,12 +9,22 @@ An empty final reply to a user's message (no text and no tool call, e.g. ``finis
 the reply from) gets one reminder too; a second empty reply fails the turn with
 its reason, so an empty string is never taken as the PA's answer. On a world-event turn saying
 nothing is a legitimate way to stay quiet, so no reminder is sent there.
+
+A tool call whose name and arguments (as canonical JSON: key order does not matter) equal an
+earlier call of the same turn is a *repeated call*; every one is counted
+(:attr:`~mempa_tui.agent.seat.AgentTurnResult.repeated_calls`). What happens to it is the
+profile's ``pa_repeated_call``: ``run`` (default, the paper's protocol of Section 4) dispatches it
+again; ``wrap_up`` does not (no duplicate world write; its tool result says the earlier result
+stands) and forces the turn's further calls as the cap does: the missing interaction call first
+(after the turn's one reminder, if it was not yet used, so Appendix F.2's order holds: reminder,
+forced call, floor), then the reply. Such a turn ends ``wrapped_up``.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import Any, Protocol, get_args
 
 from mempa_tui.agent.actions import TurnActions
 from mempa_tui.agent.prompt import (
@@ -23,15 +33,17 @@ from mempa_tui.agent.prompt import (
     reminder_message,
     context_prompt,
     instructions,
+    repeated_call_message,
     user_turn_message,
 )
 from mempa_tui.agent.seat import AgentSessionStart, AgentTurnInput, AgentTurnResult
 from mempa_tui.ix.floors import FloorKind, floor_reason
 from mempa_tui.llm.client import REPLY_TOOL
+from mempa_tui.llm.profile import RepeatedCallPolicy
 from mempa_tui.llm.types import ChatMessage, Completion, Role, ToolCall, ToolSpec
 from mempa_tui.taxonomy import attribute
 
-__all__ = ["MAX_MODEL_CALLS", "ChatClient", "PersonalAgent"]
+__all__ = ["MAX_MODEL_CALLS", "ChatClient", "PersonalAgent", "call_key"]
 
 #: Model calls allowed per user turn (SPEC 4.5).
 MAX_MODEL_CALLS = 40
@@ -44,6 +56,25 @@ EMPTY_REPLY_REMINDER = (
     f"{HARNESS_PREFIX} Your last turn reached the user as nothing: no text and no tool call. "
     "Answer the user's message now, in words they will read."
 )
+
+
+def call_key(call: ToolCall) -> str:
+    """A tool call's identity within a turn: its name (trimmed) and arguments as canonical JSON
+    (sorted keys, so ``{"a": 1, "b": 2}`` and ``{"b": 2, "a": 1}`` are the same call); two calls
+    whose arguments could not be read are the same when their errors are."""
+    return json.dumps(
+        {"name": call.name.strip(), "arguments": call.arguments, "unreadable": call.arguments_error},
+        sort_keys=True,
+        ensure_ascii=False,
+        separators=(",", ":"),
+        default=str,
+    )
+
+
+def _call_text(call: ToolCall, width: int = 160) -> str:
+    """``name({...})`` of a call, cut to ``width`` characters (for a turn's reason)."""
+    text = f"{call.name.strip() or UNNAMED_TOOL}({json.dumps(call.arguments, ensure_ascii=False, default=str)})"
+    return text if len(text) <= width else text[: width - 3] + "..."
 
 
 class ChatClient(Protocol):
@@ -70,6 +101,11 @@ class PersonalAgent:
         max_model_calls: cap per user turn (default 40, paper Section 4). The last call is made
             the reply (the client's :data:`~mempa_tui.llm.client.REPLY_TOOL` choice), or the
             required interaction call while that is still missing, so a capped turn still answers.
+        repeated_call: ``run`` (default) or ``wrap_up``: what a tool call identical to an earlier
+            one of the turn does (see the module docstring; the profile's ``pa_repeated_call``).
+
+    Raises:
+        ValueError: ``repeated_call`` is neither ``run`` nor ``wrap_up``.
 
     The agent keeps this step's conversation (user messages, its calls, tool results, replies);
     :meth:`begin_session` clears it. Errors of the model layer (:class:`mempa_tui.llm.LLMError`)
@@ -77,10 +113,20 @@ class PersonalAgent:
     """
 
     def __init__(
-        self, client: ChatClient, *, max_model_calls: int = MAX_MODEL_CALLS
+        self,
+        client: ChatClient,
+        *,
+        max_model_calls: int = MAX_MODEL_CALLS,
+        repeated_call: RepeatedCallPolicy = "run",
     ) -> None:
+        if repeated_call not in get_args(RepeatedCallPolicy):
+            raise ValueError(
+                f"PersonalAgent repeated_call {repeated_call!r}: choose one of "
+                + ", ".join(get_args(RepeatedCallPolicy))
+            )
         self._client = client
         self._max_calls = max_model_calls
+        self._repeated_call = repeated_call
         self._start: AgentSessionStart | None = None
         self._history: list[ChatMessage] = []
 
@@ -120,8 +166,10 @@ class PersonalAgent:
             (no text, no tool call) again after one reminder; ``floored`` when the required IX call failed after the
             reminder and the forced call, or when IX text was written into a task tool's
             arguments (the interaction-tool contract, Appendix F.2; reasons from
-            :func:`mempa_tui.ix.floors.floor_reason`); ``capped`` when 40 model calls passed
-            without a final reply.
+            :func:`mempa_tui.ix.floors.floor_reason`); ``capped`` when the cap's last call was
+            asked to be the reply, or the cap passed without a final reply; ``wrapped_up`` when
+            the reply was forced after a repeated call (``repeated_call="wrap_up"``).
+            ``repeated_calls`` counts the turn's repeated calls under either policy.
 
         Raises:
             RuntimeError: :meth:`begin_session` was not called.
@@ -148,14 +196,31 @@ class PersonalAgent:
         tools = actions.tool_specs()
         tool_choice: str | None = None
         last_text = ""
+        seen: set[str] = set()  # call_key of every tool call of this turn
+        repeated: ToolCall | None = None  # the first repeat not run again (wrap_up)
         try:
             at_cap = False
             while result.model_calls < self._max_calls:
-                if result.model_calls == self._max_calls - 1 and tool_choice is None:
-                    # the last call this turn may make: the missing interaction call, else the reply
+                last_call = result.model_calls == self._max_calls - 1
+                if tool_choice is None and (last_call or repeated is not None):
+                    # the last call this turn may make, or any call after a repeated one under
+                    # wrap_up: the missing interaction call, else the reply
                     missing = self._unmet(turn, actions)
-                    tool_choice = attribute(turn.required_ix or "").ix_tool if missing is not None else REPLY_TOOL
-                    at_cap = missing is None
+                    if missing is not None:
+                        tool_name = attribute(turn.required_ix or "").ix_tool
+                        tool_choice = tool_name
+                        if repeated is not None:
+                            result.forced = True
+                            if not result.reminded:  # F.2: the one reminder precedes the forced call
+                                result.reminded = True
+                                new.append(
+                                    ChatMessage(
+                                        role="user", content=reminder_message(tool_name, missing)
+                                    )
+                                )
+                    else:
+                        tool_choice = REPLY_TOOL
+                    at_cap = missing is None and repeated is None
                 forced_now = tool_choice is not None
                 completion = await self._client.complete(
                     Role.PA,
@@ -171,7 +236,18 @@ class PersonalAgent:
                 calls: list[ToolCall] = []
                 results: list[ChatMessage] = []
                 for raw in completion.tool_calls:
-                    call_id, content = actions.dispatch(raw)
+                    key = call_key(raw)
+                    is_repeat = key in seen
+                    seen.add(key)
+                    if is_repeat:
+                        result.repeated_calls += 1
+                    if is_repeat and self._repeated_call == "wrap_up":
+                        # not dispatched again: no duplicate world write, and the turn wraps up
+                        call_id = actions.unique_id(raw.id)
+                        content = repeated_call_message(raw.name.strip())
+                        repeated = repeated or raw
+                    else:
+                        call_id, content = actions.dispatch(raw)
                     # an empty name is never sent back: strict servers reject the request
                     calls.append(
                         raw.model_copy(
@@ -231,7 +307,13 @@ class PersonalAgent:
                     result.reason = f"{why} again after a reminder; no reply to the user"
                     return self._finish(result, actions)
                 result.reply = completion.text
-                if at_cap:
+                if repeated is not None:
+                    result.status = "wrapped_up"
+                    result.reason = (
+                        f"the reply was asked for after a repeated call: {_call_text(repeated)} "
+                        "had already been made this turn (pa_repeated_call: wrap_up)"
+                    )
+                elif at_cap:
                     result.status = "capped"
                     result.reason = f"the reply was asked for at the cap of {self._max_calls} model calls"
                 return self._finish(result, actions)

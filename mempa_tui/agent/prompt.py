@@ -29,6 +29,7 @@ __all__ = [
     "NOTICE_PREFIX",
     "event_message",
     "reminder_message",
+    "repeated_call_message",
     "context_prompt",
     "instructions",
     "system_prompt",
@@ -139,6 +140,17 @@ def event_message(now: datetime, notice: str, runtime_notes: list[str]) -> str:
     if runtime_notes:
         text += "\n" + "\n".join(f"- {n}" for n in runtime_notes)
     return text
+
+
+def repeated_call_message(tool_name: str) -> str:
+    """The tool result of a call that repeats an earlier call of the turn exactly (same name and
+    arguments), when the profile wraps such a turn up (``pa_repeated_call: wrap_up``): the call
+    did not run again, and the turn now moves to its answer."""
+    return (
+        f"{HARNESS_PREFIX} You already called {tool_name or 'this tool'} with exactly these "
+        "arguments earlier in this turn, so it was not run a second time; the result you got then "
+        "still holds. Work from what you have and finish the turn."
+    )
 
 
 def reminder_message(tool_name: str, missing: tuple[str, ...]) -> str:

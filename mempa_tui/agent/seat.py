@@ -29,9 +29,11 @@ __all__ = [
     "TurnStatus",
 ]
 
-TurnStatus = Literal["ok", "floored", "capped", "failed"]
-"""How a PA turn ended: a reply; floored (Appendix C.3 (4), F.2); the 40-call cap was hit; or
-failed (no usable reply: the model sent an empty one again after one reminder)."""
+TurnStatus = Literal["ok", "floored", "capped", "wrapped_up", "failed"]
+"""How a PA turn ended: a reply; floored (Appendix C.3 (4), F.2); the 40-call cap was hit;
+wrapped up (a tool call repeated an earlier one of the turn exactly and the profile's
+``pa_repeated_call`` is ``wrap_up``, so the reply was forced before the cap); or failed (no
+usable reply: the model sent an empty one again after one reminder)."""
 
 
 class OracleHint(BaseModel):
@@ -94,9 +96,12 @@ class AgentTurnResult(BaseModel):
 
     Attributes:
         reply: the PA's final reply text (before the wrapper renders it); empty when floored.
-        status: ok, floored, capped or failed (an empty reply twice; the step fails).
-        reason: why the turn was floored, capped or failed.
+        status: ok, floored, capped, wrapped_up or failed (an empty reply twice; the step fails).
+        reason: why the turn was floored, capped, wrapped up or failed.
         model_calls: model calls made in the turn (at most 40).
+        repeated_calls: tool calls of the turn whose name and arguments (compared as canonical
+            JSON, so key order does not matter) equal an earlier call of the same turn; counted
+            whatever the profile does with them (a run problem: wasted model time).
         reminded / forced: whether the missing-IX reminder and the forced call were used.
         calls: every world-tool call the PA proposed, with its status and result, in order.
         thinking: reasoning the model emitted (scoring record only; never delivered).
@@ -107,6 +112,7 @@ class AgentTurnResult(BaseModel):
     status: TurnStatus = "ok"
     reason: str | None = None
     model_calls: int = 0
+    repeated_calls: int = 0
     reminded: bool = False
     forced: bool = False
     calls: list[ExecutedCall] = Field(default_factory=list)

@@ -81,7 +81,7 @@ async def cmd_runs(args: argparse.Namespace, out: TextIO | None = None) -> int:
     if not database.is_file():
         print(f"no runs yet (no run database at {database}; start one with `mempa run`)", file=out)
         return 0
-    from mempa_tui.runner._health import runs_health
+    from mempa_tui.runner._health import runs_health, runs_pa_repeats
     from mempa_tui.runner._pooling import is_play
     from mempa_tui.store import RunStatus
 
@@ -92,6 +92,7 @@ async def cmd_runs(args: argparse.Namespace, out: TextIO | None = None) -> int:
         if not getattr(args, "plays", False):
             summaries = [s for s in summaries if s not in plays]
         health = await runs_health(store, [s.run for s in summaries])
+        repeats = await runs_pa_repeats(store, [s.run for s in summaries])
     if not summaries:
         print("no runs yet" + (f" ({len(plays)} play(s); --plays lists them)" if plays else ""), file=out)
         return 0
@@ -114,6 +115,8 @@ async def cmd_runs(args: argparse.Namespace, out: TextIO | None = None) -> int:
     for s in summaries:
         if health[s.run.id].broken:
             print(f"{s.run.id}: {health[s.run.id].text()}", file=out)
+        if repeats[s.run.id].calls:  # a warning of the PA's, beside the memory's health (issue 12)
+            print(f"{s.run.id}: {repeats[s.run.id].text()}", file=out)
     if plays and not getattr(args, "plays", False):
         print(f"not shown: {len(plays)} finished play(s) (a person in a seat); --plays lists them", file=out)
     for s in summaries:

@@ -65,7 +65,7 @@ async def print_results(
         stored_outcomes,
     )
     from mempa_tui.runner._settings import donor_mismatches, settings_lines
-    from mempa_tui.runner._health import row_annotations, runs_health
+    from mempa_tui.runner._health import row_annotations, runs_health, runs_pa_repeats
     from mempa_tui.memory import CONDITION_SOURCES, source_notes
     from mempa_tui.scoring import condition_label
 
@@ -89,8 +89,9 @@ async def print_results(
             continue
         shown = True
         rows = results_rows(outcomes, by)
-        notes = row_annotations([records[i] for i in group.run_ids],
-                                await runs_health(store, [records[i] for i in group.run_ids]), outcomes, by=by)
+        group_runs = [records[i] for i in group.run_ids]
+        notes = row_annotations(group_runs, await runs_health(store, group_runs), outcomes, by=by,
+                                repeats=await runs_pa_repeats(store, group_runs))
         print(results_text(rows, by, notes.columns()), file=out)
         for note in notes.notes:
             print(f"  {note}", file=out)

@@ -36,6 +36,8 @@ def listing_text(listing: RunListing, probe_filter: ProbeFilter | None = None) -
     run = listing.run
     lines = [f"run {run.id}: user {run.user}, memory {run.memory}, profile {run.profile}, seed {run.seed}, "
              f"{run.repeats} repeat(s), {run.status.value}", listing.health.text()]
+    if listing.repeats is not None and listing.repeats.calls:
+        lines.append(listing.repeats.text())
     if run.donor_run:
         lines.append(f"probes start from the checkpoints of {run.donor_run}")
     if listing.steps:
@@ -106,7 +108,8 @@ def event_lines(event: EpisodeEvent) -> list[str]:
     if isinstance(event, ev.UserMessageEvent):
         return [f"USER{f' [{event.beat_id}]' if event.beat_id else ''}:", *_indent(event.text)]
     if isinstance(event, ev.PAReplyEvent):
-        return [f"PA{' (capped)' if event.status == 'capped' else ''}:", *_indent(event.text)]
+        why = [f"    ({event.reason})"] if event.reason else []
+        return [f"PA{event.note()}:", *_indent(event.text), *why]
     if isinstance(event, ev.ToolCallEvent):
         c = event.call
         args = json.dumps(c.arguments, ensure_ascii=False)
@@ -140,6 +143,11 @@ def detail_text(detail: StepDetail) -> str:
     lines = _hanging(f"{head}: ", f"{detail.reason} ==") if detail.reason else [f"{head} =="]
     if detail.context:
         lines.append(f"cell: {detail.context} / {detail.attribute}")
+    repeated, turns = detail.pa_repeats
+    if repeated:
+        from mempa_tui.runner._health import repeats_phrase
+
+        lines.append(f"run problem (warning): {repeats_phrase(repeated, turns)}")
     lines += ["", "transcript:"]
     for event in detail.events:
         lines += ["  " + ln for ln in event_lines(event)]

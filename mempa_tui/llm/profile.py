@@ -43,6 +43,7 @@ __all__ = [
     "ModelSpec",
     "ProfileError",
     "ProfileOptions",
+    "RepeatedCallPolicy",
     "Runtime",
     "ToolCalling",
     "Wire",
@@ -62,6 +63,11 @@ Wire = Literal["auto", "ollama", "llama_cpp", "openai"]
 
 ToolCalling = Literal["auto", "constrained"]
 """How a spec's calls that offer tools are made (see :attr:`ModelSpec.tool_calling`)."""
+
+RepeatedCallPolicy = Literal["run", "wrap_up"]
+"""What the PA loop does with a tool call identical to an earlier one of the same user turn:
+``run`` it again (the paper's protocol), or ``wrap_up`` the turn (see
+:attr:`ProfileOptions.pa_repeated_call`)."""
 
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _REPO_MODELS_DIR = Path(__file__).resolve().parents[2] / "models"
@@ -228,6 +234,13 @@ class ProfileOptions(BaseModel):
     made a reply (or the required interaction call when it is still missing), so a turn that
     reaches the cap still answers the user; the turn is marked capped. A profile for a small model
     on a CPU may set fewer; results tables then say so (the paper's protocol allows 40)."""
+    pa_repeated_call: RepeatedCallPolicy = "run"
+    """What a PA tool call does when its name and arguments (key order aside) equal an earlier
+    call of the same user turn. ``run`` (default, the paper's protocol: Section 4 lets the PA
+    make up to 40 calls a turn) dispatches it again; ``wrap_up`` does not dispatch it (its result
+    says the earlier result stands) and makes the turn's further calls forced ones, as at the
+    cap: the missing interaction call first, then the reply. Repeats are counted either way and
+    shown as a run problem; results tables name the option when it is not ``run``."""
     simulator_output: Literal["tags", "json"] = "tags"
     """How the simulator writes a turn: ``tags`` (<message> and private blocks) or ``json`` (the
     same blocks as one JSON object under a schema, which small local models keep to better)."""

@@ -31,8 +31,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ValidationError
 
-from mempa_tui.runner._episode_events import EpisodeEvent, EvidenceEvent, episode_event_adapter
-from mempa_tui.runner._health import MemoryHealth, run_health
+from mempa_tui.runner._episode_events import EpisodeEvent, EvidenceEvent, StepStatusEvent, episode_event_adapter
+from mempa_tui.runner._health import MemoryHealth, PARepeats, run_health, run_pa_repeats
 from mempa_tui.llm.types import CallPrompt, CallReply
 from mempa_tui.runner._results import timeline_kind_of
 from mempa_tui.store import LLMCallRow, ProbeResultRecord, RunRecord, RunStore, StoreError
@@ -139,6 +139,8 @@ class RunListing(BaseModel):
     health: MemoryHealth
     steps: list[StepLine]
     probes: list[ProbeLine]
+    repeats: PARepeats | None = None
+    """The PA's repeated identical calls over the run (a warning beside the memory's health)."""
 
 
 async def _need_run(store: RunStore, run_id: str) -> RunRecord:
@@ -162,7 +164,8 @@ async def run_listing(store: RunStore, run_id: str) -> RunListing:
         for s in await store.steps(run_id)
     ]
     probes = [_probe_line(r) for r in await store.probe_results(run_id)]
-    return RunListing(run=run, health=await run_health(store, run), steps=steps, probes=probes)
+    return RunListing(run=run, health=await run_health(store, run), steps=steps, probes=probes,
+                      repeats=await run_pa_repeats(store, run))
 
 
 class ProbeFilter(BaseModel):
@@ -314,6 +317,13 @@ class StepDetail(BaseModel):
     """The model calls, in order of logging."""
     memory_stats: dict[str, float] = {}
     """The memory's counters after the step (timeline steps that recorded them)."""
+
+    @property
+    def pa_repeats(self) -> tuple[int, int]:
+        """(repeated identical PA calls, turns with any) from the stored ``step_status`` event;
+        ``(0, 0)`` for a step stored before they were counted."""
+        status = [e for e in self.events if isinstance(e, StepStatusEvent)]
+        return (status[-1].pa_repeated_calls, status[-1].pa_repeat_turns) if status else (0, 0)
 
     @property
     def evidence(self) -> list[EvidenceEvent]:

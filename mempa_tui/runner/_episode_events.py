@@ -60,7 +60,31 @@ class PAReplyEvent(_Event):
 
     type: Literal["pa_reply"] = "pa_reply"
     text: str
-    status: Literal["ok", "capped"] = "ok"
+    status: Literal["ok", "capped", "wrapped_up"] = "ok"
+    reason: str | None = Field(
+        default=None,
+        description="Why the reply was forced (the call cap, or a repeated call under "
+        "pa_repeated_call: wrap_up). Operator view only: it may quote the PA's calls.",
+    )
+    repeated_calls: int = Field(
+        default=0,
+        ge=0,
+        description="Tool calls of the turn identical to an earlier call of it (0 on events "
+        "stored before they were counted).",
+    )
+
+    def note(self) -> str:
+        """What to print after the reply: `` (model-call cap reached)``, `` (wrapped up after a
+        repeated call; 3 repeated identical calls)``, or ``""`` for an ordinary turn."""
+        parts = []
+        if self.status == "capped":
+            parts.append("model-call cap reached")
+        elif self.status == "wrapped_up":
+            parts.append("wrapped up after a repeated call")
+        if self.repeated_calls:
+            n = self.repeated_calls
+            parts.append(f"{n} repeated identical call{'s' if n != 1 else ''}")
+        return f" ({'; '.join(parts)})" if parts else ""
 
 
 class ToolCallEvent(_Event):
@@ -129,6 +153,15 @@ class StepStatusEvent(_Event):
     type: Literal["step_status"] = "step_status"
     status: Literal["completed", "invalid", "failed", "floored"]
     reason: str | None = None
+    pa_repeated_calls: int = Field(
+        default=0,
+        ge=0,
+        description="The step's PA tool calls identical to an earlier call of their turn (every "
+        "turn, floored and failed ones too); 0 on events stored before they were counted.",
+    )
+    pa_repeat_turns: int = Field(
+        default=0, ge=0, description="PA turns of the step with at least one repeated call."
+    )
 
 
 EpisodeEvent = Annotated[
@@ -153,7 +186,8 @@ episode_event_adapter: TypeAdapter[EpisodeEvent] = TypeAdapter(EpisodeEvent)
 def public_transcript(events: list[EpisodeEvent]) -> list[EpisodeEvent]:
     """Only what the user could see: messages, notices, delivered replies, calls that ran, held
     items and consent. Drops IX selections, evidence, beat changes, step status and calls that
-    did not run (Table 9: no selection or withheld content for the simulator, judge or rater)."""
+    did not run, and strips a reply's operator note (Table 9: no selection or withheld content for
+    the simulator, judge or rater)."""
     keep: list[EpisodeEvent] = []
     for event in events:
         if (
@@ -167,8 +201,8 @@ def public_transcript(events: list[EpisodeEvent]) -> list[EpisodeEvent]:
                 if isinstance(event, UserMessageEvent)
                 else event
             )
-        elif isinstance(
-            event, (PAReplyEvent, ToolCallEvent, HeldItemsEvent, ConsentEvent)
-        ):
+        elif isinstance(event, PAReplyEvent):  # its reason may quote an IX call's setting
+            keep.append(event.model_copy(update={"reason": None}))
+        elif isinstance(event, (ToolCallEvent, HeldItemsEvent, ConsentEvent)):
             keep.append(event)
     return keep

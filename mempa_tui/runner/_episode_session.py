@@ -137,8 +137,20 @@ class SessionDriver:
         self.turn_records: list[TurnRecord] = []
         self.traces: list[ScoringTrace] = []
         self.exchanges: list[Exchange] = []
+        self.repeated_calls: list[int] = []
+        """Per PA turn played (floored and failed turns too), its repeated identical calls."""
         self._beat: str | None = None
         self._notes: list[str] = []
+
+    @property
+    def pa_repeated_calls(self) -> int:
+        """The step's PA tool calls identical to an earlier call of their turn."""
+        return sum(self.repeated_calls)
+
+    @property
+    def pa_repeat_turns(self) -> int:
+        """The step's PA turns with at least one repeated call."""
+        return sum(1 for n in self.repeated_calls if n)
 
     # ---- helpers --------------------------------------------------------------------------------
 
@@ -270,6 +282,7 @@ class SessionDriver:
         )
         self._notes = []
         result = await self.agent.respond(turn, actions)
+        self.repeated_calls.append(result.repeated_calls)
         if result.status == "floored":
             return SessionOutcome(status="floored", reason=result.reason)
         if result.status == "failed":  # e.g. an empty reply twice: never stored as the answer
@@ -301,7 +314,9 @@ class SessionDriver:
             PAReplyEvent(
                 turn_index=self.turn_index,
                 text=delivered.reply,
-                status="capped" if result.status == "capped" else "ok",
+                status=result.status if result.status in ("capped", "wrapped_up") else "ok",
+                reason=result.reason if result.status in ("capped", "wrapped_up") else None,
+                repeated_calls=result.repeated_calls,
             )
         )
         if delivered.held:

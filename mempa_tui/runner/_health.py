@@ -21,6 +21,13 @@ The stated rule (documented in the README, section "Memory health"):
 
 Broken runs keep their rows (their probes did run), but every table marks them and names the run
 and the reason, so they are never averaged in silently.
+
+Next to the memory's health stands one problem of the PA's own (issue 12): **repeated calls**, tool
+calls identical (name and arguments) to an earlier call of the same user turn, counted per step and
+probe repeat (``pa_repeated_calls`` on the stored ``step_status`` event; a run stored before they
+were counted reads 0). :class:`PARepeats` sums them for a run; any is a **warning** ("PA repeated an
+identical call N times in M turns"), never broken: the run's scores stand, but its model time went
+on calls that could not help, and its steps look more valid than they were.
 """
 
 from __future__ import annotations
@@ -40,12 +47,17 @@ __all__ = [
     "FailureCount",
     "HealthState",
     "MemoryHealth",
+    "PARepeats",
     "RowAnnotations",
     "health_of_stats",
     "health_summary",
+    "repeats_note",
+    "repeats_phrase",
     "row_annotations",
     "run_health",
+    "run_pa_repeats",
     "runs_health",
+    "runs_pa_repeats",
 ]
 
 BROKEN_RATE = 0.20
@@ -235,6 +247,78 @@ async def runs_health(store: RunStore, runs: Iterable[RunRecord]) -> dict[str, M
     return {run.id: await run_health(store, run) for run in runs}
 
 
+def repeats_phrase(calls: int, turns: int) -> str:
+    """``PA repeated an identical call 28 times in 4 turns`` (singular for 1)."""
+    times = "time" if calls == 1 else "times"
+    return f"PA repeated an identical call {calls} {times} in {turns} turn{'' if turns == 1 else 's'}"
+
+
+def repeats_note(result: object) -> str:
+    """`` (warning: PA repeated an identical call 4 times in 4 turns)`` for a step's progress line
+    (a :class:`~mempa_tui.runner.episode.StepResult`'s ``pa_repeated_calls``), ``""`` when none."""
+    calls = int(getattr(result, "pa_repeated_calls", 0) or 0)
+    turns = int(getattr(result, "pa_repeat_turns", 0) or 0)
+    return f" (warning: {repeats_phrase(calls, turns)})" if calls else ""
+
+
+class PARepeats(BaseModel):
+    """A run's repeated PA tool calls (see the module docstring): a warning, never broken."""
+
+    run_id: str
+    """The run."""
+    calls: int = 0
+    """Tool calls identical to an earlier call of their turn, over the run's stored steps and
+    probe repeats."""
+    turns: int = 0
+    """PA turns with at least one such call."""
+    where: dict[str, int] = {}
+    """Step id (``probe r2`` for a probe repeat) -> its repeated calls, for steps with any."""
+
+    @property
+    def state(self) -> Literal["ok", "warning"]:
+        """``warning`` when the PA repeated any call, else ``ok``."""
+        return "warning" if self.calls else "ok"
+
+    def text(self) -> str:
+        """``PA repeated an identical call 28 times in 4 turns (warning; A-S51 28)``, or ``""``
+        when it never did."""
+        if not self.calls:
+            return ""
+        worst = sorted(self.where.items(), key=lambda kv: (-kv[1], kv[0]))
+        shown = ", ".join(f"{k} {n}" for k, n in worst[:4]) + (f", +{len(worst) - 4} more" if len(worst) > 4 else "")
+        return f"{repeats_phrase(self.calls, self.turns)} (warning; {shown})"
+
+
+async def run_pa_repeats(store: RunStore, run: RunRecord) -> PARepeats:
+    """The repeated PA calls of a stored run, from each step's and probe repeat's stored
+    ``step_status`` event (one small row each; events stored before the count read 0).
+
+    Unreadable events are skipped here: ``mempa show RUN STEP`` counts and names them.
+    """
+    from pydantic import ValidationError
+
+    from mempa_tui.runner._episode_events import StepStatusEvent
+
+    calls = turns = 0
+    where: dict[str, int] = {}
+    for step_id, repeat, row in await store.events_of_kind(run.id, "step_status"):
+        try:
+            event = StepStatusEvent.model_validate_json(row.event_json)
+        except ValidationError:
+            continue
+        if event.pa_repeated_calls:
+            calls += event.pa_repeated_calls
+            turns += event.pa_repeat_turns
+            name = f"{step_id} r{repeat}" if repeat else step_id
+            where[name] = where.get(name, 0) + event.pa_repeated_calls
+    return PARepeats(run_id=run.id, calls=calls, turns=turns, where=where)
+
+
+async def runs_pa_repeats(store: RunStore, runs: Iterable[RunRecord]) -> dict[str, PARepeats]:
+    """:func:`run_pa_repeats` of each run, keyed by run id."""
+    return {run.id: await run_pa_repeats(store, run) for run in runs}
+
+
 def health_summary(healths: Sequence[MemoryHealth]) -> str:
     """A results-table cell for the runs pooled in one row: ``ok``, ``n/a``, ``warn``, or
     ``BROKEN 1/2`` (broken runs of the row's runs)."""
@@ -277,7 +361,8 @@ class RowAnnotations(BaseModel):
 
 
 def row_annotations(runs: Sequence[RunRecord], healths: Mapping[str, MemoryHealth],
-                    outcomes: Sequence[ProbeOutcome], *, by: str = "condition") -> RowAnnotations:
+                    outcomes: Sequence[ProbeOutcome], *, by: str = "condition",
+                    repeats: Mapping[str, PARepeats] | None = None) -> RowAnnotations:
     """Health and coverage of each (memory condition, model) row of one results table.
 
     Args:
@@ -286,10 +371,12 @@ def row_annotations(runs: Sequence[RunRecord], healths: Mapping[str, MemoryHealt
         outcomes: the table's probe outcomes.
         by: the table's grouping; with ``user`` each row's Covers cell is its user's coverage
             (other groupings show the condition's whole coverage).
+        repeats: :func:`runs_pa_repeats` of them (None: not read; no note).
 
     Returns:
-        The cells and notes; a note names each broken run with its reasons, and one says which
-        rows pool different users, probes or repeat counts.
+        The cells and notes; a note names each broken run with its reasons, one names each run
+        whose PA repeated identical calls (a warning), and one says which rows pool different
+        users, probes or repeat counts.
     """
     from mempa_tui.runner._pooling import coverage_by_row, mixed_coverage
     from mempa_tui.runner.report import backbone_label, memory_label
@@ -312,6 +399,8 @@ def row_annotations(runs: Sequence[RunRecord], healths: Mapping[str, MemoryHealt
             covers.update({(*k, user): c.text() + (" *" if k in odd else "") for k, c in mine.items()})
     notes = [f"BROKEN memory in {h.run_id}: {'; '.join(h.problems)} - its row is marked, read its "
              "scores as a broken memory's, not the condition's" for hs in by_row.values() for h in hs if h.broken]
+    notes += [f"{run.id}: {repeats[run.id].text()}" for run in runs
+              if repeats is not None and run.id in repeats and repeats[run.id].calls]
     if mixed:
         notes.append("rows marked * in Covers pool other users, probes or repeat counts (users probes x repeats) "
                      "than the rest: their scores are not over the same probes")

@@ -37,6 +37,7 @@ from mempa_tui.ix.floors import is_rerun_floor
 from mempa_tui.llm.types import LLMCallRecord
 from mempa_tui.memory import OracleMemory
 from mempa_tui.runner._calls import probe_sampling_scope
+from mempa_tui.runner._health import repeats_note
 from mempa_tui.runner._scoring import ProbeScorer, RealizationScores, score_final_probe
 from mempa_tui.runner._shared import (
     EventCollector,
@@ -252,7 +253,7 @@ async def _run_unit(run: RunContext, unit: ProbeUnit, cache: _BranchCache, score
         "probe_finished",
         f"probe {run.progress.probes_done}/{run.progress.probes_total} {probe.id} r{repeat} "
         f"{result.status} selection={result.selection} target={target}"
-        + (f" BRS={scores.brs} PRS={scores.prs}" if scores.brs or scores.prs else ""),
+        + (f" BRS={scores.brs} PRS={scores.prs}" if scores.brs or scores.prs else "") + repeats_note(result),
         step_id=probe.id, repeat=repeat, status=result.status,
     )
 

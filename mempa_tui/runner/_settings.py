@@ -36,7 +36,8 @@ def _fields(fingerprint: str) -> dict[str, str]:
 
 
 def decoding_text(profile_models: dict[str, str]) -> str:
-    """Per role ``temperature`` and ``max_tokens``, then the message checker switch.
+    """Per role ``temperature`` and ``max_tokens``, then the message checker switch, and the PA's
+    model-call cap and repeated-call policy where they are not the paper's (40; run every call).
 
     Args:
         profile_models: a run's :func:`~mempa_tui.runner.config.profile_fingerprint`.
@@ -54,8 +55,11 @@ def decoding_text(profile_models: dict[str, str]) -> str:
             roles.append(f"{role} t={f.get('temperature', '?')} max {f.get('max_tokens', '?')}")
     checker = profile_models.get("options", "")
     switch = "on" if "llm_message_checker=True" in checker else "off" if checker else "not recorded"
-    cap = _fields("x " + checker).get("pa_max_model_calls")
+    options = _fields("x " + checker)
+    cap = options.get("pa_max_model_calls")
     capped = f"; PA model calls per user turn {cap} (paper: 40)" if cap else ""
+    if options.get("pa_repeated_call") == "wrap_up":
+        capped += "; a repeated identical PA call wraps the turn up (paper: runs it again)"
     return ", ".join(roles) + f"; LLM message checker {switch}{capped}"
 
 

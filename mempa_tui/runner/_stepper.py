@@ -175,6 +175,10 @@ class StepperUpdate(BaseModel):
     """Why the episode did not complete, or the scorer's note."""
     selection: str | None = None
     """The PA's first selection of the probed attribute (``episode_end`` and later)."""
+    pa_repeated_calls: int = 0
+    """The episode's PA tool calls identical to an earlier call of their turn (``episode_end``)."""
+    pa_repeat_turns: int = 0
+    """The episode's PA turns with at least one repeated call (``episode_end``)."""
     target: str | None = None
     """The target setting (``target`` and later; hidden before)."""
     brs: int | None = None
@@ -545,6 +549,8 @@ class ProbeStepper:
         return StepperUpdate(
             kind="episode_end", calls=calls, events=events, status=stop.result.status,
             reason=stop.result.reason, selection=stop.result.selection,
+            pa_repeated_calls=getattr(stop.result, "pa_repeated_calls", 0),
+            pa_repeat_turns=getattr(stop.result, "pa_repeat_turns", 0),
         )
 
     def _record(self, update: StepperUpdate) -> StepperUpdate:

@@ -30,6 +30,7 @@ from datetime import datetime
 
 from mempa_tui.memory import MemorySystem
 from mempa_tui.runner._calls import step_sampling_scope
+from mempa_tui.runner._health import repeats_note
 from mempa_tui.runner._shared import (
     EventCollector,
     RunContext,
@@ -168,8 +169,8 @@ async def _play_step(run: RunContext, index: int, state: RunState, memory: Memor
         run.progress.steps_discarded += 1
         run.progress.errors.append(f"{step_id}: {status} after {attempt} attempt(s): {result.reason}")
     run.emit("step_finished", f"step {index + 1}/{run.progress.steps_total} {step_id} {status}"
-             + (f" ({result.reason})" if result.reason and status != "completed" else ""),
-             step_id=step_id, status=status)
+             + (f" ({result.reason})" if result.reason and status != "completed" else "")
+             + repeats_note(result), step_id=step_id, status=status)
     return RunState(index, world, snapshot, sim, tokens)
 
 

@@ -209,7 +209,7 @@ def profile_fingerprint(profile: ModelProfile) -> dict[str, str]:
         Role value -> ``"<model> temperature=.. max_tokens=.. context_window=.. seed=.."`` (and
         `` tool_calling=constrained`` for a spec that calls tools under a grammar), plus
         ``options`` -> the message-checker switch (and the PA's model-call cap per user turn
-        when it is not the paper's 40).
+        when it is not the paper's 40, and ``pa_repeated_call`` when it is not ``run``).
     """
     out: dict[str, str] = {}
     for role in Role:
@@ -222,6 +222,8 @@ def profile_fingerprint(profile: ModelProfile) -> dict[str, str]:
     out["options"] = f"llm_message_checker={profile.options.llm_message_checker}"
     if profile.options.pa_max_model_calls != 40:  # only when it differs: runs stored before keep their fingerprint
         out["options"] += f" pa_max_model_calls={profile.options.pa_max_model_calls}"
+    if profile.options.pa_repeated_call != "run":  # likewise: stored runs keep their fingerprint
+        out["options"] += f" pa_repeated_call={profile.options.pa_repeated_call}"
     return out
 
 

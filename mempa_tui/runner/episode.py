@@ -31,6 +31,7 @@ from mempa_tui.agent.personal import MAX_MODEL_CALLS
 from mempa_tui.ix import IXWrapper, ScoringTrace
 from mempa_tui.ix.types import CallStatus, ExecutedCall
 from mempa_tui.llm import LLMClient, LLMError
+from mempa_tui.llm.profile import RepeatedCallPolicy
 from mempa_tui.memory.base import MemorySystem, SessionInfo, TurnRecord
 from mempa_tui.runner._episode_events import (
     EpisodeEvent,
@@ -123,6 +124,10 @@ class StepResult(BaseModel):
         memory_stats: the memory's counters (``inspect().stats``) once the step is settled, e.g.
             turns written, duplicate writes, Mem0-style extraction and decision failures; filled
             by the runner for timeline steps, so every failure is in the run record.
+        pa_repeated_calls / pa_repeat_turns: the PA's tool calls identical to an earlier call
+            of their turn, and the turns with any (every turn of the step; issue 12: a small model
+            repeats one call until the cap); a run problem, shown by ``mempa show`` and beside
+            the memory health.
         simulator_checks: the user simulator's message-check counts for the step
             (``UserSimulator.check_counts``: rejected attempts, manner requests flagged by the
             rule and by the LLM checker, invalid turns, checker warnings; Table 8 condition 3,
@@ -146,6 +151,8 @@ class StepResult(BaseModel):
     change_log: list[Change] = Field(default_factory=list)
     memory_stats: dict[str, float] = Field(default_factory=dict)
     simulator_checks: dict[str, int] = Field(default_factory=dict)
+    pa_repeated_calls: int = 0
+    pa_repeat_turns: int = 0
 
 
 class _Recorder:
@@ -181,6 +188,13 @@ def _pa_max_model_calls(ctx: EpisodeContext) -> int:
     return int(getattr(options, "pa_max_model_calls", MAX_MODEL_CALLS))
 
 
+def _pa_repeated_call(ctx: EpisodeContext) -> RepeatedCallPolicy:
+    """The profile's policy for a PA tool call that repeats an earlier one of the turn exactly
+    (``run`` unless the profile says ``wrap_up``; paper Section 4 runs every call)."""
+    options = getattr(getattr(ctx.client, "profile", None), "options", None)
+    return "wrap_up" if getattr(options, "pa_repeated_call", "run") == "wrap_up" else "run"
+
+
 def _simulator_output(ctx: EpisodeContext) -> Literal["tags", "json"]:
     """The profile's simulator turn format (``tags`` unless it asks for ``json``)."""
     options = getattr(getattr(ctx.client, "profile", None), "options", None)
@@ -208,7 +222,9 @@ async def _play(
         oracle = OracleHint(
             attribute=script.attribute, setting=ctx.targets[script.attribute]
         )
-    agent = ctx.agent_seat or PersonalAgent(ctx.client, max_model_calls=_pa_max_model_calls(ctx))
+    agent = ctx.agent_seat or PersonalAgent(
+        ctx.client, max_model_calls=_pa_max_model_calls(ctx), repeated_call=_pa_repeated_call(ctx)
+    )
     driver = SessionDriver(
         script,
         wc,
@@ -244,7 +260,10 @@ def _result(
     driver: SessionDriver | None = None,
     **extra: object,
 ) -> StepResult:
-    rec(StepStatusEvent(status=outcome.status, reason=outcome.reason))
+    repeats = driver.pa_repeated_calls if driver else 0
+    repeat_turns = driver.pa_repeat_turns if driver else 0
+    rec(StepStatusEvent(status=outcome.status, reason=outcome.reason, pa_repeated_calls=repeats,
+                        pa_repeat_turns=repeat_turns))
     return StepResult(
         step_id=step_id,
         kind=kind,
@@ -258,6 +277,8 @@ def _result(
         call_log=list(wc.call_log),
         change_log=list(wc.change_log),
         simulator_checks=dict(getattr(driver.user, "check_counts", {})) if driver else {},
+        pa_repeated_calls=repeats,
+        pa_repeat_turns=repeat_turns,
         **extra,  # type: ignore[arg-type]
     )
 

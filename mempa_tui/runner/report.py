@@ -133,8 +133,15 @@ async def write_run_report(
     donor = await store.get_run(run.donor_run) if run.donor_run else None
     settings = settings_lines([run], [donor] if donor is not None else [])[0].split(": ", 1)[1]
     table += f"\nRun settings: {settings}"  # donor, File memory thresholds, decoding (issue 11.4)
+    from mempa_tui.runner._health import run_pa_repeats
+
+    repeats = await run_pa_repeats(store, run)  # a warning of the PA's own (issue 12)
+    if repeats.calls:
+        table += f"\nRun problem: {repeats.text()}"
     with paths.main_md.open("a", encoding="utf-8") as fh:
         fh.write(f"\n## Run settings\n\n{settings}\n")
+        if repeats.calls:
+            fh.write(f"\n## Run problems\n\n{repeats.text()}\n")
     return RunReport(run_id=run_id, paths=paths, table=table, outcomes=len(outcomes),
                      memory_stats=await last_memory_stats(store, run_id))
 

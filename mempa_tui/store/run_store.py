@@ -339,6 +339,23 @@ class RunStore(StoreBase):
         )
         return [TranscriptEventRecord(seq=r["seq"], kind=r["kind"], event_json=r["event_json"]) for r in rows]
 
+    async def events_of_kind(self, run_id: str, kind: str) -> list[tuple[str, int, TranscriptEventRecord]]:
+        """Every stored event of one kind in a run (all steps and probe repeats), e.g. each
+        step's ``step_status``, without reading the rest of the transcripts.
+
+        Returns:
+            ``(step id, repeat, event)`` in step, repeat and event order (repeat 0: a timeline step).
+        """
+        rows = await self._fetchall(
+            "SELECT step_id, repeat, seq, kind, event_json FROM transcript_events"
+            " WHERE run_id = ? AND kind = ? ORDER BY step_id, repeat, seq",
+            (run_id, kind),
+        )
+        return [
+            (r["step_id"], r["repeat"], TranscriptEventRecord(seq=r["seq"], kind=r["kind"], event_json=r["event_json"]))
+            for r in rows
+        ]
+
     async def llm_calls(self, run_id: str, step_id: str | None = None) -> list[LLMCallRow]:
         """Logged model calls of a run (or of one step), in order of logging.
 

@@ -58,7 +58,7 @@ from mempa_tui.runner._browse import (
     step_details,
 )
 from mempa_tui.runner._episode_events import EpisodeEvent, episode_event_adapter
-from mempa_tui.runner._health import MemoryHealth, RowAnnotations, row_annotations, runs_health
+from mempa_tui.runner._health import MemoryHealth, RowAnnotations, row_annotations, runs_health, runs_pa_repeats
 from mempa_tui.runner._results import partial_runs, stored_outcomes, timeline_kind_of
 from mempa_tui.runner._scoring import ProbeScorer
 from mempa_tui.runner._stepper import (
@@ -448,7 +448,8 @@ async def results_annotations(
     store = await service.store()
     wanted = set(run_ids if run_ids is not None else await service.result_run_ids())
     runs = [r for r in await store.list_runs() if r.id in wanted]
-    return row_annotations(runs, await runs_health(store, runs), outcomes, by=by)
+    return row_annotations(runs, await runs_health(store, runs), outcomes, by=by,
+                           repeats=await runs_pa_repeats(store, runs))
 
 
 def play_from_record(config_json: str) -> PlayRequest | None:

@@ -47,8 +47,8 @@ def _event(item: StepEvent) -> list[str]:
     if isinstance(e, UserMessageEvent):
         return ["", f"**User:** {e.text}", ""]
     if isinstance(e, PAReplyEvent):
-        capped = " _(model-call cap reached)_" if e.status == "capped" else ""
-        return ["", f"**PA:** {e.text or '(no reply delivered)'}{capped}", ""]
+        note = f" _{e.note().strip()}_" if e.note() else ""
+        return ["", f"**PA:** {e.text or '(no reply delivered)'}{note}", ""]
     if isinstance(e, ToolCallEvent):
         return _call(e.call)
     if isinstance(e, IXSelectionEvent):

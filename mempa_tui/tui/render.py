@@ -107,7 +107,7 @@ def event_lines(item: StepEvent, *, expanded: bool = False) -> list[Text]:
     if isinstance(event, UserMessageEvent):
         return [Text.assemble(("USER ", "bold magenta"), event.text)]
     if isinstance(event, PAReplyEvent):
-        note = " (model-call cap reached)" if event.status == "capped" else ""
+        note = event.note()
         text = event.text or "(no reply delivered)"
         return [Text.assemble(("PA   ", "bold green"), text, (note, "yellow"))]
     if isinstance(event, ToolCallEvent):
