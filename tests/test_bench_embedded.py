@@ -124,7 +124,9 @@ def test_the_floor_is_priced_per_call_and_the_overlap_is_call_seconds_over_wall(
 
 def test_the_run_table_prints_the_floor_beside_the_concurrency(bench: ModuleType, capsys: pytest.CaptureFixture[str]) -> None:
     calls = [_call(Role.PA, 1000, 800, 50, 60.0), _call(Role.SIMULATOR, 500, 400, 50, 40.0, ok=False)]
-    bench.print_run_table(calls, 60.0, 10.0, 5.0, live=False, profile=load_profile("embedded", models_dir=ROOT / "models"))
+    profile = load_profile("embedded", models_dir=ROOT / "models")
+    bench.print_run_table(calls, 60.0, 10.0, 5.0, live=False, profile=profile)
     out = capsys.readouterr().out
     assert "observed wall / floor 1.20" in out
-    assert "profile n_parallel 2, max_concurrency 2; measured overlap 1.67" in out
+    slots = profile.options.embedded.n_parallel  # the shipped profile's own (one slot since issue 12's slot measurement)
+    assert f"profile n_parallel {slots}, max_concurrency {slots}; measured overlap 1.67" in out
