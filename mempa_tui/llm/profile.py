@@ -193,7 +193,8 @@ class EmbeddedOptions(BaseModel):
     same slot re-reads only what differs from the PA's last prompt."""
     prefix_cache_dir: str | None = "models/kv-cache"
     """Folder for the saved KV state of the PA's fixed prefix (instructions plus tool schemas),
-    keyed by model, chat template, tools and instructions (``llama_cpp`` only). A new server
+    keyed by model, chat template, tools, instructions, window and slot count (``llama_cpp`` only;
+    llama.cpp refuses a state saved with another slot count). A new server
     restores it into every slot instead of re-reading the prefix; a changed key re-reads and
     saves anew. None: off."""
     flash_attn: Literal["auto", "on", "off"] = "auto"
