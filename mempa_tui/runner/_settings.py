@@ -44,15 +44,19 @@ def decoding_text(profile_models: dict[str, str]) -> str:
 
     Returns:
         e.g. ``pa t=0.7 max 8192, simulator t=0.0 max 4096, ...; LLM message checker on``, or
-        ``decoding not recorded`` for a run stored without it.
+        ``decoding not recorded`` for a run stored without it. A role played by another model than
+        the PA's names it (``simulator openai/qwen2.5-coder-1.5b-instruct t=0.0 max 200``), so a
+        table never hides that the user was simulated by a different model (issue 12).
     """
     if not profile_models:
         return "decoding not recorded"
+    pa_model = _fields(profile_models.get("pa", "")).get("model")
     roles = []
     for role in _ROLES:
         if role in profile_models:
             f = _fields(profile_models[role])
-            roles.append(f"{role} t={f.get('temperature', '?')} max {f.get('max_tokens', '?')}")
+            model = f" {f['model']}" if pa_model and f.get("model") and f["model"] != pa_model else ""
+            roles.append(f"{role}{model} t={f.get('temperature', '?')} max {f.get('max_tokens', '?')}")
     checker = profile_models.get("options", "")
     switch = "on" if "llm_message_checker=True" in checker else "off" if checker else "not recorded"
     options = _fields("x " + checker)
