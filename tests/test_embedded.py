@@ -855,21 +855,18 @@ async def test_an_alias_not_in_the_catalog_names_the_role_the_alias_and_the_know
     assert not (tmp_path / "w").exists()  # refused before any weights were joined
 
 
-def test_the_shipped_profile_switches_the_simulator_to_the_large_model_in_one_uncomment(tmp_path: Path) -> None:
+def test_the_shipped_profile_plays_the_user_on_the_large_model() -> None:
+    """Issue 12: the 0.5B simulator answered as the assistant; the shipped profile plays the user
+    on the 1.5B model, and only the simulator moves (PA, judge, memory stay on the 0.5B)."""
     from mempa_tui.llm import load_profile
     from mempa_tui.llm.embedded import role_models
 
     shipped = Path(__file__).resolve().parent.parent / "models" / "embedded.yaml"
-    text = shipped.read_text()
-    assert role_models(load_profile(shipped)) == {}  # not switched yet: the lead times it first
-    switched = text.replace(f"    # model: openai/{LARGE}\n", f"    model: openai/{LARGE}\n").replace(
-        "    # context_window: 8192\n", "    context_window: 8192\n")
-    assert switched != text
-    (tmp_path / "embedded.yaml").write_text(switched)
-    profile = load_profile(tmp_path / "embedded.yaml")
+    profile = load_profile(shipped)
     assert role_models(profile) == {Role.SIMULATOR: LARGE}
-    assert profile.spec_for(Role.SIMULATOR).context_window == 8192
+    assert profile.spec_for(Role.SIMULATOR).context_window == 16384
     assert profile.spec_for(Role.SIMULATOR).temperature == 0.0 and profile.spec_for(Role.SIMULATOR).max_tokens == 200
+    assert profile.spec_for(Role.PA).model == f"openai/{SMALL}"
 
 
 def test_the_settings_line_and_models_list_name_a_role_on_another_model(tmp_path: Path) -> None:
