@@ -111,6 +111,10 @@ async def test_the_engine_warms_the_quick_prefix_then_another_offer_on_the_same_
             assert runtime.warmed == pa_prefix(None)
             pa_tools = [r.tool_names for r in scripted.requests if r.model == "scripted-pa"]
             assert {n for n in pa_tools[-1] if not n.startswith("IX_")} == set(_names(None))
+
+            # the probe stepper on the quick run offers the quick tools: their prefix is warmed back
+            await service.open_stepper(quick.run_id, "R-final-work-verbosity", None, lines.append)
+            assert server.warmed[2:] == [_names(QUICK_DOMAINS)] and len(opened) == 1
         finally:
             await service.aclose()
 

@@ -2,8 +2,9 @@
 
 Imports nothing from Textual (like toolong's ``log_file.py``), so it can be driven from a script
 or a test. A run is built exactly as ``mempa run`` builds it: :func:`~mempa_tui.runner.setup.
-build_run_config` checks the user and its world files, :func:`~mempa_tui.llm.runtime.prepare_runtime`
-starts the embedded server or checks Ollama, then :class:`~mempa_tui.runner.Runner` plays it.
+build_run_config` checks the user and its world files, :func:`~mempa_tui.llm.runtime.open_runtime`
+starts the embedded server or checks Ollama (once per profile; each request then warms the PA prefix
+of the tools it offers), then :class:`~mempa_tui.runner.Runner` plays it.
 """
 
 from __future__ import annotations
