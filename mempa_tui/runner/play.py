@@ -17,6 +17,11 @@ probe result) with its transcript, model calls and checkpoint, and in its ``resu
 is stored on the run record (status ``failed``) before it is raised; leaving mid-way stores it
 as ``stopped``.
 
+The PA is offered the tools a run that plays the step would offer (:func:`play_offer`, issue
+12 item 4): a step of a quick start played from that quick start's checkpoint gets its domains'
+tools; every other play gets all 83, as the slice and the whole timeline do. The outcome says
+which (``tools_offered``, worded as a run's header).
+
 A completed session played as the user ends like a simulated one: the simulator writes its dated
 first-person diary entry (paper Appendix D.3) from the dialogue the person had, into the simulator
 memory the step's checkpoint keeps, so a run continued from that checkpoint finds it.
@@ -46,7 +51,7 @@ from mempa_tui.runner._simmem import (
     load_simulator_memory,
     new_simulator_memory,
 )
-from mempa_tui.runner.config import RunConfig
+from mempa_tui.runner.config import RunConfig, offered_tools_text
 from mempa_tui.runner.episode import (
     EpisodeContext,
     StepResult,
@@ -81,6 +86,7 @@ __all__ = [
     "PlayableStep",
     "PlayedStep",
     "play_id_for",
+    "play_offer",
     "play_profile_label",
     "play_step",
     "playable_steps",
@@ -157,6 +163,9 @@ class PlayOutcome(BaseModel):
     """The side-by-side record (user seat)."""
     source: str
     """Where the step started (a checkpoint or the fixture world)."""
+    tools_offered: str = ""
+    """What the PA was offered, worded as a run's header (``tools offered: all 83`` or a quick
+    start's domains; :func:`play_offer`)."""
 
     model_config = {"arbitrary_types_allowed": True}
 
@@ -220,6 +229,58 @@ def play_id_for(request: PlayRequest, now: datetime) -> str:
     return f"play-{request.seat}-{request.step_id}-{now:%Y%m%dT%H%M%S}"
 
 
+async def play_offer(request: PlayRequest, store: RunStore, bundle: UserBundle | None = None) -> tuple[str, ...] | None:
+    """The tool domains a play offers the PA (None: every tool), issue 12 item 4.
+
+    :class:`PlayRequest` has no quick flag, and the app lists every session and probe of the
+    user's whole timeline, so the step alone does not say which run it belongs to (a quick start's
+    steps are also the slice's and the timeline's). What does is where the play starts: a play
+    from a stored run's checkpoint continues that run, so it offers what that run offered its PA,
+    when the run is a quick start (``offered_tool_domains`` as stored, or, for a quick run stored
+    before it was filled, :func:`~mempa_tui.runner.setup.quick_tool_domains`) and the step is one
+    that quick start plays (its ``quick`` list and the probes of its cells,
+    :meth:`~mempa_tui.scripts.loader.UserBundle.quick_start`). Everything else gets all 83 tools,
+    like the slice and the whole timeline: a play from the fixture world, from a slice or
+    whole-timeline run, and a step the quick start does not play (its scripts may need tools of
+    other domains).
+
+    Args:
+        request: the play.
+        store: the run store holding ``request.source_run``.
+        bundle: the user's whole bundle (loaded from ``request.worlds_dir`` when not given).
+
+    Returns:
+        Domain keys in Table 7 order, or None for every tool.
+
+    Raises:
+        WorldFileError: the user's world files are invalid.
+        ValueError: the quick start's scripts name a record or tool of no domain.
+    """
+    if request.source_run is None:
+        return None
+    record = await store.get_run(request.source_run)
+    if record is None:
+        return None  # reported by the play itself, with the store's path
+    try:
+        source = RunConfig.model_validate_json(record.config_json)
+    except ValueError:  # a play or an unreadable record: not a quick start
+        return None
+    if not source.quick:
+        return None
+    bundle = bundle or load_user(request.worlds_dir, request.user)
+    try:
+        quick = bundle.quick_start()
+    except ValueError:  # the timeline lost its quick list since the run was stored
+        return None
+    if request.step_id not in quick.sessions and request.step_id not in quick.probes:
+        return None
+    if source.offered_tool_domains is not None:
+        return source.offered_tool_domains
+    from mempa_tui.runner.setup import quick_tool_domains
+
+    return quick_tool_domains(bundle)
+
+
 async def play_step(
     request: PlayRequest,
     store: RunStore,
@@ -238,7 +299,7 @@ async def play_step(
         request: what to play.
         store: the open run store.
         client: the model client of ``request.profile``.
-        registry: the world tools.
+        registry: the world tools (narrowed to :func:`play_offer`'s domains for the play).
         user_seat / agent_seat: the person's seat (the one ``request.seat`` names is required).
         observer: receives every episode event as it happens.
         memory_root: parent of the play's memory folder.
@@ -259,8 +320,10 @@ async def play_step(
     if isinstance(script, ChangeEvent):
         raise ValueError(f"{request.step_id} is a change event: it is replayed, not played")  # noqa: TRY004 - a bad request, not a bad type
     start = await _start_state(store, request, bundle, script.starts_at)
+    offer = await play_offer(request, store, bundle)
+    registry = registry.restricted(offer)
     config = RunConfig(user=request.user, profile=request.profile, memory=request.memory,
-                       worlds_dir=request.worlds_dir, repeats=1)
+                       worlds_dir=request.worlds_dir, repeats=1, offered_tool_domains=offer)
     run = RunContext(config=config, store=store, client=client, registry=registry, bundle=bundle,
                      episodes=EpisodeFunctions.default(), memory_root=memory_root)
     started = utc_now()
@@ -316,6 +379,7 @@ async def play_step(
             status=result.status, reason=result.reason, selection=result.selection,
             target=targets[script.attribute], fidelity=played.fidelity, source=start.source,
             simulator_entry=result.simulator_entry, entry_problem=entry_problem,
+            tools_offered=offered_tools_text(offer),
         )
         if isinstance(script, Probe):
             outcome.scores = await _store_probe(run, play_id, script, targets[script.attribute], played,

@@ -2,8 +2,9 @@
 
 Imports nothing from Textual (like toolong's ``log_file.py``), so it can be driven from a script
 or a test. A run is built exactly as ``mempa run`` builds it: :func:`~mempa_tui.runner.setup.
-build_run_config` checks the user and its world files, :func:`~mempa_tui.llm.runtime.prepare_runtime`
-starts the embedded server or checks Ollama, then :class:`~mempa_tui.runner.Runner` plays it.
+build_run_config` checks the user and its world files, :func:`~mempa_tui.llm.runtime.open_runtime`
+starts the embedded server or checks Ollama (once per profile; each request then warms the PA prefix
+of the tools it offers), then :class:`~mempa_tui.runner.Runner` plays it.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from pydantic import BaseModel, Field, ValidationError
 from mempa_tui.agent.human import HumanAgentSeat
 from mempa_tui.runner.errors import user_error_message
 from mempa_tui.llm import LLMClient, ModelProfile, ProfileError, load_profile
-from mempa_tui.llm.runtime import prepare_runtime
+from mempa_tui.llm.runtime import PreparedRuntime, open_runtime
 from mempa_tui.llm.types import ChatMessage, Completion, Role, ToolSpec
 from mempa_tui.memory import MemoryInspection, make_memory, memory_choices
 from mempa_tui.runner import (
@@ -67,7 +68,8 @@ from mempa_tui.runner._stepper import (
     StepperError,
     stepper_choices,
 )
-from mempa_tui.runner.play import PlayOutcome, PlayRequest, play_step
+from mempa_tui.runner.config import offered_tools_text
+from mempa_tui.runner.play import PlayOutcome, PlayRequest, play_offer, play_step
 from mempa_tui.runner.setup import DATABASE_NAME, build_run_config, pa_prefix
 from mempa_tui.scoring import ProbeOutcome
 from mempa_tui.scripts.loader import list_users
@@ -495,6 +497,15 @@ def request_from_record(config_json: str, repeats: int | None = None, *, run_id:
     )
 
 
+def _stored_offer(config_json: str) -> tuple[str, ...] | None:
+    """A stored run's ``offered_tool_domains`` (None: every tool, or not a run's configuration:
+    whoever opens the run reports that)."""
+    try:
+        return RunConfig.model_validate_json(config_json).offered_tool_domains
+    except ValidationError:
+        return None
+
+
 class _LineSink(io.StringIO):
     """A text stream that hands each complete line to a callback (the runtime's progress lines)."""
 
@@ -546,6 +557,8 @@ class RunService:
         self._lock = anyio.Lock()
         self._runtime_lock = anyio.Lock()
         self._clients: dict[str, LLMClient] = {}
+        self._runtimes: dict[str, PreparedRuntime] = {}
+        """Profile name -> its runtime as brought up (the embedded server, warmed per offer)."""
         self._live_plays: list[tuple[PlayRequest, datetime]] = []
         """Plays in progress in this app: the request and when it was handed to the engine."""
 
@@ -573,14 +586,32 @@ class RunService:
         summaries = await store.summaries()
         return sorted(summaries, key=lambda s: s.run.updated_at, reverse=True)
 
-    async def _client(self, profile_name: str, say: Callable[[str], None]) -> LLMClient:
-        """One client per profile, its runtime prepared once (embedded server kept running)."""
+    async def _client(self, profile_name: str, say: Callable[[str], None],
+                      offer: tuple[str, ...] | None = None) -> LLMClient:
+        """One client per profile, its runtime prepared once (embedded server kept running), with
+        the PA prefix of ``offer`` ready on it.
+
+        The embedded server keeps the KV state of the PA's fixed prefix (instructions and the
+        offered tools, :func:`~mempa_tui.runner.setup.pa_prefix`). A request warms the prefix of
+        the offer its PA will see: a quick start's domains (about 5,000 tokens for user A) rather
+        than all 83 tools (about 19,350 tokens, minutes of CPU when first read). A later request
+        with another offer warms that one on the server already running; no second server starts.
+
+        Args:
+            profile_name: the profile file's stem.
+            say: receives progress lines.
+            offer: the request's ``offered_tool_domains`` (None: every tool).
+        """
         async with self._runtime_lock:
             client = self._clients.get(profile_name)
+            prefix = pa_prefix(offer)
             if client is None:
                 profile: ModelProfile = load_profile(profile_name, self.settings.models_dir)
-                profile = await prepare_runtime(profile, self._stack, _LineSink(say), prefix=pa_prefix())
-                client = self._clients[profile_name] = LLMClient(profile)
+                runtime = await open_runtime(profile, self._stack, _LineSink(say), prefix=prefix)
+                self._runtimes[profile_name] = runtime
+                client = self._clients[profile_name] = LLMClient(runtime.profile)
+            else:
+                await self._runtimes[profile_name].warm(prefix, _LineSink(say))
             return client
 
     async def execute(
@@ -607,7 +638,7 @@ class RunService:
             memory_options=dict(request.memory_options),
             probe_concurrency=self.settings.probe_concurrency, slice=request.slice, quick=request.quick,
         ))
-        client = await self._client(request.profile, say)
+        client = await self._client(request.profile, say, config.offered_tool_domains)
         store = await self.store()
         extra: dict[str, Any] = {"resamples": self.options.resamples}
         if self.options.scorer is not None:
@@ -634,19 +665,25 @@ class RunService:
             request: what to play (its ``worlds_dir`` is replaced by the app's worlds folder).
             user_seat / agent_seat: the person's seat.
             observer: receives every episode event as it happens.
-            say: receives progress lines while the runtime comes up.
+            say: receives progress lines while the runtime comes up, then the tools the PA is
+                offered (:func:`~mempa_tui.runner.play.play_offer`: a quick start's step played
+                from that quick start's checkpoint offers its domains; otherwise all 83), whose
+                PA prefix is the one warmed on the embedded server.
 
         Raises:
             ProfileError / WorldFileError / ValueError / LLMError / StoreError: as
             :func:`~mempa_tui.runner.play.play_step` raises them (see :func:`error_line`).
         """
-        client = await self._client(request.profile, say)
+        request = request.model_copy(update={"worlds_dir": self.settings.worlds_dir})
         store = await self.store()
+        offer = await play_offer(request, store)
+        client = await self._client(request.profile, say, offer)
+        say(offered_tools_text(offer))
         live = (request, utc_now())
         self._live_plays.append(live)
         try:
             return await play_step(
-                request.model_copy(update={"worlds_dir": self.settings.worlds_dir}), store, client,
+                request, store, client,
                 default_registry(), user_seat=user_seat, agent_seat=agent_seat, observer=observer,
                 memory_root=self.settings.local_memory_dir, scorer=self.options.scorer,
             )
@@ -841,7 +878,7 @@ class RunService:
         record = await store.get_run(run_id)
         if record is None:
             raise StepperError(f"no run {run_id!r} in {store.path}")
-        client = await self._client(record.profile, say)
+        client = await self._client(record.profile, say, _stored_offer(record.config_json))
         return await ProbeStepper.open(
             store, run_id, probe_id, client=client, checkpoint_index=checkpoint_index,
             worlds_dir=self.settings.worlds_dir, scorer=self.options.scorer,
@@ -881,6 +918,7 @@ class RunService:
         async with self._lock, self._runtime_lock:
             store, self._store = self._store, None
             self._clients.clear()
+            self._runtimes.clear()
             try:
                 if store is not None:
                     await store.close()
