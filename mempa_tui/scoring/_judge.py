@@ -144,16 +144,22 @@ class BRSVerdict(BaseModel):
     error: str | None = None
 
 
+EVIDENCE_MAX_CHARS = 320
+"""Longest evidence text a judge reply may hold (about 80 tokens)."""
+
 JUDGE_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
         "score": {"type": "integer", "minimum": 1, "maximum": 5},
-        "evidence": {"type": "string"},
+        "evidence": {"type": "string", "maxLength": EVIDENCE_MAX_CHARS},
     },
     "required": ["score", "evidence"],
     "additionalProperties": False,
 }
-"""The reply schema sent with every judge call."""
+"""The reply schema sent with every judge call. The evidence has a length cap so that a
+grammar-constrained server closes the object inside the judge's token budget: uncapped, the
+embedded 0.5B judge wrote evidence until its 160-token cap cut the JSON, and the probe's BRS was
+missing (issue 12's quick start, 2 of 6 probes)."""
 
 _SYSTEM = """\
 You rate how faithfully a personal assistant's delivered behaviour in one short conversation \

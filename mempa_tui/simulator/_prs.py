@@ -27,9 +27,12 @@ __all__ = ["PRSError", "rate_probe", "read_rating"]
 
 _SCHEMA: dict[str, Any] = {
     "type": "object",
-    "properties": {"score": {"type": "integer", "minimum": 1, "maximum": 5}, "reason": {"type": "string"}},
+    "properties": {"score": {"type": "integer", "minimum": 1, "maximum": 5},
+                   "reason": {"type": "string", "maxLength": 400}},
     "required": ["score", "reason"],
 }
+"""The rating's reply schema; the reason's length cap lets a grammar-constrained server close the
+object inside the simulator's token budget (uncapped, a cut-off reason lost the PRS)."""
 
 
 class PRSError(RuntimeError):
