@@ -35,7 +35,15 @@ async def _loaded(app: MempaApp, pilot: Pilot[None]) -> None:
             if (not live and isinstance(screen, ResultsScreen) and screen.rows and screen.differences
                     and screen.query_one("#results-table", DataTable).row_count
                     and screen.query_one("#diff-table", DataTable).row_count):
-                break  # the scores and the differences from No Memory both drawn
+                break  # the scores and the differences from No Memory both filled
+        # ... and painted: on a loaded machine a snapshot taken a few pauses after the rows were
+        # added showed the difference table's rows blank (CI), so wait until each table's first
+        # row renders its first cell's text.
+        for selector in ("#results-table", "#diff-table"):
+            table = app.screen.query_one(selector, DataTable)
+            first = str(table.get_row_at(0)[0])
+            while first not in "".join(segment.text for segment in table.render_line(1)):
+                await pilot.pause(0.05)
     for _ in range(3):
         await pilot.pause()
 
