@@ -42,7 +42,10 @@ async def _loaded(app: MempaApp, pilot: Pilot[None]) -> None:
         for selector in ("#results-table", "#diff-table"):
             table = app.screen.query_one(selector, DataTable)
             first = str(table.get_row_at(0)[0])
-            while first not in "".join(segment.text for segment in table.render_line(1)):
+            # laid out too: a CI shot showed the difference table's rows filled but the table
+            # not yet given its height on screen (the settings line drawn right under its title)
+            while (first not in "".join(segment.text for segment in table.render_line(1))
+                   or table.region.height < min(table.row_count + 1, 3)):
                 await pilot.pause(0.05)
     for _ in range(3):
         await pilot.pause()
