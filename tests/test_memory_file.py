@@ -350,3 +350,42 @@ async def test_a_60k_memory_no_longer_floors_the_pas_call(tmp_path: Path) -> Non
                                      TurnActions(registry, IXWrapper(registry, wc), []))
         assert result.status != "floored", result.reason
         assert "- note 0:" in queue.pa_requests[-1].messages[1].content
+
+
+async def test_session_end_consolidates_every_pending_turn_when_asked(harness: Harness, tmp_path: Path) -> None:
+    # Issue 12: the quick start never reaches the threshold, and probes get no raw turns (paper
+    # 3.5); with consolidate_at_session_end a session's end consolidates what is pending.
+    plain = harness.memory(tmp_path / "plain", at=10_000, to=5_000)
+    asked = FileMemory(harness.client, tmp_path / "asked", consolidate_at_tokens=10_000,
+                       consolidate_to_tokens=5_000, token_counter=words, consolidate_at_session_end=True)
+    for mem in (plain, asked):
+        await mem.write(turn(1))
+        await mem.write(turn(2))
+        await mem.end_session(SessionInfo(step_id="A-s02", context=Context.WORK, at=START + timedelta(days=2)))
+    assert len(harness.server.requests) == 1  # only the asking memory consolidated
+    sent = "\n".join(m.content for m in harness.server.requests[0].messages)
+    assert "msg1 " in sent and "msg2 " in sent  # every pending turn, in one round
+    assert plain.memory_md == "" and len(plain.pending) == 2
+    assert asked.pending == [] and asked.memory_md.startswith("# About the user")
+    assert asked.stats.consolidations == 1 and asked.stats.turns_consolidated == 2
+    assert (tmp_path / "asked" / "MEMORY.md").read_text() == asked.memory_md
+    assert asked.inspect().stats["consolidate_at_session_end"] == 1.0
+    assert "consolidate_at_session_end" not in plain.inspect().stats
+    evidence = await asked.retrieve("x", session(probe=True))
+    assert evidence.system_text == asked.memory_md  # what a probe is handed
+
+
+async def test_session_end_consolidation_skips_probes_and_keeps_turns_on_failure(
+    harness: Harness, tmp_path: Path
+) -> None:
+    mem = FileMemory(harness.client, tmp_path, consolidate_at_tokens=10_000, consolidate_to_tokens=5_000,
+                     token_counter=words, consolidate_at_session_end=True)
+    await mem.write(turn(1))
+    await mem.end_session(session(probe=True))
+    assert harness.server.requests == [] and len(mem.pending) == 1  # a probe's end is not a session's
+    harness.script.queue.extend(["not json", "still not json"])
+    await mem.end_session(session())
+    assert mem.stats.consolidation_failures == 1 and mem.stats.last_failure
+    assert len(mem.pending) == 1 and mem.memory_md == ""  # the turn stays in the PA's view
+    await mem.end_session(session())  # the next session's end tries again
+    assert mem.pending == [] and mem.stats.consolidations == 1

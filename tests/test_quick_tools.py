@@ -7,6 +7,7 @@ stored in the run's config (``offered_tool_domains``), printed in its header and
 
 from __future__ import annotations
 
+import json
 import shutil
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -174,3 +175,46 @@ def test_results_warn_when_a_reference_run_offered_other_tools_than_its_donor() 
                for line in donor_mismatches([donor, mixed]))
     assert [line for line in settings_lines([plain, donor]) if "tools offered" in line] == [
         "A-file: tools offered: 6 of 83 (quick start: the domains its sessions and probes use: email)"]
+
+
+def test_the_quick_starts_file_memory_consolidates_at_each_sessions_end(tmp_path: Path) -> None:
+    # Issue 12: three steps never reach the threshold and probes get no raw turns (paper 3.5).
+    profile = load_profile("embedded", SHIPPED.parent / "models")
+    quick = build_run_config(user="A", memory="file", profile=profile, worlds=SHIPPED, quick=True)
+    assert quick.memory_options == {"consolidate_at_session_end": True}
+    kept = build_run_config(user="A", memory="file", profile=profile, worlds=SHIPPED, quick=True,
+                            memory_options={"consolidate_at_session_end": False})
+    assert kept.memory_options == {"consolidate_at_session_end": False}  # the user's choice stands
+    for other in (build_run_config(user="A", memory="file", profile=profile, worlds=SHIPPED, slice=True),
+                  build_run_config(user="A", memory="none", profile=profile, worlds=SHIPPED, quick=True)):
+        assert "consolidate_at_session_end" not in other.memory_options
+
+
+async def test_a_quick_runs_probes_are_handed_what_its_sessions_consolidated(tmp_path: Path) -> None:
+    worlds = _quick_worlds(tmp_path)
+    probe_systems: list[str] = []
+
+    def responder(request):  # type: ignore[no-untyped-def]
+        if request.model == "scripted-memory":
+            return json.dumps({"history_entry": "Talked about invoices.",
+                               "memory": "# About the user\n- Wants short answers at work (noted by consolidation)."})
+        if request.model == "scripted-pa" and "2026-06-20" in " ".join(m.content for m in request.messages[:2]):
+            probe_systems.append(" ".join(m.content for m in request.messages[:2]))
+        return protocol_responder(request)
+
+    async with ScriptedModelServer(responder) as server, RunStore(tmp_path / "saves" / "mempa.sqlite") as store:
+        client = LLMClient(server.profile(context_window=131072))
+        config = runner_config(worlds_dir=worlds, quick=True, repeats=1,
+                               memory_options={"consolidate_at_tokens": 50_000, "consolidate_to_tokens": 20_000,
+                                               "consolidate_at_session_end": True})
+        outcome = await Runner(config, store, client, default_registry(), memory_root=tmp_path / "lm",
+                               resamples=100).run()
+        assert outcome.status is RunStatus.COMPLETED
+        memory_calls = [r for r in server.requests if r.model == "scripted-memory"]
+        assert len(memory_calls) == 3  # R-s1, R-s2 and the change event R-ev1: one round each
+        assert probe_systems and all("noted by consolidation" in s for s in probe_systems)
+        stored = await store.get_run(outcome.run_id)
+        assert stored is not None
+        budget = RunConfig.model_validate_json(stored.config_json).file_memory_budget
+        assert budget["consolidate_at_session_end"] == 1
+        assert "and at the end of every session" in " ".join(settings_lines([stored]))

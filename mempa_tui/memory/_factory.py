@@ -57,7 +57,7 @@ def _build_oracle(
     return OracleMemory()
 
 
-_FILE_OPTIONS = {"consolidate_at_tokens", "consolidate_to_tokens"}
+_FILE_OPTIONS = {"consolidate_at_tokens", "consolidate_to_tokens", "consolidate_at_session_end"}
 
 
 def _build_file(
@@ -79,8 +79,15 @@ def _build_file(
             raise MemoryConfigError(
                 f"memory condition 'file': {key} must be an integer, got {value!r}"
             )
+    at_session_end = options.get("consolidate_at_session_end", False)
+    if not isinstance(at_session_end, bool):
+        raise MemoryConfigError(
+            "memory condition 'file': consolidate_at_session_end must be true or false, "
+            f"got {at_session_end!r}"
+        )
     try:
-        return FileMemory(client, folder, consolidate_at_tokens=at, consolidate_to_tokens=to)
+        return FileMemory(client, folder, consolidate_at_tokens=at, consolidate_to_tokens=to,
+                          consolidate_at_session_end=at_session_end)
     except ValueError as exc:
         raise MemoryConfigError(str(exc)) from None
 
@@ -224,7 +231,7 @@ def make_memory(
         context_window: the PA model's context window in tokens; File memory scales its
             thresholds to it (50% -> 25%, capped at 20k -> 10k) unless given explicitly.
         **options: condition-specific options (File memory: ``consolidate_at_tokens``,
-            ``consolidate_to_tokens``; preference-state memory: ``confident_at``,
+            ``consolidate_to_tokens``, ``consolidate_at_session_end``; preference-state memory: ``confident_at``,
             ``recent_changes``).
 
     Returns:

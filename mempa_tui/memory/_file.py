@@ -19,6 +19,13 @@ schemas sit beside it in every call and are not counted; :func:`default_threshol
 paper's 20k -> 10k down where the window cannot hold them next to the tools (50% -> 25% of what
 the window leaves after the tools and the reply).
 
+Session-end consolidation (issue 12, a quick-start deviation): with ``consolidate_at_session_end``
+every pending turn is also consolidated when an accumulation or change-event session ends
+(:meth:`FileMemory.end_session`), whatever the estimate. The paper's rule alone never fires in a
+run as short as the quick start (three steps, about 3k tokens of PA prompt against a threshold
+of 13k-20k), and probes get no raw turns, so its File memory probes would be handed nothing;
+the quick start sets this option and says so in its output. The threshold rule still applies.
+
 Failures (issue 15.2): turns leave the PA's view only when the consolidation that holds them
 succeeded. A failed consolidation leaves them pending (the PA still sees them, up to the client's
 window rule), counts the failure and keeps its reason; the next write tries again.
@@ -168,6 +175,8 @@ class FileMemory(MemorySystem):
         base_prompt_tokens: tokens of the PA's system prompt without the memory (its fixed
             instructions, date and section heading); counted into the PA prompt. The runner sets
             it from the PA's real prompt; 0 counts only MEMORY.md and the turns.
+        consolidate_at_session_end: also consolidate every pending turn when a session ends
+            (not a probe's); False is the paper's rule (Section 4) alone. See the module docstring.
 
     Raises:
         ValueError: thresholds not positive or ``to`` not below ``at``.
@@ -184,6 +193,7 @@ class FileMemory(MemorySystem):
         consolidate_to_tokens: int = PAPER_CONSOLIDATE_TO,
         token_counter: Callable[[str], int] | None = None,
         base_prompt_tokens: int = 0,
+        consolidate_at_session_end: bool = False,
     ) -> None:
         if consolidate_to_tokens <= 0 or consolidate_at_tokens <= 0:
             raise ValueError(
@@ -203,6 +213,8 @@ class FileMemory(MemorySystem):
             raise ValueError(f"File memory: base_prompt_tokens must not be negative, got {base_prompt_tokens}")
         self.base_prompt_tokens = base_prompt_tokens
         """Tokens of the PA's system prompt without the memory, counted into the PA prompt."""
+        self.consolidate_at_session_end = consolidate_at_session_end
+        """Consolidate all pending turns at each session's end too (quick start, issue 12)."""
         self._count = token_counter or client.count_tokens
         self._state = FileMemoryState()
         self._last: Evidence | None = None
@@ -305,25 +317,46 @@ class FileMemory(MemorySystem):
                 self.consolidate_to_tokens
             ):
                 cut += 1
-            chunk = pending[:cut]
-            outcome = await consolidate(self.client, memory_md, chunk)
-            stats = self._state.stats
-            at = f"{chunk[0].at:%Y-%m-%d %H:%M}"
-            if outcome.attempts > 1:
-                stats.consolidation_retries += 1
-            if outcome.reply is not None:
-                self._state.memory_md = outcome.reply.memory.strip() + "\n"
-                self._state.history.append(
-                    HistoryEntry(at=at, text=outcome.reply.history_entry.strip())
-                )
-                stats.consolidations += 1
-                stats.turns_consolidated += len(chunk)
-            else:
-                stats.consolidation_failures += 1
-                stats.turns_kept_after_failure = len(pending)
-                stats.last_failure = outcome.error or "unknown"
+            if not await self._consolidate_oldest(cut):
                 return  # the turns stay pending and in the PA's view; the next write tries again
-            self._state.pending = pending[cut:]
+
+    async def _consolidate_oldest(self, cut: int) -> bool:
+        """One consolidation round over the ``cut`` oldest pending turns.
+
+        Returns:
+            True when the reply was used (the turns left the pending list); False when it could
+            not be used (counted with its reason; every pending turn stays).
+        """
+        pending = self._state.pending
+        chunk = pending[:cut]
+        outcome = await consolidate(self.client, self._state.memory_md, chunk)
+        stats = self._state.stats
+        at = f"{chunk[0].at:%Y-%m-%d %H:%M}"
+        if outcome.attempts > 1:
+            stats.consolidation_retries += 1
+        if outcome.reply is None:
+            stats.consolidation_failures += 1
+            stats.turns_kept_after_failure = len(pending)
+            stats.last_failure = outcome.error or "unknown"
+            return False
+        self._state.memory_md = outcome.reply.memory.strip() + "\n"
+        self._state.history.append(HistoryEntry(at=at, text=outcome.reply.history_entry.strip()))
+        stats.consolidations += 1
+        stats.turns_consolidated += len(chunk)
+        self._state.pending = pending[cut:]
+        return True
+
+    async def end_session(self, session: SessionInfo) -> None:
+        """With ``consolidate_at_session_end``: consolidate every pending turn in one round when a
+        session (not a probe) ends, so the next probe's MEMORY.md holds it (quick start, issue 12).
+
+        Raises:
+            LLMError: the memory model's call failed (the runner restores the step's start).
+        """
+        if not self.consolidate_at_session_end or session.is_probe or not self._state.pending:
+            return
+        await self._consolidate_oldest(len(self._state.pending))
+        self._persist()
 
     # -- files and checkpoints -----------------------------------------------------------
 
@@ -388,6 +421,8 @@ class FileMemory(MemorySystem):
             "consolidate_at_tokens": float(self.consolidate_at_tokens),
             "consolidate_to_tokens": float(self.consolidate_to_tokens),
         }
+        if self.consolidate_at_session_end:  # only then: older runs' stats stay as they were
+            stats["consolidate_at_session_end"] = 1.0
         return MemoryInspection(
             system=self.name, stored=stored, last_evidence=self._last, stats=stats
         )

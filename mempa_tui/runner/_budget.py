@@ -143,16 +143,19 @@ def file_memory_budget(config: RunConfig, budget: PromptBudget) -> dict[str, int
     Returns:
         ``consolidate_at_tokens`` / ``consolidate_to_tokens`` (from ``--memory-option`` or scaled
         by :func:`~mempa_tui.memory.default_thresholds`), ``scaled`` (1 when below the paper's
-        20,000 -> 10,000 by the window), ``set_by_option`` (1 when an option set one), and the
-        measured ``pa_window``, ``tool_tokens``, ``base_prompt_tokens``.
+        20,000 -> 10,000 by the window), ``set_by_option`` (1 when an option set one),
+        ``consolidate_at_session_end`` (1, present only when every session's end consolidates
+        too: the quick start, issue 12), and the measured ``pa_window``, ``tool_tokens``,
+        ``base_prompt_tokens``.
     """
     at_default, to_default = default_thresholds(budget.room)
     options = config.memory_options
     at = options.get("consolidate_at_tokens", at_default)
     to = options.get("consolidate_to_tokens", to_default)
     by_option = "consolidate_at_tokens" in options or "consolidate_to_tokens" in options
+    session_end = {"consolidate_at_session_end": 1} if options.get("consolidate_at_session_end") else {}
     return {
-        "consolidate_at_tokens": int(at), "consolidate_to_tokens": int(to),
+        "consolidate_at_tokens": int(at), "consolidate_to_tokens": int(to), **session_end,
         "scaled": int((at_default, to_default) != default_thresholds(None)),
         "set_by_option": int(by_option),
         "pa_window": budget.window, "tool_tokens": budget.tool_tokens,

@@ -79,7 +79,11 @@ def thresholds_text(budget: dict[str, Any]) -> str:
                f"holds {budget.get('tool_tokens', 0):,} tokens of tools beside the prompt")
     else:
         why = "the paper's values"
-    return f"File memory consolidates at {at:,} -> {to:,} tokens of PA prompt ({why})"
+    text = f"File memory consolidates at {at:,} -> {to:,} tokens of PA prompt ({why})"
+    if budget.get("consolidate_at_session_end"):
+        text += (" and at the end of every session (not the paper's rule: a quick start never reaches "
+                 "the threshold, and probes see only MEMORY.md)")
+    return text
 
 
 def settings_line(config: dict[str, Any], *, donor_budget: dict[str, Any] | None = None) -> str:

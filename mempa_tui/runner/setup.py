@@ -134,7 +134,8 @@ def build_run_config(
         slice: play only the timeline's quick-start slice (``mempa run --slice``); dropped for a
             timeline that names no slice (it is its own slice, and keeps its run id).
         quick: play only the timeline's quick start (``mempa run --quick``); the PA is then
-            offered only the tool domains of :func:`quick_tool_domains` (``offered_tool_domains``).
+            offered only the tool domains of :func:`quick_tool_domains` (``offered_tool_domains``),
+            and File memory gets ``consolidate_at_session_end=True`` unless the options set it.
 
     Raises:
         RunSetupError: unknown user, an invalid field (named like its command-line option), or
@@ -161,6 +162,11 @@ def build_run_config(
             raise RunSetupError(str(exc)) from None
     else:
         offered = None  # the slice and the whole timeline offer every tool (issue 12)
+    options = dict(memory_options or {})
+    if quick and memory == "file":
+        # Issue 12: the quick start's three steps never reach File memory's threshold and probes
+        # get no raw turns (paper 3.5), so without this its probes would see an empty memory.
+        options.setdefault("consolidate_at_session_end", True)
     if slice:
         try:
             bundle.sliced()
@@ -172,7 +178,7 @@ def build_run_config(
         return RunConfig(
             user=user, profile=profile.name, memory=memory, seed=seed,
             repeats=repeats, worlds_dir=Path(worlds), donor_run=donor,
-            memory_options=dict(memory_options or {}), probe_concurrency=probe_concurrency, slice=slice,
+            memory_options=options, probe_concurrency=probe_concurrency, slice=slice,
             quick=quick, offered_tool_domains=offered,
         ).with_profile(profile)
     except ValueError as exc:  # pydantic ValidationError is a ValueError
