@@ -64,9 +64,11 @@ def test_a_quick_reference_run_prints_its_offer_once_completed_and_a_rerun_keeps
     assert out.rstrip().endswith(f"run {oracle} completed")
 
     # 12.4: the same command again stores nothing new, so the run keeps its time
-    before = _updated_at(saves, oracle)
+    before, calls = _updated_at(saves, oracle), len(server.requests)
     again = run("oracle")
     assert again.count(f"run {oracle} completed") == 1
+    assert "Run settings: tools offered: " in again  # the stored run's table again, without a model call
+    assert len(server.requests) == calls
     assert _updated_at(saves, oracle) == before
 
     # 12.3: a reference run plays no steps: '-' (explained), never 0/0
