@@ -222,7 +222,7 @@ def write_reports(
     md = ["# MemPABench results\n", "## Per memory condition and backbone\n"]
     md.append(
         "Cells: mean ± sample SD over repeats [95% cluster-bootstrap interval, "
-        f"{resamples} resamples, seed {seed}] {INTERVAL_LEGEND}. PSA, CS, PET, carry-over in %; "
+        f"{resamples} resamples, seed {seed}]; {INTERVAL_LEGEND}. PSA, CS, PET, carry-over in %; "
         "BRS, PRS on 1-5.\n"
     )
     md.append(_markdown(*_main_rows(main)))
