@@ -41,3 +41,19 @@ def test_multi_line_reasons_stay_under_their_heading() -> None:
     rejected = event_lines(IXSelectionEvent(turn_index=0, attribute="verbosity", setting="Huge", ok=False,
                                             message="unknown setting\nchoose Terse or Detailed"))
     assert rejected[1].strip() == "choose Terse or Detailed" and rejected[1].startswith(" " * 10)
+
+
+def test_the_beat_after_the_last_one_is_named_as_the_app_names_it() -> None:
+    """Issue 12.5: ``mempa show`` said ``beat (end)`` where the app's transcript and its Markdown
+    export say ``beat (none)`` for the same event."""
+    from mempa_tui.runner._episode_events import BeatChangeEvent
+    from mempa_tui.runner.progress import StepEvent
+    from mempa_tui.tui.export import session_markdown
+    from mempa_tui.tui.render import event_lines as app_lines
+
+    past = BeatChangeEvent(turn_index=3, beat_id=None)
+    assert event_lines(past) == ["-- beat (none)"]
+    assert event_lines(BeatChangeEvent(turn_index=1, beat_id="R-s1-b2")) == ["-- beat R-s1-b2"]
+    item = StepEvent(run_id="r", step_id="R-s1", event=past)
+    assert [line.plain.strip() for line in app_lines(item)] == ["· beat (none)"]
+    assert "_beat (none)_" in session_markdown("R-s1", [item])

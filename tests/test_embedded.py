@@ -895,3 +895,17 @@ def test_the_settings_line_and_models_list_name_a_role_on_another_model(tmp_path
     finally:
         os.chdir(cwd)
     assert f"openai/{SMALL} (simulator openai/{LARGE}, judge openai/{LARGE})" in out.getvalue()
+
+
+@pytest.mark.parametrize(("umask", "mode"), [(0o022, 0o644), (0o027, 0o640)])
+def test_the_joined_weights_get_the_usual_mode_under_the_umask(tmp_path: Path, umask: int, mode: int) -> None:
+    """Issue 12.6: the join wrote through a 0600 temporary file whose mode the rename kept."""
+    parts, digest, size = make_parts(tmp_path, [b"GGUF" + b"m" * 20])
+    old = os.umask(umask)
+    try:
+        target = ensure_weights(tmp_path / "w", parts=parts, sha256=digest, size=size, name="m.gguf")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(target.stat().st_mode) == mode
+    stamp = target.with_name("m.gguf.verified")
+    assert stat.S_IMODE(stamp.stat().st_mode) == mode  # the same as the files written beside it

@@ -126,3 +126,40 @@ def test_difference_interval_contains_the_point() -> None:
     rows = {r.memory: r for r in score_conditions(data, intervals=False)}
     assert rows["file"].psa.mean is not None and rows["none"].psa.mean is not None
     assert psa.point == pytest.approx(rows["file"].psa.mean - rows["none"].psa.mean)
+
+
+def _one_probe(memory: str, correct: bool) -> ProbeOutcome:
+    return ProbeOutcome(
+        user="A", context="work", attribute="verbosity", probe_kind="final", repeat=1,
+        target="Detailed", selection="Detailed" if correct else "Terse", memory=memory,
+    )
+
+
+def test_a_difference_from_one_unit_prints_no_interval_and_its_n() -> None:
+    """Issue 12.1: one probe per side, one repeat: the bootstrap can only redraw that probe, so
+    its [x, x] interval is no statement of certainty; the cell says so and gives the n."""
+    (psa,) = [d for d in differences_from([_one_probe("oracle", True), _one_probe("none", False)],
+                                          resamples=200) if d.metric == "PSA"]
+    assert (psa.interval.units, psa.interval.repeats) == (1, 1)
+    assert not psa.interval.informative
+    assert psa.formatted() == "+100.0 n=1×1: no interval"
+
+
+def test_a_difference_whose_units_all_agree_prints_no_interval() -> None:
+    """Issue 12.1: several units that all give the same difference make a zero-width interval;
+    that is too few samples to show spread, not certainty."""
+    data = outcomes(3)
+    twin = [o.model_copy(update={"memory": "none"}) for o in data]
+    (psa,) = [d for d in differences_from(data + twin, resamples=300, seed=5) if d.metric == "PSA"]
+    assert psa.interval.units == 4 * 28 and psa.interval.repeats == 3
+    assert psa.formatted() == "+0.0 n=112×3: no interval"
+
+
+def test_a_varied_difference_prints_its_interval_with_the_n() -> None:
+    data = outcomes(3) + outcomes(4, memory="none")
+    (psa,) = [d for d in differences_from(data, resamples=500, seed=9) if d.metric == "PSA"]
+    assert psa.interval.informative and psa.interval.low is not None and psa.interval.high is not None
+    assert psa.formatted() == (f"{psa.point:+.1f} [{psa.interval.low:+.1f}, {psa.interval.high:+.1f}] "
+                               "n=112×3")
+    (row,) = [r for r in score_conditions(outcomes(3), resamples=300) if r.memory == "file"]
+    assert row.psa.formatted().endswith(" n=112×3") and "[" in row.psa.formatted()

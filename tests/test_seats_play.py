@@ -135,3 +135,42 @@ async def test_bad_requests_are_refused_by_name(client: LLMClient, store: RunSto
         await play_step(request("R-s1", "agent", source_run="nope"), store, client, default_registry(),
                         agent_seat=HumanAgentSeat())
     assert json.loads(request("R-s1", "user").model_dump_json())["seat"] == "user"
+
+
+async def test_two_plays_of_one_step_started_in_the_same_second_get_their_own_ids(
+    client: LLMClient, store: RunStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 12.7: play ids carried the time to the second only, so a second play of the same
+    step and seat in that second collided with the first (refused as an existing run)."""
+    from datetime import UTC, datetime
+
+    import mempa_tui.runner.play as play_module
+    from mempa_tui.runner.play import play_id_for
+
+    second = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
+    monkeypatch.setattr(play_module, "utc_now", lambda: second)
+
+    async def play_once() -> str:
+        seat = HumanAgentSeat()
+        plan = [PAAction(kind="tool", tool="IX_verbosity", arguments={"setting": "Terse"}),
+                PAAction(kind="reply", text="Replace the breaker panel by June.")]
+
+        def person(view: PATurnView) -> None:
+            if view.waiting and plan:
+                seat.submit(plan.pop(0))
+
+        seat.on_change = person
+        outcome = await play_step(request("R-final-work-verbosity", "agent"), store, client, default_registry(),
+                                  agent_seat=seat, memory_root=tmp_path / "mem", scorer=fixed_scorer)
+        assert outcome.status == "completed", outcome.reason
+        return outcome.play_id
+
+    first, again = await play_once(), await play_once()
+    base = play_id_for(request("R-final-work-verbosity", "agent"), second)
+    assert (first, again) == (base, f"{base}-2")
+    for play_id in (first, again):
+        run = await store.get_run(play_id)
+        assert run is not None and run.status is RunStatus.COMPLETED
+        assert len(await store.probe_results(play_id)) == 1
+    with pytest.raises(ValueError, match="counts from 1"):
+        play_id_for(request("R-s1", "user"), second, 0)

@@ -96,12 +96,15 @@ async def cmd_runs(args: argparse.Namespace, out: TextIO | None = None) -> int:
     if not summaries:
         print("no runs yet" + (f" ({len(plays)} play(s); --plays lists them)" if plays else ""), file=out)
         return 0
+    from mempa_tui.runner.config import PROBE_ONLY_CONDITIONS
+
     rows = [["RUN", "STATUS", "STEPS", "PROBES", "TOKENS", "MEMORY", "UPDATED"]]
     for s in summaries:
         run = s.run
-        steps = f"{s.steps_done}/{run.total_steps}" + (
-            f" ({s.steps_done - s.steps_completed} discarded)" if s.steps_done > s.steps_completed else ""
-        )
+        # a reference run plays no steps of its own (it probes from its donor's checkpoints): '-', not 0/0
+        steps = "-" if run.memory in PROBE_ONLY_CONDITIONS and not s.steps_done else (
+            f"{s.steps_done}/{run.total_steps}"
+            + (f" ({s.steps_done - s.steps_completed} discarded)" if s.steps_done > s.steps_completed else ""))
         rows.append([
             run.id, _shown_status(database, run.id, run.status.value), steps, f"{s.probes_done}/{run.total_probes}",
             f"{s.tokens.total:,}", health[run.id].short(), f"{run.updated_at:%Y-%m-%d %H:%M}",
@@ -109,6 +112,9 @@ async def cmd_runs(args: argparse.Namespace, out: TextIO | None = None) -> int:
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     for r in rows:
         print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip(), file=out)
+    if any(r[2] == "-" for r in rows[1:]):
+        print("STEPS -: a No Memory or Oracle run plays no steps; it probes from its donor's checkpoints "
+              "(paper Section 4)", file=out)
     if any(s.steps_done > s.steps_completed for s in summaries):
         print("(N discarded): steps that ended invalid, failed or floored after every attempt; they were "
               "not committed and the run went on from the step before (Appendix C.3)", file=out)

@@ -67,7 +67,7 @@ async def print_results(
     from mempa_tui.runner._settings import donor_mismatches, settings_lines
     from mempa_tui.runner._health import row_annotations, runs_health, runs_pa_repeats
     from mempa_tui.memory import CONDITION_SOURCES, source_notes
-    from mempa_tui.scoring import condition_label
+    from mempa_tui.scoring import INTERVAL_LEGEND, condition_label
 
     records = {r.id: r for r in await store.list_runs()}
     try:
@@ -111,6 +111,7 @@ async def print_results(
                 print("\nDifference from No Memory (percentage points; paired over the same probes and "
                       "repeats, 95% cluster-bootstrap interval):", file=out)
                 print(differences_text(diffs), file=out)
+                print(f"  {INTERVAL_LEGEND}", file=out)
                 if any(cell.startswith("BROKEN") for cell in notes.health.values()):
                     print("  (a condition marked BROKEN above has a broken memory: its difference is not the "
                           "condition's)", file=out)

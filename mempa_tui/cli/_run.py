@@ -35,17 +35,24 @@ class ProgressPrinter:
 
     Args:
         out: where to print (stdout by default).
+        with_run_id: start each line with the run id.
+        finish_line: print the ``run <id> completed`` event; off where the caller prints the
+            outcome itself after the run's table (a single ``mempa run``: said once, issue 12.2).
     """
 
-    def __init__(self, out: TextIO | None = None, *, with_run_id: bool = False) -> None:
+    def __init__(self, out: TextIO | None = None, *, with_run_id: bool = False, finish_line: bool = True) -> None:
         self.out = out or sys.stdout
         self.with_run_id = with_run_id
         """Start each line with the run id (several runs print into one stream)."""
+        self.finish_line = finish_line
+        """Print the ``run_finished`` event (``run <id> completed``)."""
 
     def __call__(self, item: RunEvent | StepEvent) -> None:
         """Print a :class:`RunEvent` as one line."""
         if not isinstance(item, RunEvent) or item.kind == "report_written":
             return  # episode events are for the TUI; the report paths are printed at the end
+        if item.kind == "run_finished" and not self.finish_line:
+            return  # the caller prints the outcome under the table
         if item.kind in ("step_finished", "probe_finished"):
             line = f"{item.message}  [tokens {item.progress.tokens.total:,}]"
         elif item.kind == "warning":  # a message that is itself a warning keeps its own prefix
@@ -130,7 +137,7 @@ async def cmd_run(args: argparse.Namespace, out: TextIO | None = None) -> int:
             raise UserError("; ".join(problems))
         profile = await prepare_runtime(profile, stack, out, prefix=pa_prefix(config.offered_tool_domains))
         runner = Runner(
-            config, store, LLMClient(profile), default_registry(), ProgressPrinter(out),
+            config, store, LLMClient(profile), default_registry(), ProgressPrinter(out, finish_line=False),
             memory_root=Path(args.local_memory), reports_root=Path(args.saves),
             fresh=args.fresh, probes_only=args.probes_only,
         )

@@ -127,7 +127,7 @@ def event_lines(event: EpisodeEvent) -> list[str]:
     if isinstance(event, ev.EvidenceEvent):
         return _evidence_lines(event)
     if isinstance(event, ev.BeatChangeEvent):
-        return [f"-- beat {event.beat_id or '(end)'}"]
+        return [f"-- beat {event.shown_beat}"]
     if isinstance(event, ev.NoticeEvent):
         return [f"NOTICE {event.at:%Y-%m-%d %H:%M}:", *_indent(event.text)]
     if isinstance(event, ev.StepStatusEvent):

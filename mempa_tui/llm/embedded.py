@@ -22,6 +22,7 @@ import importlib
 import importlib.util
 import json
 import os
+import secrets
 import socket
 import subprocess
 import sys
@@ -30,7 +31,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, BinaryIO
 
 import anyio
 import anyio.abc
@@ -251,8 +252,7 @@ def ensure_weights(
     folder.mkdir(parents=True, exist_ok=True)
     digest = hashlib.sha256()
     written = 0
-    handle = tempfile.NamedTemporaryFile(dir=folder, prefix=f".{name}.", suffix=".part", delete=False)  # noqa: SIM115
-    temp = Path(handle.name)
+    handle, temp = _temp_beside(folder, name)
     try:
         with handle:
             for source in sources:
@@ -272,6 +272,24 @@ def ensure_weights(
         temp.unlink(missing_ok=True)
     stamp.write_text(_stamp(target, sha256) + "\n", encoding="utf-8")
     return target
+
+
+def _temp_beside(folder: Path, name: str) -> tuple[BinaryIO, Path]:
+    """A new empty file ``<folder>/.<name>.<random>.part``, opened for writing, created with mode
+    0666 less the umask like any file ``open()`` makes (``tempfile``'s 0600 would be kept by the
+    rename, leaving the joined weights unreadable to the other users of a shared folder, issue 12.6).
+
+    Raises:
+        EmbeddedError: no free name after many tries (the folder is full of stale part files).
+    """
+    for _ in range(100):
+        path = folder / f".{name}.{secrets.token_hex(6)}.part"
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+        except FileExistsError:
+            continue
+        return os.fdopen(fd, "wb"), path
+    raise EmbeddedError(f"{folder}: no free name for a temporary copy of {name}; remove its stale .part files")
 
 
 def _weights_digest(weights: Path | None) -> str:

@@ -8,7 +8,7 @@ memory's evidence (``ix_selection``, ``evidence``) are for the operator's view o
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Literal
+from typing import Annotated, ClassVar, Literal
 
 from pydantic import BaseModel, Field, TypeAdapter
 
@@ -136,7 +136,17 @@ class BeatChangeEvent(_Event):
 
     type: Literal["beat_change"] = "beat_change"
     beat_id: str | None
+    """The beat now current; None once the simulator has moved past the script's last beat."""
     index: int | None = None
+
+    NO_BEAT: ClassVar[str] = "(none)"
+    """How every view names the beat after the last one (the app's transcript and export say
+    ``beat (none)``; ``mempa show`` says the same, issue 12.5)."""
+
+    @property
+    def shown_beat(self) -> str:
+        """The beat as views print it: its id, or :attr:`NO_BEAT` past the last beat."""
+        return self.beat_id or self.NO_BEAT
 
 
 class NoticeEvent(_Event):

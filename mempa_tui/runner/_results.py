@@ -237,9 +237,12 @@ def results_text(rows: Sequence[ConditionScores], by: Grouping = "condition",
 
 def differences_text(diffs: Sequence[Difference]) -> str:
     """Each condition's difference from the reference as aligned text, one row per condition and
-    model, one column per metric: ``+12.5 [3.1, 20.0]`` (percentage points; the paired 95 %
-    cluster-bootstrap interval of paper Appendix F.3), ``N/A`` when either side has no eligible
-    item. Empty string without differences."""
+    model, one column per metric: ``+12.5 [+3.1, +20.0] n=28×3`` (percentage points; the paired
+    95 % cluster-bootstrap interval of paper Appendix F.3, drawn from 28 units of 3 repeats), the
+    point and ``n=2×1: no interval`` when it was drawn from one unit or every unit gave the same
+    difference (:meth:`~mempa_tui.scoring.Difference.formatted`, legend
+    :data:`~mempa_tui.scoring.INTERVAL_LEGEND`), ``N/A`` when either side has no eligible item.
+    Empty string without differences."""
     if not diffs:
         return ""
     metrics = list(dict.fromkeys(d.metric for d in diffs))
@@ -248,12 +251,7 @@ def differences_text(diffs: Sequence[Difference]) -> str:
         rows.setdefault((d.memory, d.model), {})[d.metric] = d
 
     def cell(d: Difference | None) -> str:
-        if d is None or d.point is None:
-            return "N/A"
-        text = f"{d.point:+.1f}"
-        if d.interval.low is not None and d.interval.high is not None:
-            text += f" [{d.interval.low:+.1f}, {d.interval.high:+.1f}]"
-        return text
+        return "N/A" if d is None else d.formatted()
 
     header = ["Memory", "Model", *(f"Δ{m}" for m in metrics)]
     body = [[condition_label(memory), model, *(cell(found.get(m)) for m in metrics)]

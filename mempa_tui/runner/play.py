@@ -69,6 +69,7 @@ from mempa_tui.store import (
     RunStatus,
     RunStore,
     StepRecord,
+    StoreError,
     TokenTotals,
     TranscriptEventRecord,
 )
@@ -224,9 +225,18 @@ def play_profile_label(request: PlayRequest) -> str:
     return f"{request.profile} (person as {'PA' if request.seat == 'agent' else 'user'})"
 
 
-def play_id_for(request: PlayRequest, now: datetime) -> str:
-    """``play-<seat>-<step>-<UTC time>`` (unique per second)."""
-    return f"play-{request.seat}-{request.step_id}-{now:%Y%m%dT%H%M%S}"
+def play_id_for(request: PlayRequest, now: datetime, n: int = 1) -> str:
+    """``play-<seat>-<step>-<UTC time>``, and ``-<n>`` after it for the n-th play of that step
+    and seat started in the same second (n >= 2; :func:`play_step` takes the first free one,
+    issue 12.7).
+
+    Raises:
+        ValueError: ``n`` below 1.
+    """
+    if n < 1:
+        raise ValueError(f"play id number {n}: counts from 1")
+    base = f"play-{request.seat}-{request.step_id}-{now:%Y%m%dT%H%M%S}"
+    return base if n == 1 else f"{base}-{n}"
 
 
 async def play_offer(request: PlayRequest, store: RunStore, bundle: UserBundle | None = None) -> tuple[str, ...] | None:
@@ -327,16 +337,25 @@ async def play_step(
     run = RunContext(config=config, store=store, client=client, registry=registry, bundle=bundle,
                      episodes=EpisodeFunctions.default(), memory_root=memory_root)
     started = utc_now()
-    play_id = play_id_for(request, started)
     is_probe = isinstance(script, Probe)
     config_json = request.model_dump_json()
-    await store.create_run(RunRecord(
-        id=play_id, user=request.user, profile=play_profile_label(request), memory=request.memory, seed=0,
-        repeats=1,
-        config_json=config_json, config_hash=hashlib.sha256(config_json.encode()).hexdigest(),
-        donor_run=request.source_run, status=RunStatus.RUNNING,
-        total_steps=0 if is_probe else 1, total_probes=1 if is_probe else 0,
-    ))
+    for n in range(1, 1000):  # two plays of one step in the same second get -2, -3... (issue 12.7)
+        play_id = play_id_for(request, started, n)
+        try:
+            await store.create_run(RunRecord(
+                id=play_id, user=request.user, profile=play_profile_label(request), memory=request.memory,
+                seed=0, repeats=1,
+                config_json=config_json, config_hash=hashlib.sha256(config_json.encode()).hexdigest(),
+                donor_run=request.source_run, status=RunStatus.RUNNING,
+                total_steps=0 if is_probe else 1, total_probes=1 if is_probe else 0,
+            ))
+        except StoreError:
+            if await store.get_run(play_id) is None:
+                raise  # not a taken id: the store's own failure
+            continue
+        break
+    else:
+        raise StoreError(f"a thousand plays of {request.step_id} started at {started:%Y-%m-%d %H:%M:%S}: no free id")
     install_call_routing(client)
     folder = memory_root / play_id
     try:

@@ -131,15 +131,17 @@ async def write_run_report(
         table += ("\nCarry-over is N/A in a one-run report: it compares with the model's No Memory answers "
                   "(Appendix F.3); `mempa results` computes it with this user and model's No Memory run.")
     donor = await store.get_run(run.donor_run) if run.donor_run else None
-    settings = settings_lines([run], [donor] if donor is not None else [])[0].split(": ", 1)[1]
-    table += f"\nRun settings: {settings}"  # donor, File memory thresholds, decoding (issue 11.4)
+    # donor, File memory thresholds, decoding (issue 11.4), then a quick start's smaller tool offer
+    # (issue 12.2): every line settings_lines gives, as `mempa results` prints them
+    settings, *more = [line.split(": ", 1)[1] for line in settings_lines([run], [donor] if donor is not None else [])]
+    table += f"\nRun settings: {settings}" + "".join(f"\nRun settings: {line}" for line in more)
     from mempa_tui.runner._health import run_pa_repeats
 
     repeats = await run_pa_repeats(store, run)  # a warning of the PA's own (issue 12)
     if repeats.calls:
         table += f"\nRun problem: {repeats.text()}"
     with paths.main_md.open("a", encoding="utf-8") as fh:
-        fh.write(f"\n## Run settings\n\n{settings}\n")
+        fh.write("\n## Run settings\n\n" + "\n\n".join([settings, *more]) + "\n")
         if repeats.calls:
             fh.write(f"\n## Run problems\n\n{repeats.text()}\n")
     return RunReport(run_id=run_id, paths=paths, table=table, outcomes=len(outcomes),

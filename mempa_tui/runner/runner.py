@@ -13,6 +13,7 @@ moves the stored run aside (``<id>~N``) and starts over.
 from __future__ import annotations
 
 import tempfile
+from datetime import datetime
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -259,6 +260,8 @@ class Runner:
         self.resamples = resamples
         self.preferred_donor = preferred_donor
         self.progress = RunProgress(run_id=config.run_id)
+        self._completed_before: tuple[datetime, tuple[object, ...]] | None = None
+        """For a run stored as completed: its ``updated_at`` and :meth:`_footprint` before this run."""
 
     @property
     def run_id(self) -> str:
@@ -423,6 +426,9 @@ class Runner:
         config = await self._resolve_donor(config, notes)
         if config.memory == DONOR_CONDITION:  # printed below and stored with the run (issue 11.4)
             config = config.model_copy(update={"file_memory_budget": file_memory_budget(config, budget)})
+        stored = None if self.fresh else await self.store.get_run(config.run_id)
+        if stored is not None and stored.status is RunStatus.COMPLETED:
+            self._completed_before = (stored.updated_at, await self._footprint(stored.id))
         await self._open(config, notes)
         self.config = config
         install_call_routing(self.client)
@@ -440,7 +446,8 @@ class Runner:
                                     total_probes=probes_total, clear_error=True)
         for note in notes:
             ctx.warn(note)
-        ctx.emit("run_started", f"run {self.run_id}: {steps_total} steps, {probes_total} probe repeats\n"
+        steps_said = f"{steps_total} steps" if config.accumulates else "no steps of its own (probes from its donor)"
+        ctx.emit("run_started", f"run {self.run_id}: {steps_said}, {probes_total} probe repeats\n"
                  f"  settings: {await self._settings(config)}\n"
                  f"  {config.offered_tools_text}")
         try:
@@ -474,11 +481,25 @@ class Runner:
         done = not problems and self.progress.steps_done >= self.progress.steps_total
         status = RunStatus.COMPLETED if done else RunStatus.STOPPED
         self.progress.phase = "done" if done else "stopped"
+        # A completed run played again that stored nothing new keeps its time (issue 12.4).
+        kept = (self._completed_before[0] if done and self._completed_before is not None
+                and await self._footprint(self.run_id) == self._completed_before[1] else None)
         await self.store.update_run(self.run_id, status=status, error=None if done else "; ".join(problems),
-                                    clear_error=done)
+                                    clear_error=done, updated_at=kept)
         ctx.emit("run_finished", f"run {self.run_id} {status.value}", status=status.value)
         return RunOutcome(run_id=self.run_id, status=status, progress=self.progress.model_copy(deep=True),
                           report=report, notes=[*notes, *problems])
+
+    async def _footprint(self, run_id: str) -> tuple[object, ...]:
+        """What a run has stored: its configuration, totals, steps, probe results and token use
+        (equal before and after a rerun: nothing changed, so ``updated_at`` stays)."""
+        record = await self.store.get_run(run_id)
+        assert record is not None
+        probes = [(r.probe_id, r.repeat, r.status, r.selection, r.brs, r.prs)
+                  for r in await self.store.probe_results(run_id)]
+        steps = [(s.step_id, s.status, s.attempts) for s in await self.store.steps(run_id)]
+        return (record.config_json, record.config_hash, record.total_steps, record.total_probes, record.error,
+                steps, probes, await self.store.token_totals(run_id))
 
     async def _stopped(self, ctx: RunContext, status: RunStatus, message: str) -> None:
         with anyio.CancelScope(shield=True):

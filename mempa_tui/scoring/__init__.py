@@ -44,12 +44,14 @@ from mempa_tui.scoring._rubrics import (
 )
 from mempa_tui.scoring._stats import (
     DEFAULT_RESAMPLES,
+    INTERVAL_LEGEND,
     Interval,
     MetricSummary,
     RepeatValue,
     bootstrap_difference,
     bootstrap_distribution,
     bootstrap_interval,
+    interval_note,
     summarise,
 )
 from mempa_tui.scoring._units import DuplicateOutcomeError, MatrixConflictError, UnitTable, cs_pairs
@@ -58,6 +60,7 @@ __all__ = [
     "ALL_MODELS",
     "CONDITION_LABELS",
     "DEFAULT_RESAMPLES",
+    "INTERVAL_LEGEND",
     "JUDGE_SCHEMA",
     "METRICS",
     "RUBRICS",
@@ -85,6 +88,7 @@ __all__ = [
     "bootstrap_difference",
     "bootstrap_distribution",
     "bootstrap_interval",
+    "interval_note",
     "breakdown",
     "carry_over",
     "condition_label",

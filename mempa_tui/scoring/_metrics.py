@@ -26,6 +26,7 @@ from mempa_tui.scoring._stats import (
     MetricSummary,
     bootstrap_difference,
     bootstrap_interval,
+    interval_note,
     summarise,
 )
 from mempa_tui.scoring._units import (
@@ -112,6 +113,15 @@ class Difference(BaseModel):
     reference: str
     point: float | None
     interval: Interval
+
+    def formatted(self, digits: int = 1) -> str:
+        """``+12.5 [+3.1, +20.0] n=28×3`` (percentage points; units × repeats), or the point with
+        ``n=1×1: no interval`` where the interval cannot mean anything (one unit, or units that
+        all gave the same difference; see :func:`~mempa_tui.scoring._stats.interval_note`);
+        ``N/A`` when either side has no eligible item."""
+        if self.point is None:
+            return "N/A"
+        return f"{self.point:+.{digits}f}" + interval_note(self.interval, digits, signed=True)
 
 
 def _psa_value(o: ProbeOutcome) -> float | None:

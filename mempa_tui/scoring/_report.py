@@ -28,7 +28,7 @@ from mempa_tui.scoring._metrics import (
     score_conditions,
 )
 from mempa_tui.scoring._outcome import ProbeOutcome, ProbeStatus, condition_label
-from mempa_tui.scoring._stats import DEFAULT_RESAMPLES, MetricSummary
+from mempa_tui.scoring._stats import DEFAULT_RESAMPLES, INTERVAL_LEGEND, MetricSummary
 from mempa_tui.taxonomy import ATTRIBUTES, Dimension, RealizationGroup
 
 __all__ = ["ReportPaths", "format_table", "write_reports"]
@@ -222,7 +222,8 @@ def write_reports(
     md = ["# MemPABench results\n", "## Per memory condition and backbone\n"]
     md.append(
         "Cells: mean ± sample SD over repeats [95% cluster-bootstrap interval, "
-        f"{resamples} resamples, seed {seed}]. PSA, CS, PET, carry-over in %; BRS, PRS on 1-5.\n"
+        f"{resamples} resamples, seed {seed}]; {INTERVAL_LEGEND}. PSA, CS, PET, carry-over in %; "
+        "BRS, PRS on 1-5.\n"
     )
     md.append(_markdown(*_main_rows(main)))
     paths = ReportPaths(
@@ -246,10 +247,7 @@ def write_reports(
         for row, r in zip(body, pooled, strict=True):
             for m in ("PSA", "CS", "PET", "Carry-over"):
                 d = next((x for x in diffs if x.memory == r.memory and x.metric == m), None)
-                row.append(
-                    "–" if d is None or d.point is None or d.interval.low is None
-                    else f"{d.point:+.1f} [{d.interval.low:+.1f}, {d.interval.high:+.1f}]"
-                )
+                row.append("–" if d is None or d.point is None else d.formatted())
         md.append(_markdown(header + [f"Δ {m}" for m in ("PSA", "CS", "PET", "Carry-over")], body))
         paths.pooled_csv = _scores_csv(folder / "pooled.csv", pooled, diffs)
     dims = breakdown(items, "dimension")

@@ -23,12 +23,14 @@ from mempa_tui.scoring._units import UnitTable
 
 __all__ = [
     "DEFAULT_RESAMPLES",
+    "INTERVAL_LEGEND",
     "Interval",
     "MetricSummary",
     "RepeatValue",
     "bootstrap_difference",
     "bootstrap_distribution",
     "bootstrap_interval",
+    "interval_note",
     "summarise",
 ]
 
@@ -56,12 +58,57 @@ class Interval(BaseModel):
             resample had an eligible item.
         resamples: number of resamples drawn.
         seed: the generator seed.
+        units: how many units (probes, pairs or cells with an eligible item) the resamples drew
+            from; None when not counted.
+        repeats: how many repeats those units hold; None when not counted.
     """
 
     low: float | None
     high: float | None
     resamples: int
     seed: int
+    units: int | None = None
+    repeats: int | None = None
+
+    @property
+    def informative(self) -> bool:
+        """The interval says something about uncertainty: it has bounds, was drawn from at least
+        two units, and the resamples did not all give one value (a zero-width interval from a
+        handful of identical units reads as certainty it does not hold)."""
+        if self.low is None or self.high is None:
+            return False
+        if self.units is not None and self.units < 2:
+            return False
+        return self.high - self.low > 1e-9
+
+
+INTERVAL_LEGEND = (
+    "n=U×R: U units (final probes for PSA, BRS and PRS; pairs for CS and carry-over; changed cells "
+    "for PET) of R repeats each; an interval is shown only from two or more units whose values "
+    "differ, else 'no interval' (one unit, or every unit gave the same value: too few samples to "
+    "show any spread)"
+)
+"""Explains :func:`interval_note`'s counts; printed under every table that uses it."""
+
+
+def interval_note(interval: Interval, digits: int, *, signed: bool = False) -> str:
+    """The interval as printed after a value: `` [low, high] n=28×3`` (units × repeats, see
+    :data:`INTERVAL_LEGEND`) when it is :attr:`~Interval.informative`, else `` n=1×1: no
+    interval`` (one unit, or units that all gave one value); the bare bounds when the interval
+    has no counts, and empty when it has neither.
+
+    Args:
+        interval: the interval.
+        digits: decimals of the bounds.
+        signed: print bounds with a sign (differences).
+    """
+    sign = "+" if signed else ""
+    bounds = ("" if interval.low is None or interval.high is None
+              else f" [{interval.low:{sign}.{digits}f}, {interval.high:{sign}.{digits}f}]")
+    if interval.units is None:
+        return bounds
+    n = f" n={interval.units}×{interval.repeats or 0}"
+    return bounds + n if interval.informative else n + ": no interval"
 
 
 class MetricSummary(BaseModel):
@@ -90,15 +137,17 @@ class MetricSummary(BaseModel):
     interval: Interval | None = None
 
     def formatted(self, *, digits: int | None = None, interval: bool = True) -> str:
-        """``mean ± sd [low, high]``; ``N/A`` when there is no eligible item."""
+        """``mean ± sd [low, high] n=28×3``; ``N/A`` when there is no eligible item. An interval
+        drawn from one unit, or whose resamples all gave one value, is printed as ``n=1×1: no
+        interval`` (:func:`interval_note`)."""
         if self.mean is None:
             return "N/A"
         d = digits if digits is not None else (1 if self.unit == "%" else 2)
         text = f"{self.mean:.{d}f}"
         if self.sd is not None:
             text += f" ± {self.sd:.{d}f}"
-        if interval and self.interval is not None and self.interval.low is not None:
-            text += f" [{self.interval.low:.{d}f}, {self.interval.high:.{d}f}]"
+        if interval and self.interval is not None:
+            text += interval_note(self.interval, d)
         return text
 
 
@@ -176,12 +225,25 @@ def _weights(
     return counts
 
 
-def _percentiles(values: NDArray[np.float64], resamples: int, seed: int) -> Interval:
+def _counts(*tables: UnitTable) -> tuple[int, int]:
+    """Units with an eligible item in any of ``tables`` (aligned on the same keys when several)
+    and the repeats present."""
+    eligible: set[tuple[str, ...]] = set()
+    for t in tables:
+        if t.keys:
+            eligible |= {k for k, row in zip(t.keys, t.den, strict=True) if float(row.sum()) > 0}
+    repeats = set().union(*(set(t.repeats) for t in tables))
+    return len(eligible), len(repeats)
+
+
+def _percentiles(values: NDArray[np.float64], resamples: int, seed: int,
+                 counts: tuple[int, int] | None = None) -> Interval:
+    units, repeats = counts if counts is not None else (None, None)
     ok = values[~np.isnan(values)]
     if ok.size == 0:
-        return Interval(low=None, high=None, resamples=resamples, seed=seed)
+        return Interval(low=None, high=None, resamples=resamples, seed=seed, units=units, repeats=repeats)
     low, high = np.percentile(ok, [2.5, 97.5])
-    return Interval(low=float(low), high=float(high), resamples=resamples, seed=seed)
+    return Interval(low=float(low), high=float(high), resamples=resamples, seed=seed, units=units, repeats=repeats)
 
 
 def bootstrap_distribution(
@@ -224,7 +286,7 @@ def bootstrap_interval(
         The interval (bounds None when there is no unit).
     """
     values = bootstrap_distribution(table, unit=unit, resamples=resamples, seed=seed)
-    return _percentiles(values, resamples, seed)
+    return _percentiles(values, resamples, seed, _counts(table))
 
 
 def _align(table: UnitTable, keys: list[tuple[str, ...]], slices: list[tuple[str, int]]) -> UnitTable:
@@ -270,12 +332,13 @@ def bootstrap_difference(
     strata = [sa or sb for sa, sb in zip(a2.strata, b2.strata, strict=True)]
     pa, pb = summarise("a", a2, unit=unit).mean, summarise("b", b2, unit=unit).mean
     point = None if pa is None or pb is None else pa - pb
+    counts = _counts(a2, b2)
     if not keys:
-        return point, Interval(low=None, high=None, resamples=resamples, seed=seed)
+        return point, Interval(low=None, high=None, resamples=resamples, seed=seed, units=0, repeats=counts[1])
     rng = np.random.default_rng(seed)
     w = _weights(strata, resamples, rng)
     member, _ = _repeat_matrix(a2)
     scale = 100.0 if unit == "%" else 1.0
     _, va = _statistic(w @ a2.num, w @ a2.den, member, scale)
     _, vb = _statistic(w @ b2.num, w @ b2.den, member, scale)
-    return point, _percentiles(va - vb, resamples, seed)
+    return point, _percentiles(va - vb, resamples, seed, counts)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable, Sequence
+from datetime import datetime
 from typing import Any
 
 from mempa_tui.llm.types import CallPrompt, ChatMessage
@@ -77,8 +78,10 @@ class RunStore(StoreBase):
         total_probes: int | None = None,
         clear_error: bool = False,
         config: tuple[str, str] | None = None,
+        updated_at: datetime | None = None,
     ) -> None:
-        """Change a run's status, error, totals or stored configuration (``updated_at`` is set to now).
+        """Change a run's status, error, totals or stored configuration (``updated_at`` is set to
+        now, or to ``updated_at`` when given).
 
         Args:
             run_id: the run.
@@ -88,12 +91,14 @@ class RunStore(StoreBase):
             clear_error: remove the stored error.
             config: new ``(config_json, config_hash)``, if changing (a reference run whose donor
                 was moved aside by ``--fresh`` keeps its donor under the new id).
+            updated_at: the time to store instead of now: a rerun of a completed run that changed
+                nothing puts its earlier time back (issue 12.4).
 
         Raises:
             StoreError: no such run.
         """
         sets = ["updated_at = ?"]
-        params: list[Any] = [_codec.to_iso(utc_now())]
+        params: list[Any] = [_codec.to_iso(updated_at or utc_now())]
         if status is not None:
             sets.append("status = ?")
             params.append(status.value)
