@@ -76,7 +76,7 @@ async def test_results_screen_shows_differences_floored_and_settings_at_80x24(tm
 
         diffs = _cells(screen.query_one("#diff-table", DataTable))
         psa = next(r for r in diffs if r[0] == "File memory" and r[1] == "PSA")
-        assert psa[2] == "+50.0" and psa[3].startswith("[") and psa[3].endswith("]")
+        assert psa[2] == "+50.0" and psa[3].startswith("[") and psa[3].endswith("] n=2×2")
         assert {r[1] for r in diffs} >= {"PSA", "CS", "PET"}
         assert "Difference from No Memory" in str(screen.query_one("#diff-title", Static).render())
 

@@ -55,7 +55,7 @@ from mempa_tui.runner._results import (
     results_rows,
 )
 from mempa_tui.runner._health import RowAnnotations
-from mempa_tui.scoring import ConditionScores, Difference, MetricSummary, ProbeOutcome, condition_label
+from mempa_tui.scoring import ConditionScores, Difference, MetricSummary, ProbeOutcome, condition_label, interval_note
 from mempa_tui.tui.engine import error_line, results_annotations
 from mempa_tui.tui.plain import PlainNotify
 from mempa_tui.tui.widgets.tables import fill_table
@@ -95,12 +95,13 @@ def metric_cell(summary: MetricSummary | None) -> str:
 
 def difference_cells(diff: Difference) -> tuple[str, str]:
     """The point and the 95 % interval of one paired difference as cells: ``("+12.5",
-    "[+3.1, +20.0]")`` (percentage points; paper Table 13, Appendix F.3); ``("N/A", "")`` when
+    "[+3.1, +20.0] n=28×3")`` or ``("+0.0", "n=1×1: no interval")`` (percentage points; paper Table 13, Appendix F.3); ``("N/A", "")`` when
     either side has no eligible item."""
     if diff.point is None:
         return "N/A", ""
-    low, high = diff.interval.low, diff.interval.high
-    interval = f"[{low:+.1f}, {high:+.1f}]" if low is not None and high is not None else "no interval"
+    # as the command line prints it: bounds with their n, or "n=1×1: no interval" where bounds
+    # from one unit (or units that all agree) would read as certainty (issue 12)
+    interval = interval_note(diff.interval, 1, signed=True).strip() or "no interval"
     return f"{diff.point:+.1f}", interval
 
 
