@@ -70,7 +70,7 @@ def _event(item: StepEvent) -> list[str]:
         )
         return out
     if isinstance(e, BeatChangeEvent):
-        return [f"- _beat {e.beat_id or '(none)'}_"]
+        return [f"- _beat {e.shown_beat}_"]
     if isinstance(e, NoticeEvent):
         return ["", f"> **Notice** {e.at:%Y-%m-%d %H:%M}: {e.text}", ""]
     if isinstance(e, StepStatusEvent):

@@ -136,7 +136,7 @@ def event_lines(item: StepEvent, *, expanded: bool = False) -> list[Text]:
         return [Text(f"  ≡ evidence: {len(event.items)} item(s), {event.prior_messages} prior message(s)",
                      style="dim")]
     if isinstance(event, BeatChangeEvent):
-        return [Text(f"  · beat {event.beat_id or '(none)'}", style="dim italic")]
+        return [Text(f"  · beat {event.shown_beat}", style="dim italic")]
     if isinstance(event, NoticeEvent):
         return [Text.assemble(("NOTICE ", "bold yellow"), f"{event.at:%Y-%m-%d %H:%M} {event.text}")]
     if isinstance(event, StepStatusEvent):
