@@ -54,6 +54,8 @@ class EchoMatch(BaseModel):
     """The reply's word count."""
     source: str
     """The start of the harness text the reply copied most from (operator view only)."""
+    excerpt: str
+    """The start of the reply (operator view only: it never reaches the user or the judge)."""
 
 
 def harness_echo(reply: str, harness_texts: Iterable[str]) -> EchoMatch | None:
@@ -90,5 +92,10 @@ def harness_echo(reply: str, harness_texts: Iterable[str]) -> EchoMatch | None:
     share = sum(covered) / n
     if share < ECHO_SHARE:
         return None
-    source = " ".join(best_source.split())
-    return EchoMatch(share=share, words=n, source=source[:120] + ("..." if len(source) > 120 else ""))
+    return EchoMatch(share=share, words=n, source=_cut(best_source), excerpt=_cut(reply))
+
+
+def _cut(text: str, width: int = 80) -> str:
+    """``text`` on one line, cut to ``width`` characters with ``...``."""
+    line = " ".join(text.split())
+    return line if len(line) <= width else line[: width - 3] + "..."

@@ -387,8 +387,9 @@ class PersonalAgent:
         result.status = "failed"
         result.reply = ""
         result.reason = (
-            f"the PA's reply echoed the harness's own text {why} ({echo.share:.0%} of its "
-            f"{echo.words} words copied from: '{echo.source}'); no reply to the user"
+            f"the PA's reply echoed the harness's own text {why} ('{echo.excerpt}': "
+            f"{echo.share:.0%} of its {echo.words} words copied, from '{echo.source}'); "
+            "no reply to the user"
         )
         return self._finish(result, actions)
 
