@@ -143,3 +143,15 @@ def test_events_stored_before_the_echo_count_read_zero() -> None:
     assert isinstance(status, StepStatusEvent) and status.pa_echoed_replies == 0
     reply = episode_event_adapter.validate_json('{"type": "pa_reply", "text": "hi"}')
     assert isinstance(reply, PAReplyEvent) and reply.echoed_replies == 0 and reply.note() == ""
+
+
+def test_the_apps_step_summary_names_both_problems_of_the_pa() -> None:
+    from mempa_tui.runner._browse import StepDetail
+    from mempa_tui.tui.screens.browser import summary_text
+
+    status = StepStatusEvent(status="completed", pa_repeated_calls=2, pa_repeat_turns=1, pa_echoed_replies=3)
+    detail = StepDetail(run_id=RUN, step_id="R-s1", repeat=0, kind="accumulation", status="completed",
+                        reason=None, selection=None, events=[status], calls=[])
+    text = summary_text(detail).plain
+    assert "run problem (warning): PA repeated an identical call 2 times in 1 turn\n" in text
+    assert "run problem (warning): PA echoed a harness note as its reply 3 times (none delivered)" in text
