@@ -136,3 +136,10 @@ async def test_a_text_the_cap_would_deliver_is_checked_too(rig: PAWorld) -> None
     rig.queue.push(_search(), _search(), echo)
     result = await rig.new_agent(max_model_calls=3).respond(_turn(), rig.actions())
     assert result.status == "failed" and result.echoed_replies == 1 and result.reply == ""
+
+
+def test_world_data_quoted_in_a_harness_note_is_not_harness_text() -> None:
+    note = ('The user approved held_0001; it has now run: {"message_id": "msg_0009", '
+            '"text": "The review moved to three tomorrow afternoon"}')
+    assert harness_echo("The review moved to three tomorrow afternoon.", [note]) is None
+    assert harness_echo("The user approved held_0001; it has now run.", [note]) is not None

@@ -13,7 +13,9 @@ characters other than letters and digits is a break, so whitespace, punctuation 
 matter). A word of the reply is *covered* when it lies in a run of at least :data:`ECHO_RUN`
 consecutive words (or the whole reply, when it is shorter) that also occurs, in the same order,
 in one of the harness texts. A reply of at least :data:`ECHO_MIN_WORDS` words is an echo when at
-least :data:`ECHO_SHARE` of its words are covered. So "The result you got then still holds. Work
+least :data:`ECHO_SHARE` of its words are covered. JSON inside a harness text (the result of a
+held call the user released, quoted in the harness's feedback) is world data, not the harness's
+words, and is left out of it. So "The result you got then still holds. Work
 from what you have and finish the turn." (a tail of the repeat guard's note) is an echo, while a
 reply that quotes a tool's error inside its own account of what went wrong ("I could not make the
 draft: in_reply_to 'none' names no email in the inbox, so which email is it?") is not.
@@ -38,6 +40,7 @@ ECHO_MIN_WORDS = 3
 """Replies with fewer words are never called echoes (``OK.``, ``Done, thanks.``)."""
 
 _WORD = re.compile(r"[^\W_]+")
+_JSON = re.compile(r"\{.*\}", re.DOTALL)
 
 
 def words(text: str) -> list[str]:
@@ -76,7 +79,7 @@ def harness_echo(reply: str, harness_texts: Iterable[str]) -> EchoMatch | None:
     covered = [False] * n
     best_source, best_count = "", 0
     for text in harness_texts:
-        theirs = words(text)
+        theirs = words(_JSON.sub(" ", text))
         if len(theirs) < run:
             continue
         grams = {tuple(theirs[i : i + run]) for i in range(len(theirs) - run + 1)}
