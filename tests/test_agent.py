@@ -7,58 +7,33 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
 import pytest
-from test_agent_support import START, PAQueue, call, tiny_world
+from test_agent_support import START, PAWorld, call, pa_world
 
 from mempa_tui.agent import (
     AgentSessionStart,
     AgentTurnInput,
     OracleHint,
     PersonalAgent,
-    TurnActions,
     ix_text_in_arguments,
 )
-from mempa_tui.ix import CallStatus, IXWrapper
-from mempa_tui.llm import LLMClient, ScriptedModelServer, ScriptedReply
+from mempa_tui.ix import CallStatus
+from mempa_tui.llm import LLMClient, ScriptedReply
 from mempa_tui.llm.errors import ContextWindowError
 from mempa_tui.memory.base import Evidence
 from mempa_tui.scripts.schema import WriteLock
 from mempa_tui.taxonomy import Context
-from mempa_tui.tools import ToolRegistry, default_registry
-from mempa_tui.world import WorkingCopy
 
 
 @dataclass
-class Rig:
-    queue: PAQueue
-    server: ScriptedModelServer
+class Rig(PAWorld):
     agent: PersonalAgent
-    registry: ToolRegistry
-    wc: WorkingCopy
-    wrapper: IXWrapper
-
-    def actions(self, offered: list[str] | None = None) -> TurnActions:
-        return TurnActions(self.registry, self.wrapper, offered or [])
-
-    def tool_results(self, index: int) -> list[str]:
-        """Tool-result messages in the PA request ``index``."""
-        return [
-            m.content
-            for m in self.queue.pa_requests[index].messages
-            if m.role == "tool"
-        ]
+    """A PA with the paper's defaults, its session begun."""
 
 
 @pytest.fixture
 async def rig() -> AsyncIterator[Rig]:
-    queue = PAQueue()
-    async with ScriptedModelServer(queue) as server:
-        registry = default_registry()
-        wc = WorkingCopy(tiny_world(), START)
-        agent = PersonalAgent(LLMClient(server.profile(context_window=131072)))
-        agent.begin_session(
-            AgentSessionStart(step_id="A-w-01", context=Context.WORK, starts_at=START)
-        )
-        yield Rig(queue, server, agent, registry, wc, IXWrapper(registry, wc))
+    async with pa_world() as world:
+        yield Rig(**vars(world), agent=world.new_agent())
 
 
 def _turn(

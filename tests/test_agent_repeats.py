@@ -5,21 +5,17 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 
 import pytest
-from test_agent_support import START, PAQueue, call, tiny_world
+from test_agent_support import START, PAWorld, call, pa_world
 
-from mempa_tui.agent import AgentSessionStart, AgentTurnInput, PersonalAgent, TurnActions
+from mempa_tui.agent import AgentTurnInput, PersonalAgent
 from mempa_tui.agent.personal import call_key
-from mempa_tui.ix import IXWrapper
-from mempa_tui.llm import LLMClient, ScriptedModelServer, ScriptedReply
+from mempa_tui.llm import ScriptedReply
 from mempa_tui.llm.profile import ProfileOptions, load_profile
 from mempa_tui.llm.types import ToolCall
 from mempa_tui.runner._settings import decoding_text
 from mempa_tui.runner.config import profile_fingerprint
-from mempa_tui.taxonomy import Context
-from mempa_tui.tools import ToolRegistry, default_registry
 from mempa_tui.world import WorkingCopy
 
 UPDATE = "mcp_state_contact_update"
@@ -27,33 +23,13 @@ NOTE = {"contact_id": "ct_0001", "notes": "prefers mornings"}
 NOTE_REORDERED = {"notes": "prefers mornings", "contact_id": "ct_0001"}
 
 
-@dataclass
-class Rig:
-    queue: PAQueue
-    client: LLMClient
-    registry: ToolRegistry
-    wc: WorkingCopy
-    wrapper: IXWrapper
-
-    def agent(self, policy: str = "run", *, max_model_calls: int = 40) -> PersonalAgent:
-        agent = PersonalAgent(self.client, max_model_calls=max_model_calls, repeated_call=policy)  # type: ignore[arg-type]
-        agent.begin_session(AgentSessionStart(step_id="A-w-01", context=Context.WORK, starts_at=START))
-        return agent
-
-    def actions(self, offered: list[str] | None = None) -> TurnActions:
-        return TurnActions(self.registry, self.wrapper, offered or [])
-
-    def tool_results(self, index: int) -> list[str]:
-        return [m.content for m in self.queue.pa_requests[index].messages if m.role == "tool"]
+Rig = PAWorld
 
 
 @pytest.fixture
-async def rig() -> AsyncIterator[Rig]:
-    queue = PAQueue()
-    async with ScriptedModelServer(queue) as server:
-        registry = default_registry()
-        wc = WorkingCopy(tiny_world(), START)
-        yield Rig(queue, LLMClient(server.profile(context_window=131072)), registry, wc, IXWrapper(registry, wc))
+async def rig() -> AsyncIterator[PAWorld]:
+    async with pa_world() as world:
+        yield world
 
 
 def _turn(**kw: object) -> AgentTurnInput:
@@ -81,7 +57,7 @@ async def test_by_default_a_repeat_is_counted_and_run_again(rig: Rig) -> None:
         ScriptedReply(tool_calls=[call(UPDATE, NOTE), call(UPDATE, NOTE)]),  # two more in one reply
         "Noted.",
     )
-    result = await rig.agent().respond(_turn(), rig.actions())
+    result = await rig.new_agent().respond(_turn(), rig.actions())
     assert result.status == "ok" and result.reply == "Noted." and result.reason is None
     assert result.repeated_calls == 3 and result.model_calls == 4
     assert _writes(rig.wc) == 4 and len(result.calls) == 4  # every repeat dispatched (the paper's protocol)
@@ -94,7 +70,7 @@ async def test_wrap_up_does_not_run_the_repeat_and_forces_the_reply(rig: Rig) ->
         ScriptedReply(tool_calls=[call(UPDATE, NOTE_REORDERED)]),
         "Noted: Colm prefers mornings.",
     )
-    result = await rig.agent("wrap_up").respond(_turn(), rig.actions())
+    result = await rig.new_agent("wrap_up").respond(_turn(), rig.actions())
     assert result.status == "wrapped_up" and result.reply == "Noted: Colm prefers mornings."
     assert "repeated call" in (result.reason or "") and UPDATE in (result.reason or "")
     assert "cap" not in (result.reason or "")
@@ -115,7 +91,7 @@ async def test_wrap_up_forces_the_missing_interaction_call_first_after_its_remin
         ScriptedReply(tool_calls=[call("IX_autonomy_level", {"setting": "Self-directed"})]),
         "I can send it once you approve.",
     )
-    result = await rig.agent("wrap_up").respond(
+    result = await rig.new_agent("wrap_up").respond(
         _turn(offered_ix=["autonomy_level"], required_ix="autonomy_level"), rig.actions(["autonomy_level"])
     )
     assert result.status == "wrapped_up" and result.reply == "I can send it once you approve."
@@ -134,7 +110,7 @@ async def test_wrap_up_keeps_the_floor_when_the_forced_interaction_call_fails(ri
         ScriptedReply(tool_calls=[call("mcp_state_contact_search", {"query": "Colm"})]),
         "Here you go.",  # the forced interaction call answered with text only
     )
-    result = await rig.agent("wrap_up").respond(
+    result = await rig.new_agent("wrap_up").respond(
         _turn(offered_ix=["autonomy_level"], required_ix="autonomy_level"), rig.actions(["autonomy_level"])
     )
     assert result.status == "floored" and result.reminded and result.forced
@@ -149,7 +125,7 @@ async def test_wrap_up_leaves_different_arguments_alone(rig: Rig) -> None:
         ScriptedReply(tool_calls=[call("mcp_state_contact_search", NOTE_REORDERED)]),  # same arguments, other tool
         "Noted.",
     )
-    result = await rig.agent("wrap_up").respond(_turn(), rig.actions())
+    result = await rig.new_agent("wrap_up").respond(_turn(), rig.actions())
     assert result.status == "ok" and result.repeated_calls == 0 and result.model_calls == 4
     assert _writes(rig.wc) == 2
     assert all(len(r.tools) > 0 for r in rig.queue.pa_requests)
@@ -161,12 +137,12 @@ async def test_a_repeat_at_the_cap_wraps_up_and_is_not_called_capped(rig: Rig) -
         ScriptedReply(tool_calls=[call(UPDATE, NOTE)]),
         "Noted.",
     )
-    result = await rig.agent("wrap_up", max_model_calls=3).respond(_turn(), rig.actions())
+    result = await rig.new_agent("wrap_up", max_model_calls=3).respond(_turn(), rig.actions())
     assert result.status == "wrapped_up" and result.model_calls == 3 and _writes(rig.wc) == 1
 
 
 async def test_a_repeat_in_an_earlier_turn_is_not_a_repeat(rig: Rig) -> None:
-    agent = rig.agent("wrap_up")
+    agent = rig.new_agent("wrap_up")
     rig.queue.push(ScriptedReply(tool_calls=[call(UPDATE, NOTE)]), "Noted.",
                    ScriptedReply(tool_calls=[call(UPDATE, NOTE)]), "Noted again.")
     first = await agent.respond(_turn(), rig.actions())
@@ -189,3 +165,49 @@ def test_the_option_defaults_to_the_papers_protocol_and_only_a_change_reaches_th
     assert "pa_repeated_call=wrap_up" in profile_fingerprint(embedded)["options"]
     assert "a repeated identical PA call wraps the turn up (paper: runs it again)" in decoding_text(
         profile_fingerprint(embedded))
+
+
+SEARCH = "mcp_state_contact_search"
+COLM = {"query": "Colm"}
+
+
+async def test_a_read_after_a_write_that_changed_the_world_runs_again(rig: Rig) -> None:
+    # read X, write X, read X again: the world changed, so "the earlier result still holds" is false
+    rig.queue.push(
+        ScriptedReply(tool_calls=[call(SEARCH, COLM)]),
+        ScriptedReply(tool_calls=[call(UPDATE, NOTE)]),
+        ScriptedReply(tool_calls=[call(SEARCH, COLM)]),
+        "Noted.",
+    )
+    actions = rig.actions()
+    result = await rig.new_agent("wrap_up").respond(_turn(), actions)
+    assert result.status == "ok" and result.repeated_calls == 0 and result.model_calls == 4
+    assert actions.world_changes == 1
+    first, _write, again = rig.tool_results(3)
+    assert "prefers mornings" not in first and "prefers mornings" in again  # the second read ran
+    assert [c.tool for c in result.calls] == ["contact_search", "contact_update", "contact_search"]
+
+
+async def test_a_read_repeated_after_a_failed_write_is_still_a_repeat(rig: Rig) -> None:
+    # a write that ran with an error changed nothing, so the earlier read still holds
+    rig.queue.push(
+        ScriptedReply(tool_calls=[call(SEARCH, COLM)]),
+        ScriptedReply(tool_calls=[call(UPDATE, {"contact_id": "ct_9999", "notes": "x"})]),
+        ScriptedReply(tool_calls=[call(SEARCH, COLM)]),
+        "Colm is ct_0001.",
+    )
+    actions = rig.actions()
+    result = await rig.new_agent("wrap_up").respond(_turn(), actions)
+    assert result.status == "wrapped_up" and result.repeated_calls == 1 and actions.world_changes == 0
+    assert "still holds" in rig.tool_results(3)[-1]
+    assert actions.harness_texts and "ct_9999" in actions.harness_texts[0]  # the error, not the search's data
+    assert all("Colm Averill" not in t for t in actions.harness_texts)
+
+
+async def test_the_same_write_twice_is_a_repeat_even_though_it_changed_the_world(rig: Rig) -> None:
+    rig.queue.push(
+        ScriptedReply(tool_calls=[call(UPDATE, NOTE), call(UPDATE, NOTE_REORDERED)]),  # one reply, twice
+        "Noted.",
+    )
+    result = await rig.new_agent("wrap_up").respond(_turn(), rig.actions())
+    assert result.repeated_calls == 1 and _writes(rig.wc) == 1

@@ -1,17 +1,23 @@
 """Shared helpers for the PA, IX and episode tests (no tests here).
 
-A tiny fixture world, a queue-driven scripted PA model on loopback HTTP, and a recording memory.
+A tiny fixture world, a queue-driven scripted PA model on loopback HTTP, the PA tests' shared
+rig (:func:`pa_world`: that model, the world tools on a working copy of the tiny world, and its IX
+wrapper), and a recording memory.
 """
 
 from __future__ import annotations
 
 import json
 from collections import deque
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from mempa_tui.llm import ScriptedReply, ScriptedRequest, ScriptedToolCall
+from mempa_tui.agent import AgentSessionStart, PersonalAgent, TurnActions
+from mempa_tui.ix import IXWrapper
+from mempa_tui.llm import LLMClient, ScriptedModelServer, ScriptedReply, ScriptedRequest, ScriptedToolCall
+from mempa_tui.llm.profile import RepeatedCallPolicy
 from mempa_tui.memory.base import (
     Evidence,
     EvidenceItem,
@@ -20,9 +26,11 @@ from mempa_tui.memory.base import (
     SessionInfo,
     TurnRecord,
 )
-from mempa_tui.world import WorldState
+from mempa_tui.taxonomy import Context
+from mempa_tui.tools import ToolRegistry, default_registry
+from mempa_tui.world import WorkingCopy, WorldState
 
-__all__ = ["PAQueue", "RecordingMemory", "call", "tiny_world"]
+__all__ = ["PAQueue", "PAWorld", "RecordingMemory", "call", "pa_world", "tiny_world"]
 
 START = datetime(2026, 3, 2, 9, 0)
 
@@ -88,6 +96,44 @@ class PAQueue:
 
     def all_request_text(self) -> str:
         return "\n".join(self.request_text(i) for i in range(len(self.pa_requests)))
+
+
+@dataclass
+class PAWorld:
+    """What a PA-loop test drives: the scripted PA model behind its loopback server, the world
+    tools, a working copy of :func:`tiny_world` at :data:`START` and the step's IX wrapper."""
+
+    queue: PAQueue
+    server: ScriptedModelServer
+    client: LLMClient
+    registry: ToolRegistry
+    wc: WorkingCopy
+    wrapper: IXWrapper
+
+    def new_agent(self, policy: RepeatedCallPolicy = "run", *, max_model_calls: int = 40) -> PersonalAgent:
+        """A PA on the scripted model, its session begun (work context, at :data:`START`)."""
+        agent = PersonalAgent(self.client, max_model_calls=max_model_calls, repeated_call=policy)
+        agent.begin_session(AgentSessionStart(step_id="A-w-01", context=Context.WORK, starts_at=START))
+        return agent
+
+    def actions(self, offered: list[str] | None = None) -> TurnActions:
+        """A turn's dispatcher over the world tools, offering the IX tools of ``offered``."""
+        return TurnActions(self.registry, self.wrapper, offered or [])
+
+    def tool_results(self, index: int) -> list[str]:
+        """Tool-result messages in the PA request ``index``."""
+        return [m.content for m in self.queue.pa_requests[index].messages if m.role == "tool"]
+
+
+@asynccontextmanager
+async def pa_world() -> AsyncIterator[PAWorld]:
+    """A :class:`PAWorld` whose server runs for the ``async with`` block."""
+    queue = PAQueue()
+    async with ScriptedModelServer(queue) as server:
+        registry = default_registry()
+        wc = WorkingCopy(tiny_world(), START)
+        yield PAWorld(queue, server, LLMClient(server.profile(context_window=131072)), registry, wc,
+                      IXWrapper(registry, wc))
 
 
 class RecordingMemory(MemorySystem):

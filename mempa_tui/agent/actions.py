@@ -83,6 +83,12 @@ class TurnActions:
         ix_results: every IX call's outcome this turn, in order.
         floor_reason: set when a call broke the interaction-tool contract (the turn must end
             floored; the offending call did not run).
+        harness_texts: every tool result of this turn that the harness wrote rather than the
+            world: error texts (unknown tool, unreadable arguments, rejected or failed calls),
+            the IX wrapper's answers, held and blocked notices. A reply that copies them is not
+            the PA's own (:func:`mempa_tui.agent.echo.harness_echo`); world data is not listed.
+        world_changes: world calls of this turn that ran as writes without an error (the
+            registry's ``write`` marker); a repeated read after one is no repeat (issue 12).
     """
 
     def __init__(
@@ -102,6 +108,8 @@ class TurnActions:
         self.calls: list[ExecutedCall] = []
         self.ix_results: list[SelectResult] = []
         self.floor_reason: str | None = None
+        self.harness_texts: list[str] = []
+        self.world_changes = 0
         self._ids: set[str] = set()
         self._counter = itertools.count(1)
 
@@ -169,10 +177,15 @@ class TurnActions:
             self.floor_reason = floor_reason(
                 FloorKind.IX_TEXT_IN_TASK_ARGUMENTS, f"{name}: {leak}"
             )
+            self.harness_texts.append(f"Error: {self.floor_reason}.")
             return self._rejected(
                 call_id, name, arguments, f"Error: {self.floor_reason}."
             )
         call = self.wrapper.propose(call_id, name, arguments)
+        if call.status is CallStatus.EXECUTED and call.write and not call.error:
+            self.world_changes += 1
+        if call.error or call.status is not CallStatus.EXECUTED:
+            self.harness_texts.append(call.result)
         self.calls.append(call)
         if self._on_call:
             self._on_call(call)
@@ -194,6 +207,7 @@ class TurnActions:
         if ix_attr is None and not is_world:
             message = self._unknown(name)
             self._rejected(call_id, name or "(no name)", call.arguments, message)
+            self.harness_texts.append(message)
             return call_id, message
         if ix_attr is not None and ix_attr.key not in self.offered_ix:
             offered = ", ".join(attribute(k).ix_tool for k in self.offered_ix) or "none"
@@ -201,6 +215,7 @@ class TurnActions:
                 f"Error: {name} is not offered at this point of the session; interaction tools "
                 f"offered now: {offered}."
             )
+            self.harness_texts.append(message)
             return call_id, message
         if call.arguments_error:
             message = (
@@ -209,8 +224,11 @@ class TurnActions:
             )
             if ix_attr is None:
                 self._rejected(call_id, name, {}, message)
+            self.harness_texts.append(message)
             return call_id, message
         if ix_attr is not None:
-            return call_id, self.ix(ix_attr.key, call.arguments).message
-        executed = self.world(call_id, name, call.arguments)
+            message = self.ix(ix_attr.key, call.arguments).message
+            self.harness_texts.append(message)  # the wrapper's words, never the world's
+            return call_id, message
+        executed = self.world(call_id, name, call.arguments)  # lists its own harness texts
         return call_id, executed.result

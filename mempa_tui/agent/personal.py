@@ -11,13 +11,26 @@ its reason, so an empty string is never taken as the PA's answer. On a world-eve
 nothing is a legitimate way to stay quiet, so no reminder is sent there.
 
 A tool call whose name and arguments (as canonical JSON: key order does not matter) equal an
-earlier call of the same turn is a *repeated call*; every one is counted
+earlier call of the same turn, with no world call since then that ran as a write (the registry's
+``write`` marker, executed without an error: read X, write X, read X again reads a changed world,
+so the second read is no repeat), is a *repeated call*; every one is counted
 (:attr:`~mempa_tui.agent.seat.AgentTurnResult.repeated_calls`). What happens to it is the
 profile's ``pa_repeated_call``: ``run`` (default, the paper's protocol of Section 4) dispatches it
 again; ``wrap_up`` does not (no duplicate world write; its tool result says the earlier result
 stands) and forces the turn's further calls as the cap does: the missing interaction call first
 (after the turn's one reminder, if it was not yet used, so Appendix F.2's order holds: reminder,
 forced call, floor), then the reply. Such a turn ends ``wrapped_up``.
+
+A reply that echoes text the harness wrote into the PA's conversation (the instructions, the
+repeat guard's note, reminders, feedback on held items, the IX wrapper's answers, error texts of
+rejected or failed calls; rule in :mod:`mempa_tui.agent.echo`) is not the PA's answer (SPEC
+section 8, paper Section 3.4: the reply text is the PA's). It is counted
+(:attr:`~mempa_tui.agent.seat.AgentTurnResult.echoed_replies`), dropped from the conversation, and
+the reply is asked for once more (forced, with a short note that the reply goes to the person).
+That re-ask is the turn's only one, shared with the empty-reply reminder: an echo after it, or one
+with no model call left under the cap, fails the turn like a second empty reply, so the echo
+reaches neither the user, nor memory, nor the judge (a failed probe is run again, then kept out of
+the scores as incomplete, Appendix F.2).
 """
 
 from __future__ import annotations
@@ -27,8 +40,11 @@ from collections.abc import Sequence
 from typing import Any, Protocol, get_args
 
 from mempa_tui.agent.actions import TurnActions
+from mempa_tui.agent.echo import EchoMatch, harness_echo
 from mempa_tui.agent.prompt import (
+    ECHO_REASK,
     HARNESS_PREFIX,
+    NOTICE_PREFIX,
     event_message,
     reminder_message,
     context_prompt,
@@ -50,6 +66,11 @@ MAX_MODEL_CALLS = 40
 
 #: The name a tool call without one carries in the history sent back (its result says why).
 UNNAMED_TOOL = "unnamed_tool_call"
+
+#: How a consent-only turn's user side opens in a stored turn record (the runner's account of the
+#: user's decisions, e.g. ``[Consent] approved held_0001``); memory may hand it back as a prior
+#: message, and it is the harness's text, not the user's.
+CONSENT_ACCOUNT_PREFIX = "[Consent]"
 
 #: The one reminder after an empty reply to a user's message (no text and no tool call).
 EMPTY_REPLY_REMINDER = (
@@ -129,6 +150,8 @@ class PersonalAgent:
         self._repeated_call = repeated_call
         self._start: AgentSessionStart | None = None
         self._history: list[ChatMessage] = []
+        self._harness: list[str] = []
+        """Texts the harness wrote into this step's conversation in earlier turns."""
 
     @property
     def history(self) -> list[ChatMessage]:
@@ -139,6 +162,7 @@ class PersonalAgent:
         """Start a new step: clear the history and note the date and Oracle hint."""
         self._start = start
         self._history = []
+        self._harness = [instructions(), HARNESS_PREFIX, NOTICE_PREFIX]
 
     def _unmet(
         self, turn: AgentTurnInput, actions: TurnActions
@@ -196,8 +220,14 @@ class PersonalAgent:
         tools = actions.tool_specs()
         tool_choice: str | None = None
         last_text = ""
-        seen: set[str] = set()  # call_key of every tool call of this turn
+        # call_key of each tool call of this turn -> actions.world_changes just after it last ran
+        seen: dict[str, int] = {}
         repeated: ToolCall | None = None  # the first repeat not run again (wrap_up)
+        harness: list[str] = [  # what the harness writes into this turn's conversation
+            *turn.runtime_notes,
+            *(m.content for m in prior
+              if m.role == "user" and m.content.startswith(CONSENT_ACCOUNT_PREFIX)),
+        ]
         try:
             at_cap = False
             while result.model_calls < self._max_calls:
@@ -213,11 +243,9 @@ class PersonalAgent:
                             result.forced = True
                             if not result.reminded:  # F.2: the one reminder precedes the forced call
                                 result.reminded = True
-                                new.append(
-                                    ChatMessage(
-                                        role="user", content=reminder_message(tool_name, missing)
-                                    )
-                                )
+                                note = reminder_message(tool_name, missing)
+                                harness.append(note)
+                                new.append(ChatMessage(role="user", content=note))
                     else:
                         tool_choice = REPLY_TOOL
                     at_cap = missing is None and repeated is None
@@ -237,17 +265,19 @@ class PersonalAgent:
                 results: list[ChatMessage] = []
                 for raw in completion.tool_calls:
                     key = call_key(raw)
-                    is_repeat = key in seen
-                    seen.add(key)
+                    # a repeat: the same call already ran and no write has changed the world since
+                    is_repeat = seen.get(key) == actions.world_changes
                     if is_repeat:
                         result.repeated_calls += 1
                     if is_repeat and self._repeated_call == "wrap_up":
                         # not dispatched again: no duplicate world write, and the turn wraps up
                         call_id = actions.unique_id(raw.id)
                         content = repeated_call_message(raw.name.strip())
+                        harness.append(content)
                         repeated = repeated or raw
                     else:
                         call_id, content = actions.dispatch(raw)
+                        seen[key] = actions.world_changes
                     # an empty name is never sent back: strict servers reject the request
                     calls.append(
                         raw.model_copy(
@@ -283,11 +313,9 @@ class PersonalAgent:
                     tool_name = attribute(turn.required_ix or "").ix_tool
                     if not result.reminded:
                         result.reminded = True
-                        new.append(
-                            ChatMessage(
-                                role="user", content=reminder_message(tool_name, unmet)
-                            )
-                        )
+                        note = reminder_message(tool_name, unmet)
+                        harness.append(note)
+                        new.append(ChatMessage(role="user", content=note))
                     else:
                         result.forced = True
                         tool_choice = tool_name
@@ -299,13 +327,30 @@ class PersonalAgent:
                 ):
                     new.pop()  # the empty assistant message is not kept in the history
                     why = self._empty_reason(completion)
-                    if not result.empty_retried:
+                    if not result.empty_retried and not result.echo_retried:
                         result.empty_retried = True
+                        harness.append(EMPTY_REPLY_REMINDER)
                         new.append(ChatMessage(role="user", content=EMPTY_REPLY_REMINDER))
                         continue
                     result.status = "failed"
-                    result.reason = f"{why} again after a reminder; no reply to the user"
+                    again = "again after a reminder" if result.empty_retried else "after a re-ask"
+                    result.reason = f"{why} {again}; no reply to the user"
                     return self._finish(result, actions)
+                echo = harness_echo(completion.text, [*self._harness, *harness, *actions.harness_texts])
+                if echo is not None:
+                    result.echoed_replies += 1
+                    new.pop()  # never kept in the history as the PA's words to the person
+                    if (
+                        not result.empty_retried
+                        and not result.echo_retried
+                        and result.model_calls < self._max_calls
+                    ):
+                        result.echo_retried = True
+                        harness.append(ECHO_REASK)
+                        new.append(ChatMessage(role="user", content=ECHO_REASK))
+                        tool_choice = REPLY_TOOL
+                        continue
+                    return self._echo_failure(result, actions, echo)
                 result.reply = completion.text
                 if repeated is not None:
                     result.status = "wrapped_up"
@@ -317,12 +362,36 @@ class PersonalAgent:
                     result.status = "capped"
                     result.reason = f"the reply was asked for at the cap of {self._max_calls} model calls"
                 return self._finish(result, actions)
+            echo = harness_echo(last_text, [*self._harness, *harness, *actions.harness_texts])
+            if echo is not None:  # the text the cap would deliver only repeats the harness
+                result.echoed_replies += 1
+                return self._echo_failure(result, actions, echo)
             result.status = "capped"
             result.reason = f"no final reply after {self._max_calls} model calls"
             result.reply = last_text
             return self._finish(result, actions)
         finally:
             self._history.extend(new)
+            self._harness.extend([*harness, *actions.harness_texts])
+
+    def _echo_failure(
+        self, result: AgentTurnResult, actions: TurnActions, echo: EchoMatch
+    ) -> AgentTurnResult:
+        """Fail a turn whose reply echoed harness text with no re-ask left (module docstring)."""
+        if result.echo_retried:
+            why = "again after a re-ask"
+        elif result.empty_retried:
+            why = "after the turn's one re-ask (an empty reply) was used"
+        else:
+            why = f"with no model call left under the cap of {self._max_calls}"
+        result.status = "failed"
+        result.reply = ""
+        result.reason = (
+            f"the PA's reply echoed the harness's own text {why} ('{echo.excerpt}': "
+            f"{echo.share:.0%} of its {echo.words} words copied, from '{echo.source}'); "
+            "no reply to the user"
+        )
+        return self._finish(result, actions)
 
     @staticmethod
     def _gave_ix_payload(new: Sequence[ChatMessage]) -> bool:

@@ -25,6 +25,7 @@ from mempa_tui.memory.base import Evidence
 from mempa_tui.taxonomy import attribute
 
 __all__ = [
+    "ECHO_REASK",
     "HARNESS_PREFIX",
     "NOTICE_PREFIX",
     "event_message",
@@ -73,6 +74,14 @@ other tools' arguments or your reply.
 - Messages that begin with "[World event" report something that happened in the world; the \
 person did not write them and may not know about it yet. Messages that begin with "[Harness note" \
 come from the system running you, not from the person."""
+
+
+ECHO_REASK = (
+    f"{HARNESS_PREFIX} Your last reply was not sent: it repeated a message of the system running "
+    "you instead of answering. Now write what you want to tell the person, in your own words, "
+    "from what you found this turn."
+)
+"""The one re-ask after a reply that echoed harness text (:mod:`mempa_tui.agent.echo`)."""
 
 
 def _date_section(starts_at: datetime) -> str:

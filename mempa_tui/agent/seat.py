@@ -33,7 +33,8 @@ TurnStatus = Literal["ok", "floored", "capped", "wrapped_up", "failed"]
 """How a PA turn ended: a reply; floored (Appendix C.3 (4), F.2); the 40-call cap was hit;
 wrapped up (a tool call repeated an earlier one of the turn exactly and the profile's
 ``pa_repeated_call`` is ``wrap_up``, so the reply was forced before the cap); or failed (no
-usable reply: the model sent an empty one again after one reminder)."""
+usable reply: the model sent an empty one, or one that echoed the harness's own text, again after
+the turn's one re-ask, or with no model call left for it)."""
 
 
 class OracleHint(BaseModel):
@@ -96,7 +97,8 @@ class AgentTurnResult(BaseModel):
 
     Attributes:
         reply: the PA's final reply text (before the wrapper renders it); empty when floored.
-        status: ok, floored, capped, wrapped_up or failed (an empty reply twice; the step fails).
+        status: ok, floored, capped, wrapped_up or failed (an empty or echoed reply after the
+            turn's one re-ask; the step fails).
         reason: why the turn was floored, capped, wrapped up or failed.
         model_calls: model calls made in the turn (at most 40).
         repeated_calls: tool calls of the turn whose name and arguments (compared as canonical
@@ -106,6 +108,11 @@ class AgentTurnResult(BaseModel):
         calls: every world-tool call the PA proposed, with its status and result, in order.
         thinking: reasoning the model emitted (scoring record only; never delivered).
         empty_retried: an empty reply got the one reminder this turn.
+        echoed_replies: replies of the turn that echoed text the harness wrote into the PA's
+            conversation (:func:`mempa_tui.agent.echo.harness_echo`); none of them was taken
+            as the reply (issue 12). At most 2: the echo and the one re-ask's echo.
+        echo_retried: an echoed reply got the turn's one re-ask (shared with
+            ``empty_retried``: a turn is re-asked at most once).
     """
 
     reply: str = ""
@@ -118,6 +125,8 @@ class AgentTurnResult(BaseModel):
     calls: list[ExecutedCall] = Field(default_factory=list)
     thinking: list[str] = Field(default_factory=list)
     empty_retried: bool = False
+    echoed_replies: int = 0
+    echo_retried: bool = False
 
 
 @runtime_checkable

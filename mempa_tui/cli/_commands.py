@@ -121,7 +121,7 @@ async def cmd_runs(args: argparse.Namespace, out: TextIO | None = None) -> int:
     for s in summaries:
         if health[s.run.id].broken:
             print(f"{s.run.id}: {health[s.run.id].text()}", file=out)
-        if repeats[s.run.id].calls:  # a warning of the PA's, beside the memory's health (issue 12)
+        if repeats[s.run.id].any:  # a warning of the PA's, beside the memory's health (issue 12)
             print(f"{s.run.id}: {repeats[s.run.id].text()}", file=out)
     if plays and not getattr(args, "plays", False):
         print(f"not shown: {len(plays)} finished play(s) (a person in a seat); --plays lists them", file=out)

@@ -36,7 +36,7 @@ def listing_text(listing: RunListing, probe_filter: ProbeFilter | None = None) -
     run = listing.run
     lines = [f"run {run.id}: user {run.user}, memory {run.memory}, profile {run.profile}, seed {run.seed}, "
              f"{run.repeats} repeat(s), {run.status.value}", listing.health.text()]
-    if listing.repeats is not None and listing.repeats.calls:
+    if listing.repeats is not None and listing.repeats.any:
         lines.append(listing.repeats.text())
     if run.donor_run:
         lines.append(f"probes start from the checkpoints of {run.donor_run}")
@@ -143,11 +143,9 @@ def detail_text(detail: StepDetail) -> str:
     lines = _hanging(f"{head}: ", f"{detail.reason} ==") if detail.reason else [f"{head} =="]
     if detail.context:
         lines.append(f"cell: {detail.context} / {detail.attribute}")
-    repeated, turns = detail.pa_repeats
-    if repeated:
-        from mempa_tui.runner._health import repeats_phrase
+    from mempa_tui.runner._health import pa_problem_phrases
 
-        lines.append(f"run problem (warning): {repeats_phrase(repeated, turns)}")
+    lines += [f"run problem (warning): {p}" for p in pa_problem_phrases(*detail.pa_repeats, detail.pa_echoes)]
     lines += ["", "transcript:"]
     for event in detail.events:
         lines += ["  " + ln for ln in event_lines(event)]

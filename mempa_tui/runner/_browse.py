@@ -140,7 +140,8 @@ class RunListing(BaseModel):
     steps: list[StepLine]
     probes: list[ProbeLine]
     repeats: PARepeats | None = None
-    """The PA's repeated identical calls over the run (a warning beside the memory's health)."""
+    """The PA's repeated identical calls and echoed replies over the run (a warning beside the
+    memory's health)."""
 
 
 async def _need_run(store: RunStore, run_id: str) -> RunRecord:
@@ -324,6 +325,13 @@ class StepDetail(BaseModel):
         ``(0, 0)`` for a step stored before they were counted."""
         status = [e for e in self.events if isinstance(e, StepStatusEvent)]
         return (status[-1].pa_repeated_calls, status[-1].pa_repeat_turns) if status else (0, 0)
+
+    @property
+    def pa_echoes(self) -> int:
+        """PA replies that echoed the harness's own text (none delivered) from the stored
+        ``step_status`` event; 0 for a step stored before they were counted."""
+        status = [e for e in self.events if isinstance(e, StepStatusEvent)]
+        return status[-1].pa_echoed_replies if status else 0
 
     @property
     def evidence(self) -> list[EvidenceEvent]:

@@ -72,10 +72,17 @@ class PAReplyEvent(_Event):
         description="Tool calls of the turn identical to an earlier call of it (0 on events "
         "stored before they were counted).",
     )
+    echoed_replies: int = Field(
+        default=0,
+        ge=0,
+        description="Replies of the turn that echoed the harness's own text and were re-asked "
+        "(never delivered; 0 on events stored before they were counted).",
+    )
 
     def note(self) -> str:
         """What to print after the reply: `` (model-call cap reached)``, `` (wrapped up after a
-        repeated call; 3 repeated identical calls)``, or ``""`` for an ordinary turn."""
+        repeated call; 3 repeated identical calls; 1 echoed harness note re-asked)``, or ``""``
+        for an ordinary turn."""
         parts = []
         if self.status == "capped":
             parts.append("model-call cap reached")
@@ -84,6 +91,8 @@ class PAReplyEvent(_Event):
         if self.repeated_calls:
             n = self.repeated_calls
             parts.append(f"{n} repeated identical call{'s' if n != 1 else ''}")
+        if self.echoed_replies:
+            parts.append(f"{self.echoed_replies} echoed harness note re-asked")
         return f" ({'; '.join(parts)})" if parts else ""
 
 
@@ -171,6 +180,12 @@ class StepStatusEvent(_Event):
     )
     pa_repeat_turns: int = Field(
         default=0, ge=0, description="PA turns of the step with at least one repeated call."
+    )
+    pa_echoed_replies: int = Field(
+        default=0,
+        ge=0,
+        description="The step's PA replies that echoed the harness's own text (re-asked or the "
+        "turn failed; never delivered); 0 on events stored before they were counted.",
     )
 
 

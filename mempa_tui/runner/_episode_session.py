@@ -139,6 +139,8 @@ class SessionDriver:
         self.exchanges: list[Exchange] = []
         self.repeated_calls: list[int] = []
         """Per PA turn played (floored and failed turns too), its repeated identical calls."""
+        self.echoed_replies: list[int] = []
+        """Per PA turn played, its replies that echoed the harness's own text (none delivered)."""
         self._beat: str | None = None
         self._notes: list[str] = []
 
@@ -151,6 +153,11 @@ class SessionDriver:
     def pa_repeat_turns(self) -> int:
         """The step's PA turns with at least one repeated call."""
         return sum(1 for n in self.repeated_calls if n)
+
+    @property
+    def pa_echoed_replies(self) -> int:
+        """The step's PA replies that echoed harness text (:mod:`mempa_tui.agent.echo`)."""
+        return sum(self.echoed_replies)
 
     # ---- helpers --------------------------------------------------------------------------------
 
@@ -283,6 +290,7 @@ class SessionDriver:
         self._notes = []
         result = await self.agent.respond(turn, actions)
         self.repeated_calls.append(result.repeated_calls)
+        self.echoed_replies.append(result.echoed_replies)
         if result.status == "floored":
             return SessionOutcome(status="floored", reason=result.reason)
         if result.status == "failed":  # e.g. an empty reply twice: never stored as the answer
@@ -317,6 +325,7 @@ class SessionDriver:
                 status=result.status if result.status in ("capped", "wrapped_up") else "ok",
                 reason=result.reason if result.status in ("capped", "wrapped_up") else None,
                 repeated_calls=result.repeated_calls,
+                echoed_replies=result.echoed_replies,
             )
         )
         if delivered.held:

@@ -28,6 +28,13 @@ probe repeat (``pa_repeated_calls`` on the stored ``step_status`` event; a run s
 were counted reads 0). :class:`PARepeats` sums them for a run; any is a **warning** ("PA repeated an
 identical call N times in M turns"), never broken: the run's scores stand, but its model time went
 on calls that could not help, and its steps look more valid than they were.
+
+Beside them, **echoed replies**: PA replies that only repeated text the harness wrote into the PA's
+conversation (the repeat guard's note, a reminder, an IX answer, an error text; rule in
+:mod:`mempa_tui.agent.echo`). None was delivered, stored or judged: each was asked for once more,
+and a turn that echoed again failed (``pa_echoed_replies`` on the stored ``step_status`` event).
+Any is a warning too ("PA echoed a harness note as its reply N times, none delivered"): the run's
+model time went on them, and steps or probes failed because of them.
 """
 
 from __future__ import annotations
@@ -49,7 +56,9 @@ __all__ = [
     "MemoryHealth",
     "PARepeats",
     "RowAnnotations",
+    "echoes_phrase",
     "health_of_stats",
+    "pa_problem_phrases",
     "health_summary",
     "repeats_note",
     "repeats_phrase",
@@ -253,16 +262,30 @@ def repeats_phrase(calls: int, turns: int) -> str:
     return f"PA repeated an identical call {calls} {times} in {turns} turn{'' if turns == 1 else 's'}"
 
 
+def echoes_phrase(echoes: int) -> str:
+    """``PA echoed a harness note as its reply 3 times (none delivered)`` (singular for 1)."""
+    return f"PA echoed a harness note as its reply {echoes} time{'' if echoes == 1 else 's'} (none delivered)"
+
+
+def pa_problem_phrases(calls: int, turns: int, echoes: int) -> list[str]:
+    """The phrases of the PA's own problems with a count above 0: repeated calls, then echoes."""
+    return ([repeats_phrase(calls, turns)] if calls else []) + ([echoes_phrase(echoes)] if echoes else [])
+
+
 def repeats_note(result: object) -> str:
-    """`` (warning: PA repeated an identical call 4 times in 4 turns)`` for a step's progress line
-    (a :class:`~mempa_tui.runner.episode.StepResult`'s ``pa_repeated_calls``), ``""`` when none."""
-    calls = int(getattr(result, "pa_repeated_calls", 0) or 0)
-    turns = int(getattr(result, "pa_repeat_turns", 0) or 0)
-    return f" (warning: {repeats_phrase(calls, turns)})" if calls else ""
+    """`` (warning: PA repeated an identical call 4 times in 4 turns; PA echoed a harness note as
+    its reply 1 time (none delivered))`` for a step's progress line (a
+    :class:`~mempa_tui.runner.episode.StepResult`'s ``pa_repeated_calls`` and
+    ``pa_echoed_replies``), ``""`` when neither happened."""
+    phrases = pa_problem_phrases(int(getattr(result, "pa_repeated_calls", 0) or 0),
+                                 int(getattr(result, "pa_repeat_turns", 0) or 0),
+                                 int(getattr(result, "pa_echoed_replies", 0) or 0))
+    return f" (warning: {'; '.join(phrases)})" if phrases else ""
 
 
 class PARepeats(BaseModel):
-    """A run's repeated PA tool calls (see the module docstring): a warning, never broken."""
+    """A run's repeated PA tool calls and echoed replies (see the module docstring): a warning,
+    never broken."""
 
     run_id: str
     """The run."""
@@ -273,24 +296,42 @@ class PARepeats(BaseModel):
     """PA turns with at least one such call."""
     where: dict[str, int] = {}
     """Step id (``probe r2`` for a probe repeat) -> its repeated calls, for steps with any."""
+    echoes: int = 0
+    """PA replies that echoed the harness's own text, over the run's stored steps and probe
+    repeats (none delivered)."""
+    echo_where: dict[str, int] = {}
+    """Step id (``probe r2`` for a probe repeat) -> its echoed replies, for steps with any."""
+
+    @property
+    def any(self) -> bool:
+        """Whether there is anything to show: a repeated call or an echoed reply."""
+        return bool(self.calls or self.echoes)
 
     @property
     def state(self) -> Literal["ok", "warning"]:
-        """``warning`` when the PA repeated any call, else ``ok``."""
-        return "warning" if self.calls else "ok"
+        """``warning`` when the PA repeated any call or echoed any harness note, else ``ok``."""
+        return "warning" if self.any else "ok"
 
     def text(self) -> str:
-        """``PA repeated an identical call 28 times in 4 turns (warning; A-S51 28)``, or ``""``
-        when it never did."""
-        if not self.calls:
-            return ""
-        worst = sorted(self.where.items(), key=lambda kv: (-kv[1], kv[0]))
-        shown = ", ".join(f"{k} {n}" for k, n in worst[:4]) + (f", +{len(worst) - 4} more" if len(worst) > 4 else "")
-        return f"{repeats_phrase(self.calls, self.turns)} (warning; {shown})"
+        """``PA repeated an identical call 28 times in 4 turns (warning; A-S51 28); PA echoed a
+        harness note as its reply 2 times (none delivered) (warning; A-S14 2)``, or ``""`` when
+        neither happened."""
+        parts = []
+        if self.calls:
+            parts.append(f"{repeats_phrase(self.calls, self.turns)} (warning; {_worst(self.where)})")
+        if self.echoes:
+            parts.append(f"{echoes_phrase(self.echoes)} (warning; {_worst(self.echo_where)})")
+        return "; ".join(parts)
+
+
+def _worst(where: Mapping[str, int]) -> str:
+    """``A-S51 28, A-S14 3, +2 more``: the four steps with the most, then how many others."""
+    worst = sorted(where.items(), key=lambda kv: (-kv[1], kv[0]))
+    return ", ".join(f"{k} {n}" for k, n in worst[:4]) + (f", +{len(worst) - 4} more" if len(worst) > 4 else "")
 
 
 async def run_pa_repeats(store: RunStore, run: RunRecord) -> PARepeats:
-    """The repeated PA calls of a stored run, from each step's and probe repeat's stored
+    """The repeated PA calls and echoed replies of a stored run, from each step's and probe repeat's stored
     ``step_status`` event (one small row each; events stored before the count read 0).
 
     Unreadable events are skipped here: ``mempa show RUN STEP`` counts and names them.
@@ -299,19 +340,23 @@ async def run_pa_repeats(store: RunStore, run: RunRecord) -> PARepeats:
 
     from mempa_tui.runner._episode_events import StepStatusEvent
 
-    calls = turns = 0
+    calls = turns = echoes = 0
     where: dict[str, int] = {}
+    echo_where: dict[str, int] = {}
     for step_id, repeat, row in await store.events_of_kind(run.id, "step_status"):
         try:
             event = StepStatusEvent.model_validate_json(row.event_json)
         except ValidationError:
             continue
+        name = f"{step_id} r{repeat}" if repeat else step_id
         if event.pa_repeated_calls:
             calls += event.pa_repeated_calls
             turns += event.pa_repeat_turns
-            name = f"{step_id} r{repeat}" if repeat else step_id
             where[name] = where.get(name, 0) + event.pa_repeated_calls
-    return PARepeats(run_id=run.id, calls=calls, turns=turns, where=where)
+        if event.pa_echoed_replies:
+            echoes += event.pa_echoed_replies
+            echo_where[name] = echo_where.get(name, 0) + event.pa_echoed_replies
+    return PARepeats(run_id=run.id, calls=calls, turns=turns, where=where, echoes=echoes, echo_where=echo_where)
 
 
 async def runs_pa_repeats(store: RunStore, runs: Iterable[RunRecord]) -> dict[str, PARepeats]:
@@ -375,7 +420,7 @@ def row_annotations(runs: Sequence[RunRecord], healths: Mapping[str, MemoryHealt
 
     Returns:
         The cells and notes; a note names each broken run with its reasons, one names each run
-        whose PA repeated identical calls (a warning), and one says which rows pool different
+        whose PA repeated identical calls or echoed harness notes (a warning), and one says which rows pool different
         users, probes or repeat counts.
     """
     from mempa_tui.runner._pooling import coverage_by_row, mixed_coverage
@@ -400,7 +445,7 @@ def row_annotations(runs: Sequence[RunRecord], healths: Mapping[str, MemoryHealt
     notes = [f"BROKEN memory in {h.run_id}: {'; '.join(h.problems)} - its row is marked, read its "
              "scores as a broken memory's, not the condition's" for hs in by_row.values() for h in hs if h.broken]
     notes += [f"{run.id}: {repeats[run.id].text()}" for run in runs
-              if repeats is not None and run.id in repeats and repeats[run.id].calls]
+              if repeats is not None and run.id in repeats and repeats[run.id].any]
     if mixed:
         notes.append("rows marked * in Covers pool other users, probes or repeat counts (users probes x repeats) "
                      "than the rest: their scores are not over the same probes")

@@ -179,6 +179,8 @@ class StepperUpdate(BaseModel):
     """The episode's PA tool calls identical to an earlier call of their turn (``episode_end``)."""
     pa_repeat_turns: int = 0
     """The episode's PA turns with at least one repeated call (``episode_end``)."""
+    pa_echoed_replies: int = 0
+    """The episode's PA replies that echoed the harness's own text, none delivered (``episode_end``)."""
     target: str | None = None
     """The target setting (``target`` and later; hidden before)."""
     brs: int | None = None
@@ -551,6 +553,7 @@ class ProbeStepper:
             reason=stop.result.reason, selection=stop.result.selection,
             pa_repeated_calls=getattr(stop.result, "pa_repeated_calls", 0),
             pa_repeat_turns=getattr(stop.result, "pa_repeat_turns", 0),
+            pa_echoed_replies=getattr(stop.result, "pa_echoed_replies", 0),
         )
 
     def _record(self, update: StepperUpdate) -> StepperUpdate:

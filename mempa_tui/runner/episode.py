@@ -128,6 +128,8 @@ class StepResult(BaseModel):
             of their turn, and the turns with any (every turn of the step; issue 12: a small model
             repeats one call until the cap); a run problem, shown by ``mempa show`` and beside
             the memory health.
+        pa_echoed_replies: the PA's replies that echoed the harness's own text (never
+            delivered: re-asked once, else the turn failed; issue 12), shown beside them.
         simulator_checks: the user simulator's message-check counts for the step
             (``UserSimulator.check_counts``: rejected attempts, manner requests flagged by the
             rule and by the LLM checker, invalid turns, checker warnings; Table 8 condition 3,
@@ -153,6 +155,7 @@ class StepResult(BaseModel):
     simulator_checks: dict[str, int] = Field(default_factory=dict)
     pa_repeated_calls: int = 0
     pa_repeat_turns: int = 0
+    pa_echoed_replies: int = 0
 
 
 class _Recorder:
@@ -262,8 +265,9 @@ def _result(
 ) -> StepResult:
     repeats = driver.pa_repeated_calls if driver else 0
     repeat_turns = driver.pa_repeat_turns if driver else 0
+    echoes = driver.pa_echoed_replies if driver else 0
     rec(StepStatusEvent(status=outcome.status, reason=outcome.reason, pa_repeated_calls=repeats,
-                        pa_repeat_turns=repeat_turns))
+                        pa_repeat_turns=repeat_turns, pa_echoed_replies=echoes))
     return StepResult(
         step_id=step_id,
         kind=kind,
@@ -279,6 +283,7 @@ def _result(
         simulator_checks=dict(getattr(driver.user, "check_counts", {})) if driver else {},
         pa_repeated_calls=repeats,
         pa_repeat_turns=repeat_turns,
+        pa_echoed_replies=echoes,
         **extra,  # type: ignore[arg-type]
     )
 

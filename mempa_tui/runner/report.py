@@ -138,11 +138,11 @@ async def write_run_report(
     from mempa_tui.runner._health import run_pa_repeats
 
     repeats = await run_pa_repeats(store, run)  # a warning of the PA's own (issue 12)
-    if repeats.calls:
+    if repeats.any:
         table += f"\nRun problem: {repeats.text()}"
     with paths.main_md.open("a", encoding="utf-8") as fh:
         fh.write("\n## Run settings\n\n" + "\n\n".join([settings, *more]) + "\n")
-        if repeats.calls:
+        if repeats.any:
             fh.write(f"\n## Run problems\n\n{repeats.text()}\n")
     return RunReport(run_id=run_id, paths=paths, table=table, outcomes=len(outcomes),
                      memory_stats=await last_memory_stats(store, run_id))

@@ -49,7 +49,7 @@ from textual.worker import Worker, WorkerState
 from mempa_tui.memory import MemoryInspection
 from mempa_tui.runner import StepEvent
 from mempa_tui.runner._episode_events import EvidenceEvent
-from mempa_tui.runner._health import repeats_phrase
+from mempa_tui.runner._health import pa_problem_phrases
 from mempa_tui.taxonomy import ATTRIBUTES, Dimension
 from mempa_tui.tui.book import RunEntry, RunRequest
 from mempa_tui.tui.engine import (
@@ -102,9 +102,8 @@ def summary_text(detail: StepDetail) -> Text:
     out.append(f"{detail.kind} · {detail.status}" + (f": {detail.reason}" if detail.reason else "") + "\n")
     if detail.context:
         out.append(f"cell: {detail.context} / {detail.attribute}\n")
-    repeated, turns = detail.pa_repeats
-    if repeated:
-        out.append(f"run problem (warning): {repeats_phrase(repeated, turns)}\n", style="yellow")
+    for phrase in pa_problem_phrases(*detail.pa_repeats, detail.pa_echoes):
+        out.append(f"run problem (warning): {phrase}\n", style="yellow")
     out.append(f"IX selection: {detail.selection or '(none)'}\n", style="bold blue")
     if detail.target is not None:
         style = {"correct": "green", "wrong": "red", "floored": "yellow"}.get(detail.outcome or "", "dim")
@@ -318,7 +317,7 @@ class BrowserScreen(PlainNotify, Screen[None]):
         played = next((r.played for r in self.runs or [] if r.run_id == run.id), "")
         head = (f"{run.id}: user {run.user}, memory {run.memory}, model {run.profile}, {played}, "
                 f"{run.status.value} · {listing.health.text()}")
-        if listing.repeats is not None and listing.repeats.calls:  # the PA's own warning (issue 12)
+        if listing.repeats is not None and listing.repeats.any:  # the PA's own warning (issue 12)
             head += f" · {listing.repeats.text()}"
         if run.donor_run:
             head += f" · probes start from the checkpoints of {run.donor_run}"

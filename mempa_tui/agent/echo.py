@@ -1,0 +1,104 @@
+"""Telling a PA reply that only repeats the harness's own words (issue 12, validity).
+
+The harness writes text into the PA's conversation that no person wrote: the instructions, its
+marked notes (the repeat guard's note, the IX reminder, the empty-reply reminder, feedback on held
+items), the IX wrapper's tool results, and the error texts of rejected or failed tool calls. A
+small model may hand one of them back as its reply. Such a reply is not the PA's answer to the
+person: delivered, it would put the harness's words in the PA's mouth, in front of the simulated
+user, into memory as the assistant's turn, and before the judge (SPEC section 8: "the reply text
+is the PA's"; paper Section 3.4: the wrapper adds no words of its own).
+
+The rule (:func:`harness_echo`): both texts are reduced to their words (case folded, every run of
+characters other than letters and digits is a break, so whitespace, punctuation and quoting do not
+matter). A word of the reply is *covered* when it lies in a run of at least :data:`ECHO_RUN`
+consecutive words (or the whole reply, when it is shorter) that also occurs, in the same order,
+in one of the harness texts. A reply of at least :data:`ECHO_MIN_WORDS` words is an echo when at
+least :data:`ECHO_SHARE` of its words are covered. JSON inside a harness text (the result of a
+held call the user released, quoted in the harness's feedback) is world data, not the harness's
+words, and is left out of it. So "The result you got then still holds. Work
+from what you have and finish the turn." (a tail of the repeat guard's note) is an echo, while a
+reply that quotes a tool's error inside its own account of what went wrong ("I could not make the
+draft: in_reply_to 'none' names no email in the inbox, so which email is it?") is not.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from pydantic import BaseModel
+
+__all__ = ["ECHO_MIN_WORDS", "ECHO_RUN", "ECHO_SHARE", "EchoMatch", "harness_echo", "words"]
+
+ECHO_RUN = 4
+"""Shortest run of consecutive words shared with a harness text that counts as copied."""
+
+ECHO_SHARE = 0.75
+"""Share (0-1) of the reply's words that must be copied for the reply to be an echo."""
+
+ECHO_MIN_WORDS = 3
+"""Replies with fewer words are never called echoes (``OK.``, ``Done, thanks.``)."""
+
+_WORD = re.compile(r"[^\W_]+")
+_JSON = re.compile(r"\{.*\}", re.DOTALL)
+
+
+def words(text: str) -> list[str]:
+    """The words of ``text``, case folded; anything but letters and digits separates them."""
+    return _WORD.findall(text.casefold())
+
+
+class EchoMatch(BaseModel):
+    """Why a reply was taken for an echo of harness text."""
+
+    share: float
+    """Share (0-1) of the reply's words that lie in runs copied from harness texts."""
+    words: int
+    """The reply's word count."""
+    source: str
+    """The start of the harness text the reply copied most from (operator view only)."""
+    excerpt: str
+    """The start of the reply (operator view only: it never reaches the user or the judge)."""
+
+
+def harness_echo(reply: str, harness_texts: Iterable[str]) -> EchoMatch | None:
+    """Whether ``reply`` is (mostly) a copy of harness text (see the module docstring's rule).
+
+    Args:
+        reply: the PA's reply text as it would be delivered.
+        harness_texts: every text the harness wrote into the PA's conversation so far.
+
+    Returns:
+        The match when the reply is an echo, else None.
+    """
+    mine = words(reply)
+    n = len(mine)
+    if n < ECHO_MIN_WORDS:
+        return None
+    run = min(ECHO_RUN, n)
+    covered = [False] * n
+    best_source, best_count = "", 0
+    for text in harness_texts:
+        theirs = words(_JSON.sub(" ", text))
+        if len(theirs) < run:
+            continue
+        grams = {tuple(theirs[i : i + run]) for i in range(len(theirs) - run + 1)}
+        mine_here = [False] * n
+        for i in range(n - run + 1):
+            if tuple(mine[i : i + run]) in grams:
+                for j in range(i, i + run):
+                    mine_here[j] = True
+        count = sum(mine_here)
+        if count > best_count:
+            best_source, best_count = text, count
+        covered = [a or b for a, b in zip(covered, mine_here, strict=True)]
+    share = sum(covered) / n
+    if share < ECHO_SHARE:
+        return None
+    return EchoMatch(share=share, words=n, source=_cut(best_source), excerpt=_cut(reply))
+
+
+def _cut(text: str, width: int = 80) -> str:
+    """``text`` on one line, cut to ``width`` characters with ``...``."""
+    line = " ".join(text.split())
+    return line if len(line) <= width else line[: width - 3] + "..."

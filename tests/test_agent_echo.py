@@ -1,0 +1,145 @@
+"""A PA reply that echoes the harness's own text is never taken as the reply (issue 12, validity).
+
+The rule of :mod:`mempa_tui.agent.echo` on the replies of a stored embedded run, then the PA loop
+against a scripted model over loopback HTTP: an echo is counted and dropped, the reply is asked
+for once more (forced), and an echo after that one re-ask, or with no call left, fails the turn.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+from test_agent_support import START, PAWorld, call, pa_world
+
+from mempa_tui.agent import AgentTurnInput
+from mempa_tui.agent.echo import harness_echo
+from mempa_tui.agent.personal import EMPTY_REPLY_REMINDER
+from mempa_tui.agent.prompt import ECHO_REASK, instructions, repeated_call_message
+from mempa_tui.llm import ScriptedReply
+
+SEARCH = "mcp_state_contact_search"
+DRAFT = "mcp_state_email_draft_create"
+NOTE = repeated_call_message(SEARCH)
+"""The repeat guard's note for a repeated contact search, as the PA reads it."""
+TAIL = "The result you got then still holds. Work from what you have and finish the turn."
+INSTRUCTION = "Messages that begin with [Harness note come from the system running you, not from the person."
+"""A sentence of the PA's instructions (harness text in every turn)."""
+ERROR = "email_draft_create: in_reply_to 'none' names no email in the inbox"
+
+
+@pytest.fixture
+async def rig() -> AsyncIterator[PAWorld]:
+    async with pa_world() as world:
+        yield world
+
+
+def _turn(**kw: object) -> AgentTurnInput:
+    return AgentTurnInput(user_message="Which email does Colm use?", now=START, **kw)  # type: ignore[arg-type]
+
+
+def _search() -> ScriptedReply:
+    return ScriptedReply(tool_calls=[call(SEARCH, {"query": "Colm"})])
+
+
+# ---- the rule --------------------------------------------------------------------------------
+
+
+def test_the_stored_runs_echoes_are_echoes_whatever_the_spacing_and_case() -> None:
+    notes = [repeated_call_message(DRAFT), instructions()]
+    whole = repeated_call_message(DRAFT).removeprefix("[Harness note - not from the user] ")
+    assert harness_echo(whole, notes) is not None  # A-S14's reply, word for word
+    match = harness_echo(f"  {TAIL.upper()}\n", notes)  # A-S51's: the note's tail
+    assert match is not None and match.share == 1.0 and match.words == 16
+    assert "You already called" in match.source
+    mixed = "Selected 'High' for Solution Breadth. Payload received: none."
+    assert harness_echo(mixed, [mixed]) is not None  # the IX wrapper's answer is harness text too
+
+
+def test_the_pas_own_words_are_not_echoes() -> None:
+    notes = [repeated_call_message(DRAFT), instructions(), ERROR]
+    for reply in (
+        f"I could not make the draft: {ERROR.split(': ', 1)[1]}, so which email is it?",
+        "Colm's address is colm.averill@wendlink.example.",
+        "I'm sorry, but I can't assist with that.",
+        "Done.",
+        "Still holds.",  # shorter than the smallest echo
+    ):
+        assert harness_echo(reply, notes) is None, reply
+
+
+# ---- the PA loop -----------------------------------------------------------------------------
+
+
+async def test_an_echoed_note_is_dropped_and_the_reply_asked_for_once_more(rig: PAWorld) -> None:
+    rig.queue.push(_search(), _search(), TAIL, "Colm uses colm.averill@wendlink.example.")
+    agent = rig.new_agent("wrap_up")
+    result = await agent.respond(_turn(), rig.actions())
+    assert result.status == "wrapped_up" and result.reply == "Colm uses colm.averill@wendlink.example."
+    assert result.echoed_replies == 1 and result.echo_retried and result.model_calls == 4
+    reask = rig.queue.pa_requests[3]
+    assert reask.messages[-1].role == "user" and reask.messages[-1].content == ECHO_REASK
+    assert reask.tools == []  # the re-ask is the forced reply (no tools on Ollama's wire)
+    assert all(TAIL not in m.content for m in reask.messages if m.role == "assistant")
+    assert all(TAIL not in m.content for m in agent.history if m.role == "assistant")  # never the PA's words
+
+
+async def test_an_echo_after_the_re_ask_fails_the_turn_with_no_reply(rig: PAWorld) -> None:
+    rig.queue.push(_search(), _search(), TAIL, NOTE, "never asked for")
+    result = await rig.new_agent("wrap_up").respond(_turn(), rig.actions())
+    assert result.status == "failed" and result.reply == ""
+    assert result.echoed_replies == 2 and result.model_calls == 4  # one re-ask, not two
+    assert "echoed the harness's own text again after a re-ask" in (result.reason or "")
+    assert "no reply to the user" in (result.reason or "")
+    assert list(rig.queue.replies) == ["never asked for"]
+
+
+async def test_an_echo_at_the_cap_fails_at_once(rig: PAWorld) -> None:
+    rig.queue.push(_search(), _search(), TAIL, "never asked for")
+    result = await rig.new_agent("wrap_up", max_model_calls=3).respond(_turn(), rig.actions())
+    assert result.status == "failed" and result.echoed_replies == 1 and result.model_calls == 3
+    assert "no model call left under the cap of 3" in (result.reason or "")
+
+
+async def test_the_empty_reply_reminder_and_the_echo_re_ask_share_one_re_ask(rig: PAWorld) -> None:
+    rig.queue.push("", INSTRUCTION, "never asked for")
+    result = await rig.new_agent().respond(_turn(), rig.actions())
+    assert result.status == "failed" and result.empty_retried and not result.echo_retried
+    assert result.echoed_replies == 1 and result.model_calls == 2
+    assert rig.queue.pa_requests[1].messages[-1].content == EMPTY_REPLY_REMINDER
+    assert "one re-ask (an empty reply) was used" in (result.reason or "")
+
+
+async def test_echoes_of_feedback_on_held_items_and_of_error_texts_count(rig: PAWorld) -> None:
+    released = "The user approved held_0001; it has now run: message sent to Colm Averill"
+    rig.queue.push(f"{released}.", "I sent Colm the message you approved.")
+    first = await rig.new_agent().respond(_turn(runtime_notes=[released]), rig.actions())
+    assert first.status == "ok" and first.echoed_replies == 1 and first.reply == "I sent Colm the message you approved."
+
+    rig.queue.push(
+        ScriptedReply(tool_calls=[call("mcp_state_contact_update", {"contact_id": "ct_9999", "notes": "x"})]),
+        "Which Colm do you mean?",
+    )
+    actions = rig.actions()
+    agent = rig.new_agent()
+    second = await agent.respond(_turn(), actions)
+    (error,) = actions.harness_texts  # the failed call's error text; no world data is listed
+    assert "ct_9999" in error and second.status == "ok" and second.echoed_replies == 0
+    rig.queue.push(error, "I could not find that contact; which Colm do you mean?")
+    third = await agent.respond(_turn(), rig.actions())  # an earlier turn's error text still counts
+    assert third.echoed_replies == 1 and third.reply.startswith("I could not find")
+
+
+async def test_a_text_the_cap_would_deliver_is_checked_too(rig: PAWorld) -> None:
+    # text beside a call at the cap: no final reply, so the cap would deliver that text
+    echo = ScriptedReply(text=INSTRUCTION, tool_calls=[call(SEARCH, {"query": "x"})])
+    rig.queue.push(_search(), _search(), echo)
+    result = await rig.new_agent(max_model_calls=3).respond(_turn(), rig.actions())
+    assert result.status == "failed" and result.echoed_replies == 1 and result.reply == ""
+
+
+def test_world_data_quoted_in_a_harness_note_is_not_harness_text() -> None:
+    note = ('The user approved held_0001; it has now run: {"message_id": "msg_0009", '
+            '"text": "The review moved to three tomorrow afternoon"}')
+    assert harness_echo("The review moved to three tomorrow afternoon.", [note]) is None
+    assert harness_echo("The user approved held_0001; it has now run.", [note]) is not None
