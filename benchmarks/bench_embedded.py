@@ -40,6 +40,7 @@ Three parts, each printing a table:
     python benchmarks/bench_embedded.py run --user A --memory none,file --quick
     python benchmarks/bench_embedded.py tokens --user A
     python benchmarks/bench_embedded.py stored --saves saves --runs A-none-embedded-s0-quick,A-file-embedded-s0-quick
+    python benchmarks/bench_embedded.py reuse --saves saves --runs A-file-embedded-s0-quick,A-none-embedded-s0-quick
 
 ``tokens``
     The first PA prompt of the user's quick start (only the tool domains its scripts use) and of
@@ -47,6 +48,12 @@ Three parts, each printing a table:
 
 ``stored``
     The ``run`` table for runs already played and stored (``mempa run``), read from the store.
+
+``reuse``
+    Why stored runs read prompt tokens anew: per call its prompt, the server's reused count, the
+    new tokens, and where its first differing token sits against the previous call of its role;
+    then the new tokens summed by cause (``benchmarks/prompt_reuse.py``; docs/prompt-reuse.md).
+    Tokenizes on the embedded server (started here, or ``--tokenizer-url`` of a running one).
 
 Timings on a shared machine are noisy: every table is printed with the load average.
 """
@@ -749,6 +756,153 @@ async def stored(args: argparse.Namespace) -> None:
     print_run_table(calls, wall, prompt_rate, gen_rate, live=False, profile=profile)
 
 
+def stored_tool_dicts(names: Sequence[str]) -> list[dict[str, Any]]:
+    """The wire tool dicts of a stored call's offered tool names, as the client sent them: world
+    tools (``mcp_state_<name>``), interaction tools (``IX_<attribute>``) and the reply tool.
+
+    Raises:
+        KeyError: a name that is none of these (names it).
+    """
+    from mempa_tui.ix.spec import ix_tool_spec
+    from mempa_tui.llm.client import _REPLY_TOOL_DICT, REPLY_TOOL
+    from mempa_tui.tools import default_registry
+
+    registry = default_registry()
+    out: list[dict[str, Any]] = []
+    for name in names:
+        if name == REPLY_TOOL:
+            out.append(_REPLY_TOOL_DICT)
+            continue
+        if name.startswith("IX_"):
+            spec = ix_tool_spec(name.removeprefix("IX_"))
+        else:
+            tool = registry.get(name.removeprefix("mcp_state_")) or registry.get(name)
+            if tool is None:
+                raise KeyError(f"stored call offers tool {name!r}, which the registry does not have")
+            spec = tool.spec()
+        out.extend(tools_for([spec], None, "llama_cpp") or [])
+    return out
+
+
+def _prompt_reuse() -> Any:
+    """The ``benchmarks/prompt_reuse.py`` module (the benchmarks folder is not a package)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import prompt_reuse
+
+    return prompt_reuse
+
+
+async def load_stored_calls(saves: str | Path, runs: str = "") -> tuple[list[Any], dict[tuple[str, str, int], float], list[str]]:
+    """The stored calls (with prompts) of ``runs`` (comma-separated; empty: every run, oldest first)
+    and each step's and probe repeat's start time, read from ``<saves>/mempa.sqlite`` read-only.
+
+    Returns:
+        ``(calls, starts, run ids)``: :class:`prompt_reuse.StoredCall` of every successful call
+        whose prompt is stored; ``(run, step or probe, repeat) -> POSIX seconds``.
+
+    Raises:
+        SystemExit: a run id the store does not have.
+    """
+    from mempa_tui.store import RunStore
+
+    pr = _prompt_reuse()
+    path = Path(saves) / "mempa.sqlite"
+    calls: list[Any] = []
+    starts: dict[tuple[str, str, int], float] = {}
+    async with RunStore(path, read_only=True) as store:
+        ids = runs.split(",") if runs else [r.id for r in sorted(await store.list_runs(), key=lambda r: r.created_at)]
+        for run_id in ids:
+            if await store.get_run(run_id) is None:
+                raise SystemExit(f"no run {run_id!r} in {path}")
+            for step in await store.steps(run_id):
+                starts[(run_id, step.step_id, 0)] = step.started_at.timestamp()
+            for probe in await store.probe_results(run_id):
+                starts[(run_id, probe.probe_id, probe.repeat)] = probe.started_at.timestamp()
+            for row in await store.llm_calls(run_id):
+                if not row.call.ok or not row.prompt_stored or row.call_id is None:
+                    continue
+                full = (await store.llm_call(run_id, row.call_id)).call
+                assert full.prompt is not None
+                calls.append(pr.StoredCall(
+                    call_id=row.call_id, run_id=run_id, unit=(row.step_id, row.repeat), seq=row.seq,
+                    role=full.role.value, model=full.model, prompt_tokens=full.prompt_tokens,
+                    reused=full.reused_prefix_tokens, latency_s=full.latency_s,
+                    completion_tokens=full.completion_tokens,
+                    messages=list(full.prompt.messages), tools=list(full.prompt.tools)))
+    return calls, starts, ids
+
+
+async def tokenize_calls(calls: Sequence[Any], root_of: Any) -> tuple[dict[int, list[int]], dict[int, str]]:
+    """Each call's prompt rendered by the server's chat template (``/apply-template``, the tools
+    rebuilt from their stored names) and tokenized (``/tokenize``); ``root_of(role)`` is the server
+    root URL for the role. Returns ``(call id -> tokens, call id -> rendered text)``."""
+    tokens: dict[int, list[int]] = {}
+    texts: dict[int, str] = {}
+    async with httpx.AsyncClient(timeout=600) as http:
+        for call in calls:
+            root = root_of(call.role)
+            body: dict[str, Any] = {"messages": wire_messages(list(call.messages))}
+            if call.tools:
+                body["tools"] = stored_tool_dicts(call.tools)
+            text = (await http.post(f"{root}/apply-template", json=body)).json()["prompt"]
+            texts[call.call_id] = text
+            tokens[call.call_id] = (await http.post(f"{root}/tokenize", json={
+                "content": text, "add_special": False, "parse_special": True})).json()["tokens"]
+    return tokens, texts
+
+
+def tokenizer_server(model: str) -> EmbeddedServer:
+    """The profile's embedded servers with nothing cached or saved (only their templates and
+    tokenizers are used); use as ``async with``."""
+    profile = load_profile(model)
+    options = profile.options.embedded.model_copy(update={"prefix_cache_dir": None, "n_parallel": 1, "cache_ram_mib": 0})
+    return EmbeddedServer(profile.model_copy(update={"options": profile.options.model_copy(update={"embedded": options})}))
+
+
+async def reuse(args: argparse.Namespace) -> None:
+    """Per stored call, why its prompt tokens were read anew (``benchmarks/prompt_reuse.py``)."""
+    pr = _prompt_reuse()
+    calls, starts, runs = await load_stored_calls(args.saves, args.runs)
+    ordered = pr.time_order(calls, starts)
+    print(f"{len(ordered)} stored calls of {', '.join(runs)} in {args.saves}, replayed in the order they ran; {load()}")
+    if args.tokenizer_url:
+        url = args.tokenizer_url.rstrip("/").removesuffix("/v1")
+
+        def root_of(role: str) -> str:
+            return url
+
+        tokens, texts = await tokenize_calls(ordered, root_of)
+        rows = await _analyse_with(pr, ordered, tokens, texts, root_of)
+    else:  # the profile's own servers (both models where roles name two)
+        server = tokenizer_server(args.model)
+        async with server:
+            def served(role: str) -> str:
+                return server.base_for(Role(role)).removesuffix("/v1")
+
+            tokens, texts = await tokenize_calls(ordered, served)
+            rows = await _analyse_with(pr, ordered, tokens, texts, served)
+    pr.print_report(rows)
+    modelled = pr.replay_slot_cache(ordered, tokens)
+    matched = sum(1 for c in ordered if abs(modelled[c.call_id] - c.reused) <= 1)
+    print(f"the one-slot cache model (prompt_reuse.replay_slot_cache) gives the server's count (within a token) "
+          f"for {matched} of {len(ordered)} calls (no saved prefix state assumed)")
+
+
+async def _analyse_with(pr: Any, ordered: Sequence[Any], tokens: dict[int, list[int]], texts: dict[int, str],
+                        roots: Any) -> Any:
+    """Run :func:`prompt_reuse.analyse`, mapping token positions to characters on the server."""
+    by_id = {c.call_id: c for c in ordered}
+    needed: dict[tuple[int, int], int] = {}
+    # two passes: find the positions analyse asks for, detokenize them, then analyse for real
+    pr.analyse(ordered, tokens, lambda cid, pos: needed.setdefault((cid, pos), 0), texts)
+    async with httpx.AsyncClient(timeout=600) as http:
+        for cid, pos in needed:
+            root = roots(by_id[cid].role)
+            needed[(cid, pos)] = len((await http.post(f"{root}/detokenize",
+                                                      json={"tokens": tokens[cid][:pos]})).json()["content"])
+    return pr.analyse(ordered, tokens, lambda cid, pos: needed[(cid, pos)], texts)
+
+
 def main() -> None:
     """Parse the command line and run one part."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -792,9 +946,13 @@ def main() -> None:
     s.add_argument("--wall", type=float, default=0.0, help="observed wall seconds (default: from the run records)")
     s.add_argument("--prompt-rate", type=float, default=0.0)
     s.add_argument("--gen-rate", type=float, default=0.0)
+    ru = sub.add_parser("reuse")
+    ru.add_argument("--saves", default="saves")
+    ru.add_argument("--runs", default="", help="run ids, comma-separated (default: every run, oldest first)")
+    ru.add_argument("--tokenizer-url", default="", help="a running llama.cpp server of the model (default: start one)")
     args = parser.parse_args()
     parts = {"rates": rates, "prefix": prefix, "validity": validity, "slots": slots, "run": run, "tokens": tokens,
-             "stored": stored}
+             "stored": stored, "reuse": reuse}
     asyncio.run(parts[args.part](args))
 
 

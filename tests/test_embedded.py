@@ -492,6 +492,8 @@ def _client_for(base: str, **spec: object) -> object:
 
 WEATHER = ToolSpec(name="get_weather", description="Weather for a city.",
                    parameters={"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]})
+SEND_NOTE = ToolSpec(name="send_note", description="Send a note.",
+                     parameters={"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]})
 
 
 async def test_the_servers_own_cache_count_is_recorded(stand_in: _OpenAIStandIn) -> None:
@@ -532,6 +534,27 @@ async def test_constrained_calling_sends_a_grammar_over_the_tools_and_a_reply_to
     await client.complete(Role.PA, messages, tools=[WEATHER], tool_choice="get_weather")  # type: ignore[attr-defined]
     forced = stand_in.requests[2]["response_format"]["schema"]  # type: ignore[index]
     assert [o["properties"]["name"]["const"] for o in forced["anyOf"]] == ["get_weather"]  # a forced call: no reply tool
+
+
+async def test_a_forced_constrained_call_shows_the_same_tool_block_as_the_turns_other_calls(
+        stand_in: _OpenAIStandIn) -> None:
+    """Issue 12: a forced call that dropped the reply tool from the offer changed the tool block,
+    which the chat template writes before the conversation, so llama.cpp re-read the whole
+    conversation on the forced call and again on the call after it. Only the grammar differs."""
+    client = _client_for(stand_in.base, tool_calling="constrained")
+    messages = [ChatMessage(role="user", content="Weather in Paris?")]
+    for reply in ('{"name": "get_weather", "arguments": {"city": "Paris"}}',) * 3:
+        stand_in.queue(reply)
+    await client.complete(Role.PA, messages, tools=[WEATHER, SEND_NOTE])  # type: ignore[attr-defined]
+    await client.complete(Role.PA, messages, tools=[WEATHER, SEND_NOTE], tool_choice="get_weather")  # type: ignore[attr-defined]
+    await client.complete(Role.PA, messages, tools=[WEATHER, SEND_NOTE], tool_choice="required")  # type: ignore[attr-defined]
+    offers = [[t["function"] for t in r["tools"]] for r in stand_in.requests]  # type: ignore[union-attr]
+    assert offers[0] == offers[1] == offers[2]
+    assert [f["name"] for f in offers[0]] == ["get_weather", "send_note", "reply_to_user"]
+    grammars = [[o["properties"]["name"]["const"] for o in r["response_format"]["schema"]["anyOf"]]  # type: ignore[index]
+                for r in stand_in.requests]
+    assert grammars == [["get_weather", "send_note", "reply_to_user"], ["get_weather"], ["get_weather", "send_note"]]
+    assert [c.prompt.tools for c in client.calls][0] == [c.prompt.tools for c in client.calls][1]  # type: ignore[attr-defined,union-attr]
 
 
 async def test_the_reply_choice_under_constrained_calling_allows_only_the_reply_tool(stand_in: _OpenAIStandIn) -> None:

@@ -564,3 +564,50 @@ async def test_a_stored_reference_run_with_a_donor_of_another_condition_is_refus
         ))
         with pytest.raises(DonorError, match=r"probes from R-prefstate-scripted-s0, a prefstate run.*--fresh"):
             await env.runner(store, FakeEpisodes(), config=config).run()
+
+
+@pytest.mark.parametrize(("runtime", "slots", "most"), [("openai", 1, 3), ("embedded", 1, 1), ("embedded", 2, 2)])
+async def test_probes_at_once_are_capped_at_the_embedded_servers_slots(
+        env: Env, runtime: str, slots: int, most: int) -> None:
+    """Issue 12: two probes taking turns on one llama.cpp slot evict each other's cached prompt
+    (they share the PA's instructions and tools, so llama.cpp never saves the other's state to its
+    host cache); on the embedded server probes run no more at once than it has slots."""
+    from dataclasses import replace
+
+    options = env.client.profile.options
+    embedded = options.embedded.model_copy(update={"n_parallel": slots})
+    profile = env.client.profile.model_copy(update={
+        "runtime": runtime, "options": options.model_copy(update={"embedded": embedded})})
+    client = LLMClient(profile)
+    episodes = FakeEpisodes()
+    functions = episodes.functions()
+    units = 6  # 3 probes x 2 repeats of the fixture world
+    active, peak, finished, gates = 0, 0, 0, []
+
+    def release() -> None:  # every waiting probe goes once as many have started as may run together
+        if len(gates) >= min(most, units - finished):
+            for g in gates:
+                g.set()
+
+    async def probe(script: Any, ctx: Any) -> Any:
+        nonlocal active, peak, finished
+        active += 1
+        peak = max(peak, active)
+        gate = anyio.Event()
+        gates.append(gate)
+        release()
+        await gate.wait()
+        try:
+            return await functions.run_probe(script, ctx)
+        finally:
+            active -= 1
+            finished += 1
+            gates.remove(gate)
+            release()
+
+    async with RunStore(env.root / "mempa.sqlite") as store:
+        config = runner_config(probe_concurrency=3)
+        runner = Runner(config, store, client, default_registry(), None, memory_root=env.root / "local_memory",
+                        episodes=replace(functions, run_probe=probe), scorer=fake_scorer, resamples=200)
+        outcome = await runner.run()
+    assert outcome.status.value == "completed" and finished == units and peak == most

@@ -89,3 +89,25 @@ async def test_cancel_mid_session_then_resume_equals_an_uninterrupted_run(
         await _runner(store, client, tmp_path / "b").run()
         uninterrupted = await _final(store, run_id)
     assert resumed == uninterrupted
+
+
+async def test_every_pa_call_of_sessions_and_probes_starts_with_the_warmed_prefix(tmp_path: Path) -> None:
+    """Issue 12: the embedded server restores the KV state of the PA's fixed prefix (instructions,
+    then the offered world tools: :func:`~mempa_tui.runner.setup.pa_prefix`) into its slot; every PA
+    call, in sessions and in probes, must start with exactly that prefix to reuse it, and a turn's
+    calls keep one tool block whatever else they are offered after it."""
+    from mempa_tui.runner.setup import pa_prefix
+
+    fixed = pa_prefix()
+    fixed_tools = [t.name for t in fixed.tools]
+    async with ScriptedModelServer(protocol_responder) as server:
+        client = LLMClient(server.profile(context_window=131072))
+        async with RunStore(tmp_path / "saves" / "mempa.sqlite") as store:
+            outcome = await _runner(store, client, tmp_path).run()
+        pa = [r for r in server.requests if r.model == "scripted-pa"]
+    assert outcome.status is RunStatus.COMPLETED
+    assert len(pa) == sum(c.role.value == "pa" for c in client.calls) > 6  # two sessions and six probe repeats
+    for request in pa:
+        assert request.messages[0].role == "system" and request.messages[0].content == fixed.messages[0].content
+        assert request.tool_names[: len(fixed_tools)] == fixed_tools  # world tools first, in the prefix's order
+        assert request.messages[1].role == "system" and request.messages[1].content.startswith("Current date and time")

@@ -141,7 +141,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--memory-option", action="append", type=_memory_option, default=[], metavar="KEY=VALUE",
                      help="memory option, e.g. consolidate_at_tokens=20000 (repeatable)")
     run.add_argument("--probe-concurrency", type=_positive, default=2, metavar="N",
-                     help="probe repeats run at once (default 2)")
+                     help="probe repeats run at once (default 2; on the embedded server at most its "
+                          "slots, so that probes do not evict each other's cached prompts)")
     run.add_argument("-v", "--verbose", action="store_true",
                      help="print every model call (role, tokens, reused prefix, seconds) to stderr")
 

@@ -245,10 +245,21 @@ class LLMClient:
         constrained = spec.tool_calling == "constrained" and bool(sent_tools) and json_schema is None \
             and tool_choice != "none"
         if constrained and sent_tools is not None:
-            if tool_choice in (None, "auto"):
-                sent_tools = [*sent_tools, _REPLY_TOOL_DICT]
-            allowed = [t for t in sent_tools if (tool_choice in (None, "auto", "required") and not reply_only)
-                       or t["function"]["name"] == (REPLY_TOOL if reply_only else tool_choice)]
+            # The reply tool is offered on every constrained call, forced ones too, so that all
+            # calls of a turn show the same tool block and a prompt cache keeps the conversation
+            # after it (a forced call that dropped the reply tool made llama.cpp re-read the whole
+            # conversation twice: on the forced call and on the call after it; issue 12). What may
+            # be written is the grammar's business: only the forced tool, or only real tools for
+            # ``required``.
+            sent_tools = [*sent_tools, _REPLY_TOOL_DICT]
+            if reply_only:
+                allowed = [t for t in sent_tools if t["function"]["name"] == REPLY_TOOL]
+            elif tool_choice in (None, "auto"):
+                allowed = sent_tools
+            elif tool_choice == "required":
+                allowed = [t for t in sent_tools if t["function"]["name"] != REPLY_TOOL]
+            else:
+                allowed = [t for t in sent_tools if t["function"]["name"] == tool_choice]
             grammar_schema = constrained_call_schema(allowed)
         history = wire_messages(list(messages))
         serialised = [json.dumps(m, sort_keys=True, ensure_ascii=False) for m in history]

@@ -26,7 +26,39 @@ from mempa_tui.llm.types import ChatMessage, Role, ToolSpec
 if TYPE_CHECKING:
     from mempa_tui.llm.embedded import EmbeddedServer, PrefixState
 
-__all__ = ["FixedPrefix", "PreparedRuntime", "RuntimeUnavailableError", "open_runtime", "prepare_runtime"]
+__all__ = [
+    "FixedPrefix",
+    "PreparedRuntime",
+    "RuntimeUnavailableError",
+    "conversation_slots",
+    "open_runtime",
+    "prepare_runtime",
+]
+
+
+def conversation_slots(profile: ModelProfile) -> int | None:
+    """How many conversations the profile's runtime keeps cached at once, or None when unknown.
+
+    The embedded llama.cpp server keeps one evaluated prompt per slot (``options.embedded.
+    n_parallel``). Its host-memory prompt cache does not help conversations that take turns on a
+    slot while sharing a long prefix: llama.cpp saves a slot's state to that cache only when a new
+    request would keep less than half of it, and two PA conversations share their instructions
+    and tool block (about 5k tokens of a 5-7k prompt), two simulator conversations their persona.
+    So each turn of one evicts the other's tail, which is then read again (issue 12: two probes
+    played at once on one slot re-read about 4k prompt tokens in the stored quick run; one after
+    the other they lose nothing, and on one slot they take no longer, since the calls run one at
+    a time either way). The runner plays at most this many probes at once.
+
+    Args:
+        profile: a loaded profile.
+
+    Returns:
+        The embedded llama.cpp server's slot count; None for other runtimes and for
+        ``llama_cpp_python`` (whose cache and scheduling mempa does not model).
+    """
+    if profile.runtime != "embedded" or profile.options.embedded.server != "llama_cpp":
+        return None
+    return profile.options.embedded.n_parallel
 
 
 class RuntimeUnavailableError(ProfileError):

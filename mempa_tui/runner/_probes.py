@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 import anyio
 
 from mempa_tui.ix.floors import is_rerun_floor
+from mempa_tui.llm.runtime import conversation_slots
 from mempa_tui.llm.types import LLMCallRecord
 from mempa_tui.memory import OracleMemory
 from mempa_tui.runner._calls import probe_sampling_scope
@@ -258,14 +259,25 @@ async def _run_unit(run: RunContext, unit: ProbeUnit, cache: _BranchCache, score
     )
 
 
+def probes_at_once(run: RunContext) -> int:
+    """Probe units played at the same time: the run's ``probe_concurrency``, capped at the
+    conversations the model server keeps cached at once (the embedded server's slots:
+    :func:`~mempa_tui.llm.runtime.conversation_slots`), so that probes never take turns on one
+    slot and evict each other's cached prompt (issue 12). Not part of the config hash: how many
+    probes run together changes no result beyond the model's own sampling."""
+    slots = conversation_slots(run.client.profile)
+    limit = run.config.probe_concurrency
+    return limit if slots is None else max(1, min(limit, slots))
+
+
 async def run_probes(run: RunContext, units: list[ProbeUnit], scorer: ProbeScorer) -> None:
-    """Run probe units concurrently (at most ``probe_concurrency`` at once).
+    """Run probe units concurrently (at most :func:`probes_at_once` at once).
 
     Raises:
         Exception: the first error of any unit (the others are cancelled; stored units stay).
     """
     cache = _BranchCache(run)
-    limiter = anyio.CapacityLimiter(run.config.probe_concurrency)
+    limiter = anyio.CapacityLimiter(probes_at_once(run))
 
     async def one(unit: ProbeUnit) -> None:
         async with limiter:

@@ -9,14 +9,22 @@ and reaction beats the reactions of the decision point). Accumulation sessions a
 different prompts: a probe user has never met the assistant, keeps no memory, acts out only the
 production side of the skills and gives no feedback on the manner of a reply.
 
-Order (issue 12, 'a stable simulator prefix'): what is fixed for the whole session comes first,
-in the system message (:func:`fixed_system_prompt`); the dialogue, which only grows at its end,
-comes next; what changes from turn to turn (skills, beat, facts, waiting items, turn count) comes
-last. Before, the beat's part sat in the system message ahead of the dialogue, so each beat change
-or held item made llama.cpp re-read the whole dialogue (about 55% of prompt tokens reused).
-Measured on a scripted 8-call session with PA replies of ordinary length (three tool calls each):
-characters shared with the previous prompt rose from 60% to 70%, and re-read characters fell by a
-quarter. What is left to re-read each turn is the new dialogue entry and the per-turn part.
+Order (issue 12, 'a stable simulator prefix'): llama.cpp's prompt cache reuses only the part of
+a prompt that equals the start of an earlier one, so the parts come in the order of how long they
+stay the same. First, in the system message (:func:`fixed_system_prompt`), what is the same for
+every session and probe of the user: the persona card, the no-tools rule and the output format;
+then the mode's ground rules (the same for all sessions, or for all probes); then what changes
+between sessions: the simulator memory and the session's date, context and task. The user message
+opens with what is fixed for the current beat (its skills, where the user is in the script, the
+released facts and reactions), then the dialogue, which only grows at its end, and closes with
+what changes every turn (waiting items, the turn count). So a turn re-reads only the newest
+dialogue entry and the turn's own lines, and a beat change re-reads the beat's part and the
+dialogue once.
+
+Measured on the stored embedded quick run (``benchmarks/bench_embedded.py reuse``,
+docs/prompt-reuse.md): with the dialogue before the beat's part, each turn re-read that part
+(about 450 tokens with a decision point's reactions), 9.5k of the simulator's 21k new prompt
+tokens; the output format after the session's date was re-read at every session and probe start.
 
 Nothing here receives the PA's selection or withheld content: the dialogue is built from
 :class:`~mempa_tui.ix.types.DeliveredTurn` only.
@@ -298,19 +306,21 @@ def _output_block(inp: TurnPromptInput) -> str:
 def fixed_system_prompt(inp: TurnPromptInput) -> str:
     """The part of the prompt that stays the same for every turn of one session or probe.
 
-    Persona card, the no-tools rule, the simulator memory (accumulation; it changes only between
-    sessions, Appendix D.3), the ground rules (D.4 'Prompt rules'), the session's date, context and
-    task, and the output format (D.1). Nothing that moves with the beat, the released facts, the
-    waiting items or the turn count is in it, so a prompt cache reuses it on every turn.
+    In this order: the persona card, the no-tools rule and the output format (D.1), the same for
+    every session and probe of the user; the ground rules (D.4 'Prompt rules'), the same for every
+    session or every probe; the simulator memory (accumulation; it changes only between sessions,
+    Appendix D.3); the session's date, context and task. So consecutive sessions share all but
+    the memory and the session's own lines as a prompt-cache prefix. Nothing that moves with the
+    beat, the released facts, the waiting items or the turn count is in it, so a prompt cache
+    reuses it on every turn.
     """
-    sections = [render_persona(inp.persona), _TOOLS_RULE]
+    sections = [render_persona(inp.persona), _TOOLS_RULE, _output_block(inp)]
     if inp.mode == "accumulation":
-        sections.append("# Your memory\n" + (inp.memory or SimulatorMemory()).render())
         sections.append("# How you show what you want\n" + _ACCUMULATION_RULES)
+        sections.append("# Your memory\n" + (inp.memory or SimulatorMemory()).render())
     else:
         sections.append("# Ground rules\n" + _PROBE_RULES)
     sections.append(_session_block(inp))
-    sections.append(_output_block(inp))
     return "\n\n".join(sections)
 
 
@@ -327,20 +337,22 @@ def build_turn_messages(
     Returns:
         ``[system, user]`` plus an assistant/user pair per rewrite. The system message is
         :func:`fixed_system_prompt`, identical on every turn of a session. The user message opens
-        with the dialogue so far, which only grows at its end from turn to turn, and closes with
-        what changes per turn: the active skills of the beat (Appendix D.2), where the user is in
-        the script with its released facts and reactions (C.3, D.2), the waiting items with the
-        consent format, and the turn count. So consecutive turns share the whole system message
-        and the dialogue up to the newest entry as a prompt-cache prefix.
+        with what is fixed for the current beat: its active skills (Appendix D.2) and where the
+        user is in the script with its released facts and reactions (C.3, D.2); then the dialogue
+        so far, which only grows at its end from turn to turn; then what changes every turn: the
+        waiting items with the consent format, and the turn count. So consecutive turns of a beat
+        share the system message, the beat's part and the dialogue up to the newest entry as a
+        prompt-cache prefix.
     """
     system = fixed_system_prompt(inp)
-    user = ["The conversation so far:", render_dialogue(inp.dialogue)]
+    user: list[str] = []
     skills = _skills_block(inp)
     if skills:
-        user.append("")
         user.append(skills)
-    user.append("")
+        user.append("")
     user.append(_position_block(inp))
+    user.append("")
+    user += ["The conversation so far:", render_dialogue(inp.dialogue)]
     if inp.pending:
         user.append("")
         user.append("Items waiting for your decision:")
