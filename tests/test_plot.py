@@ -62,7 +62,9 @@ def test_results_plot_writes_every_figure_as_png_and_svg(saves: Path, tmp_path: 
     dims = _svg_text(out_dir / "dimensions.svg")
     assert "No Memory" in dims and "File memory" in dims and "Expression Style" in dims
     assert "No Memory" in _svg_text(out_dir / "carry_over.svg")
-    assert "hatched" not in headline  # nothing marked on two healthy runs over the same probes
+    # the scripted runs' File memory never consolidates (MEMORY.md empty: BROKEN, issue 12), so its
+    # bars are hatched and named; No Memory's are not
+    assert "hatched (///): File memory" in headline and "No Memory -" not in headline
 
 
 def test_a_marked_row_is_hatched_and_named(tmp_path: Path) -> None:

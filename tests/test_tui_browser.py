@@ -124,7 +124,8 @@ async def test_runs_steps_and_a_probe_in_full(env: Env) -> None:
         runs = screen.query_one("#browser-runs", DataTable)
         assert set(_table_keys(runs)) == {FILE_RUN, NONE_RUN}, (screen.runs, list(env.folders.settings.saves_dir.iterdir()))
         row = [str(c) for c in runs.get_row(FILE_RUN)]
-        assert row[:7] == [FILE_RUN, "completed", "ok", "R", "file", "scripted", "whole timeline"]
+        # BROKEN: the scripted run's File memory never consolidates, so its probes saw an empty memory
+        assert row[:7] == [FILE_RUN, "completed", "BROKEN", "R", "file", "scripted", "whole timeline"]
         none_row = [str(c) for c in runs.get_row(NONE_RUN)]
         assert none_row[6] == "probes only (whole timeline)" and none_row[2] == "n/a"
 
