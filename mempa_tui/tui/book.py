@@ -92,6 +92,9 @@ class RunEntry:
         step / repeat / beat: where the live session is (step or probe id, probe repeat, beat).
         memory: the memory's contents as last inspected (live or from a checkpoint).
         memory_origin: where ``memory`` came from, for the side panel's title.
+        thresholds: File memory's thresholds as the run uses them (its stored
+            ``file_memory_budget``; a reference run: its donor's), for the side panel; ``""``
+            until read, or for a condition without them.
         evidence: the evidence handed to the PA in the latest turn.
         source: whether the transcript is live or loaded from the store.
     """
@@ -111,6 +114,7 @@ class RunEntry:
     beat: str | None = None
     memory: MemoryInspection | None = None
     memory_origin: str = ""
+    thresholds: str = ""
     evidence: EvidenceEvent | None = None
     source: TranscriptSource = "live"
 

@@ -172,11 +172,13 @@ def evidence_renderable(evidence: EvidenceEvent | None) -> Text:
     return Text("\n").join(parts)
 
 
-def memory_renderable(inspection: MemoryInspection | None, origin: str) -> Text:
-    """What the memory holds: its entries and counters."""
+def memory_renderable(inspection: MemoryInspection | None, origin: str, thresholds: str = "") -> Text:
+    """What the memory holds: its entries and counters, under the thresholds the run uses
+    (``thresholds``: :func:`mempa_tui.tui.engine.memory_thresholds`'s line, shown when given)."""
+    head = [Text(thresholds, style="dim italic")] if thresholds else []
     if inspection is None:
-        return Text("Nothing inspected yet.", style="dim")
-    parts: list[Text] = [Text(f"{inspection.system} · {origin}", style="dim")]
+        return Text("\n").join([*head, Text("Nothing inspected yet.", style="dim")])
+    parts: list[Text] = [*head, Text(f"{inspection.system} · {origin}", style="dim")]
     if inspection.stored:
         parts.extend(Text(entry) for entry in inspection.stored)
     else:

@@ -178,6 +178,8 @@ class BrowserScreen(PlainNotify, Screen[None]):
         """The stored runs as last read (None: not read yet)."""
         self.listing: RunListing | None = None
         """The chosen run's steps and probes (None: no run chosen or still loading)."""
+        self._thresholds = ""
+        """File memory's thresholds of the listed run (a reference run: its donor's), for the panel."""
         self.detail: StepDetail | None = None
         """The step or probe repeat shown on the Detail tab."""
         self.memory_view: MemoryView | None = None
@@ -309,6 +311,7 @@ class BrowserScreen(PlainNotify, Screen[None]):
         self.query_one("#steps-head", Label).update(f"reading {run_id} ...")
         try:
             listing = await self.mempa.service.run_listing(run_id)
+            self._thresholds = await self.mempa.service.memory_thresholds(run_id)
         except BrowseError as exc:
             self.query_one("#steps-head", Label).update(str(exc))
             self.notify(str(exc), severity="error", title="Run browser")
@@ -483,6 +486,7 @@ class BrowserScreen(PlainNotify, Screen[None]):
         entry = RunEntry(key=detail.run_id, request=request, run_id=detail.run_id, source="stored")
         evidence: list[EvidenceEvent] = detail.evidence
         entry.evidence = evidence[0] if evidence else None
+        entry.thresholds = self._thresholds  # the run's own (a reference run: its donor's), issue 12
         if view is not None:
             when = "" if detail.repeat == 0 else "where the probe started: "
             where = (checkpoint_words(view.checkpoint_run, view.checkpoint_index, listing)
