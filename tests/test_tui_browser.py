@@ -313,6 +313,36 @@ async def test_keys_reach_every_control_and_the_help_lists_b(env: Env) -> None:
         assert app.focused is not None and app.focused.id == "f-context"
 
 
+async def test_the_focused_pane_is_marked(env: Env) -> None:
+    """A fresh user could not tell which pane had the keys: the focused table, transcript or side
+    panel has a heavy accent rule on top; the others a thin one (the cue moves nothing)."""
+    app = env.app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await _loaded(app, pilot)
+
+        def rule(selector: str) -> str:
+            return str(screen.query_one(selector).styles.border_top[0])
+
+        screen.query_one("#browser-runs").focus()
+        await pilot.pause()
+        assert rule("#browser-runs") == "heavy"
+        screen.query_one("#f-user").focus()
+        await pilot.pause()
+        assert rule("#browser-runs") == "solid"
+        screen.open_run(FILE_RUN, f"probe:{PROBE}:1")
+        await until(pilot, lambda: screen.memory_view is not None)
+        await settle(app, pilot)
+        screen.query_one("#detail-transcript").focus()
+        await pilot.pause()
+        assert (rule("#detail-transcript"), rule("#detail-side")) == ("heavy", "solid")
+        screen.query_one("#detail-calls-box CollapsibleTitle").focus()
+        await pilot.pause()
+        assert (rule("#detail-transcript"), rule("#detail-side")) == ("solid", "heavy")
+        await pilot.press("1")
+        await pilot.pause()
+        assert app.focused is screen.query_one("#browser-runs") and rule("#browser-runs") == "heavy"
+
+
 async def test_dashboard_opens_a_finished_run_with_its_stored_transcript(env: Env) -> None:
     """Issue 16.2: a run resumed after it had finished plays nothing, so no live event arrives;
     its session view shows the stored transcript, and ``b`` opens it in the browser."""

@@ -234,6 +234,10 @@ class BrowserScreen(PlainNotify, Screen[None]):
         """Empty tables, then read the stored runs."""
         fill_table(self.query_one("#browser-runs", DataTable), RUN_COLUMNS, [])
         fill_table(self.query_one("#browser-steps", DataTable), STEP_COLUMNS, [])
+        # each pane's title sits in its top rule, which marks the pane that has focus (browser.tcss)
+        self.query_one("#browser-runs").border_title = "stored runs · enter: its steps"
+        self.query_one("#detail-transcript").border_title = "transcript"
+        self.query_one("#detail-side").border_title = "scores, model calls, memory"
         self.query_one(MemoryPanel).show(None)
         self.load_runs()
 
