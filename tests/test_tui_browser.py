@@ -33,7 +33,7 @@ from mempa_tui.llm import ScriptedModelServer
 from mempa_tui.store import RunStatus
 from mempa_tui.tui import MempaApp, RunnerOptions, RunRequest, RunService
 from mempa_tui.tui.commands import MempaCommands
-from mempa_tui.tui.screens.browser import BrowserScreen, CallFold
+from mempa_tui.tui.screens.browser import RUN_COLUMNS, STEP_COLUMNS, BrowserScreen, CallFold
 from mempa_tui.tui.screens.dashboard import DashboardScreen
 from mempa_tui.tui.screens.help import HelpScreen
 from mempa_tui.tui.screens.session import SessionScreen
@@ -341,6 +341,36 @@ async def test_the_focused_pane_is_marked(env: Env) -> None:
         await pilot.press("1")
         await pilot.pause()
         assert app.focused is screen.query_one("#browser-runs") and rule("#browser-runs") == "heavy"
+
+
+def _fits(table: DataTable[str]) -> list[str]:
+    """The table's column labels, after checking that every column lies wholly in its width."""
+    used = sum(c.get_render_width(table) for c in table.ordered_columns)
+    assert used <= table.scrollable_content_region.width, (used, table.scrollable_content_region)
+    return [str(c.label) for c in table.ordered_columns]
+
+
+async def test_narrow_tables_leave_out_what_the_id_repeats_and_keep_ids_status_and_scores(env: Env) -> None:
+    """At 80x24 the Runs and Steps tables cut their last columns (a fresh user saw no probe counts
+    and no status): they leave out what the run or probe id already says, so what stays fits; at
+    160 columns every column is back, and a resize fits the table again."""
+    app = env.app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await _loaded(app, pilot)
+        runs = screen.query_one("#browser-runs", DataTable)
+        assert _fits(runs) == ["run", "status", "health", "steps", "probes"]
+        assert [str(c) for c in runs.get_row(FILE_RUN)] == [FILE_RUN, "completed", "ok", "3/3", "6/6"]
+        screen.open_run(FILE_RUN)
+        await until(pilot, lambda: screen.listing is not None)
+        await settle(app, pilot)
+        steps = screen.query_one("#browser-steps", DataTable)
+        assert _fits(steps) == ["#", "step", "outcome", "selection", "target", "BRS", "PRS"]
+        await pilot.resize_terminal(160, 48)
+        await settle(app, pilot)
+        assert _fits(steps) == list(STEP_COLUMNS)
+        await pilot.press("1")
+        await settle(app, pilot)
+        assert _fits(runs) == list(RUN_COLUMNS)
 
 
 async def test_dashboard_opens_a_finished_run_with_its_stored_transcript(env: Env) -> None:

@@ -69,7 +69,7 @@ from mempa_tui.tui.engine import (
 from mempa_tui.tui.plain import PlainNotify
 from mempa_tui.tui.render import evidence_renderable
 from mempa_tui.tui.widgets import MemoryPanel, TranscriptView
-from mempa_tui.tui.widgets.tables import fill_table
+from mempa_tui.tui.widgets.tables import FitTable
 
 if TYPE_CHECKING:
     from mempa_tui.tui.app import MempaApp
@@ -79,10 +79,20 @@ __all__ = ["RUN_COLUMNS", "STEP_COLUMNS", "BrowserScreen", "CallFold", "summary_
 RUN_COLUMNS = ("run", "status", "health", "user", "memory", "model", "played", "steps", "probes")
 """Columns of the Runs tab."""
 
+RUN_DROP = ("user", "memory", "model", "played")
+"""Runs tab columns left out, in this order, while the rows do not fit (80 columns): the run id
+names the user, condition and model (and ``-slice``/``-quick``), so the id, status, health and
+progress stay readable."""
+
 STEP_COLUMNS = ("#", "step", "outcome", "selection", "target", "BRS", "PRS", "kind", "cell", "status")
 """Columns of the Steps tab, the outcome first so it shows at 80 columns (``#``: a timeline
 step's position or a probe's repeat; ``outcome``: a probe repeat's correct / wrong / floored /
 incomplete, a timeline step's status; ``cell``: a probe's context / attribute)."""
+
+STEP_DROP = ("status", "cell", "kind")
+"""Steps tab columns left out, in this order, while the rows do not fit (80 columns): a step's
+status is its outcome, and a probe's id names its kind and cell, so the selection, target and
+scores stay readable."""
 
 NARROW = 120
 """Below this many columns the detail tab stacks the transcript over the side panel."""
@@ -205,7 +215,7 @@ class BrowserScreen(PlainNotify, Screen[None]):
                     yield Label("user", classes="field-label")
                     yield Select[str]([], prompt="any user", id="f-user")
                     yield Label("", id="runs-count")
-                yield DataTable(id="browser-runs", cursor_type="row", zebra_stripes=True)
+                yield FitTable(id="browser-runs", cursor_type="row", zebra_stripes=True, drop=RUN_DROP)
             with TabPane("Steps", id="tab-steps"):
                 yield Label("Choose a run on the Runs tab (1) with enter.", id="steps-head")
                 with Horizontal(classes="browser-bar"):
@@ -216,7 +226,7 @@ class BrowserScreen(PlainNotify, Screen[None]):
                     yield Select[str]([(d.value, d.value) for d in Dimension], prompt="dimension",
                                       id="f-dimension")
                     yield Select[str]([(o, o) for o in OUTCOMES], prompt="outcome", id="f-outcome")
-                yield DataTable(id="browser-steps", cursor_type="row", zebra_stripes=True)
+                yield FitTable(id="browser-steps", cursor_type="row", zebra_stripes=True, drop=STEP_DROP)
             with TabPane("Detail", id="tab-detail"):
                 with Horizontal(id="detail-body"):
                     yield TranscriptView(id="detail-transcript")
@@ -232,8 +242,8 @@ class BrowserScreen(PlainNotify, Screen[None]):
 
     def on_mount(self) -> None:
         """Empty tables, then read the stored runs."""
-        fill_table(self.query_one("#browser-runs", DataTable), RUN_COLUMNS, [])
-        fill_table(self.query_one("#browser-steps", DataTable), STEP_COLUMNS, [])
+        self.query_one("#browser-runs", FitTable).fill(RUN_COLUMNS, [])
+        self.query_one("#browser-steps", FitTable).fill(STEP_COLUMNS, [])
         # each pane's title sits in its top rule, which marks the pane that has focus (browser.tcss)
         self.query_one("#browser-runs").border_title = "stored runs · enter: its steps"
         self.query_one("#detail-transcript").border_title = "transcript"
@@ -274,10 +284,10 @@ class BrowserScreen(PlainNotify, Screen[None]):
         return [r for r in self.runs or [] if user is _ANY or r.user == user]
 
     def _fill_runs(self) -> None:
-        table = self.query_one("#browser-runs", DataTable)
+        table = self.query_one("#browser-runs", FitTable)
         cursor = table.cursor_row
         shown = self._shown_runs()
-        fill_table(table, RUN_COLUMNS,
+        table.fill(RUN_COLUMNS,
                    [[r.run_id, r.status, r.health, r.user, r.memory, r.profile, r.played, r.steps, r.probes]
                     for r in shown],
                    keys=[r.run_id for r in shown])
@@ -347,9 +357,9 @@ class BrowserScreen(PlainNotify, Screen[None]):
 
     def _fill_steps(self) -> None:
         listing = self.listing
-        table = self.query_one("#browser-steps", DataTable)
+        table = self.query_one("#browser-steps", FitTable)
         if listing is None:
-            fill_table(table, STEP_COLUMNS, [])
+            table.fill(STEP_COLUMNS, [])
             self.row_keys = []
             return
         flt = self.probe_filter()
@@ -365,7 +375,7 @@ class BrowserScreen(PlainNotify, Screen[None]):
             rows.append([f"r{p.repeat}", p.probe_id, p.outcome, p.selection or "-", p.target, _score(p.brs),
                          _score(p.prs), p.kind, f"{p.context}/{p.attribute}", p.status])
             keys.append(f"probe:{p.probe_id}:{p.repeat}")
-        fill_table(table, STEP_COLUMNS, rows, keys=keys)
+        table.fill(STEP_COLUMNS, rows, keys=keys)
         self.row_keys = keys
         shown = (f"{len(probes)} of {len(listing.probes)} probe repeat(s) match the filter"
                  if flt is not None else f"{len(listing.steps)} step(s), {len(listing.probes)} probe repeat(s)")
