@@ -380,7 +380,8 @@ async def test_dashboard_opens_a_finished_run_with_its_stored_transcript(env: En
     async with app.run_test(size=(160, 48)) as pilot:
         dashboard = app.screen
         assert isinstance(dashboard, DashboardScreen)
-        entry = dashboard.start_run(RunRequest(user="R", memory="file", profile="scripted", repeats=2))
+        entry = dashboard.start_run(RunRequest(user="R", memory="file", profile="scripted", repeats=2,
+                                                memory_options=CONSOLIDATES))
         assert entry is not None
         await until(pilot, lambda: entry.state == "completed")
         await settle(app, pilot)
