@@ -109,11 +109,6 @@ class FitTable(DataTable[str]):
         self._keys: list[str] | None = None
         self._fitted_width = -1
 
-    @property
-    def shown_columns(self) -> list[str]:
-        """The labels of the columns on screen, in order."""
-        return [str(column.label) for column in self.columns.values()]
-
     def fill(self, columns: Sequence[str], rows: Sequence[Sequence[str]], keys: Sequence[str] | None = None) -> None:
         """Replace the columns and rows as :func:`fill_table` does, leaving out the optional
         columns that do not fit the current width (the cursor's row is the caller's to restore).
