@@ -156,3 +156,16 @@ async def test_health_reads_only_the_last_step_and_falls_back_to_earlier_counter
                                 [], CheckpointData(step_index=1, step_id="R-s2", world_files={}, world_manifest={}))
         run = await store.get_run(MEM0AI_RUN)
         assert run is not None and (await run_health(store, run)).broken
+
+
+def test_file_memory_that_never_consolidated_is_broken_because_its_probes_saw_nothing() -> None:
+    """Issue 12: the quick start's File memory held 10 pending turns, no consolidation, no history
+    entry; probes get no raw turns (paper 3.5), so every probe was handed an empty memory."""
+    stats = {"turns_written": 10, "consolidations": 0, "history_entries": 0, "pending_turns": 10,
+             "prompt_tokens_estimate": 1703, "consolidate_at_tokens": 13401}
+    health = health_of_stats("A-file", "file", stats)
+    assert health.state == "broken" and health.short() == "BROKEN"
+    assert "MEMORY.md never written" in health.text() and "13,401" in health.text() and "1,703" in health.text()
+    # a few turns in (the run has barely started) is not judged yet, and one consolidation is enough
+    assert health_of_stats("A-file", "file", {**stats, "turns_written": 3, "pending_turns": 3}).state == "ok"
+    assert health_of_stats("A-file", "file", {**stats, "consolidations": 1, "history_entries": 1}).state == "ok"

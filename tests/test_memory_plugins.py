@@ -20,7 +20,7 @@ from pathlib import Path
 import anyio
 import pytest
 import yaml
-from test_runner_support import WORLDS, protocol_responder
+from test_runner_support import CONSOLIDATING_OPTIONS, WORLDS, consolidating, protocol_responder
 
 from mempa_tui.cli.main import main
 from mempa_tui.llm import ScriptedModelServer
@@ -300,7 +300,7 @@ async def test_mcp_profile_errors_name_the_file_the_field_and_the_tool(tmp_path:
 
 @pytest.fixture
 def server() -> Iterator[ScriptedModelServer]:
-    with ScriptedModelServer(protocol_responder) as srv:
+    with ScriptedModelServer(consolidating(protocol_responder)) as srv:
         yield srv
 
 
@@ -321,7 +321,8 @@ def _run_args(tmp_path: Path, profile: Path, memory: str) -> list[str]:
 def test_plugin_and_mcp_server_play_a_timeline_and_show_beside_file_memory(
     tmp_path: Path, profile_file: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main(_run_args(tmp_path, profile_file, f"file,{KEYWORD},mcp:keyword")) == 0
+    # File memory consolidates (the options reach it only), so every row is judged ok
+    assert main([*_run_args(tmp_path, profile_file, f"file,{KEYWORD},mcp:keyword"), *CONSOLIDATING_OPTIONS]) == 0
     capsys.readouterr()
     assert main(["results", "--saves", str(tmp_path / "saves")]) == 0
     table = capsys.readouterr().out.splitlines()

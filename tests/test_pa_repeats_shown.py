@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from test_runner_support import WORLDS, protocol_responder
+from test_runner_support import CONSOLIDATING_OPTIONS, WORLDS, consolidating, protocol_responder
 
 from mempa_tui.cli.main import main
 from mempa_tui.llm import ScriptedModelServer, ScriptedReply, ScriptedRequest, ScriptedToolCall
@@ -37,7 +37,7 @@ def _repeating_pa(request: ScriptedRequest) -> ScriptedReply | str:
 @pytest.fixture(scope="module")
 def played(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     tmp = tmp_path_factory.mktemp("repeats")
-    with ScriptedModelServer(_repeating_pa) as server:
+    with ScriptedModelServer(consolidating(_repeating_pa)) as server:
         profile = server.profile(context_window=131072).model_dump(mode="json")
         profile["options"]["pa_repeated_call"] = "wrap_up"
         path = tmp / "scripted.yaml"
@@ -46,7 +46,7 @@ def played(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
         with redirect_stdout(out):
             code = main(["run", "--user", "R", "--memory", "file", "--model", str(path), "--repeats", "1",
                          "--worlds", str(WORLDS), "--saves", str(tmp / "saves"),
-                         "--local-memory", str(tmp / "local_memory")])
+                         "--local-memory", str(tmp / "local_memory"), *CONSOLIDATING_OPTIONS])
     assert code == 0, out.getvalue()
     return tmp / "saves", out.getvalue()
 
@@ -90,7 +90,10 @@ def test_the_run_listing_and_the_runs_list_warn_beside_the_memory_health(
     assert main(["show", RUN, "--saves", str(saves)]) == 0
     lines = capsys.readouterr().out.splitlines()
     health = next(i for i, ln in enumerate(lines) if ln.startswith("memory health:"))
+    # the repeats are a warning line of their own, never the memory's verdict (File memory
+    # consolidates here, so nothing else could mark it)
     assert _counts(lines[health + 1]) == total and "BROKEN" not in lines[health]
+    assert lines[health].startswith("memory health: ok"), lines[health]
     assert main(["runs", "--saves", str(saves)]) == 0
     listed = capsys.readouterr().out
     assert f"{RUN}: PA repeated an identical call" in listed and _counts(listed) == total

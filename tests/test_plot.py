@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 import yaml
-from test_runner_support import WORLDS, protocol_responder
+from test_runner_support import CONSOLIDATING_OPTIONS, WORLDS, consolidating, protocol_responder
 
 from mempa_tui.cli.main import main
 from mempa_tui.llm import ScriptedModelServer
@@ -27,14 +27,15 @@ PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 @pytest.fixture(scope="module")
 def saves(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """A saves folder holding scripted runs of user R under No Memory and File memory."""
+    """A saves folder holding scripted runs of user R under No Memory and File memory (which
+    consolidates, so both runs are healthy)."""
     root = tmp_path_factory.mktemp("plot")
-    with ScriptedModelServer(protocol_responder) as server:
+    with ScriptedModelServer(consolidating(protocol_responder)) as server:
         profile = root / "scripted.yaml"
         profile.write_text(yaml.safe_dump(server.profile(context_window=131072).model_dump(mode="json")))
         code = main(["run", "--user", "R", "--memory", "none,file", "--model", str(profile), "--repeats", "2",
                      "--worlds", str(WORLDS), "--saves", str(root / "saves"),
-                     "--local-memory", str(root / "local_memory")])
+                     "--local-memory", str(root / "local_memory"), *CONSOLIDATING_OPTIONS])
         assert code == 0
     yield root / "saves"
 

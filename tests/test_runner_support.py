@@ -33,8 +33,10 @@ __all__ = [
     "FakeEpisodes",
     "FakeEvent",
     "FakeResult",
+    "CONSOLIDATING_OPTIONS",
     "FlakyResponder",
     "ProbeStart",
+    "consolidating",
     "fake_scorer",
     "ok_responder",
     "protocol_responder",
@@ -255,3 +257,24 @@ def protocol_responder(request: ScriptedRequest) -> ScriptedReply | str:
                     name=name, arguments={"setting": attribute(key).setting_names[0]})])
         return "I looked into it and here is the answer you need."
     return "ok"
+
+
+CONSOLIDATING_OPTIONS = ["--memory-option", "consolidate_at_tokens=800", "--memory-option",
+                         "consolidate_to_tokens=700"]
+"""``mempa run`` options that make File memory consolidate on user R's short scripted timeline
+(its PA prompt reaches about 1,100 tokens, 580 of them instructions; the paper's 20,000 -> 10,000
+is never reached, and a File memory that never consolidated reads BROKEN, issue 12)."""
+
+
+def consolidating(responder: Any) -> Any:
+    """``responder`` with a usable consolidation reply for the memory role (File memory folds the
+    turns into a one-line MEMORY.md), for tests whose File memory should read ``ok``."""
+
+    def respond(request: ScriptedRequest) -> ScriptedReply | str:
+        asked = json.dumps(request.json_schema or {}) + " ".join(m.content or "" for m in request.messages)
+        if request.model == "scripted-memory" and "history_entry" in asked:
+            return json.dumps({"history_entry": "The user asked for help with a task.",
+                               "memory": "- The user asks for help with everyday tasks."})
+        return responder(request)  # type: ignore[no-any-return]
+
+    return respond

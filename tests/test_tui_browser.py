@@ -33,7 +33,7 @@ from mempa_tui.llm import ScriptedModelServer
 from mempa_tui.store import RunStatus
 from mempa_tui.tui import MempaApp, RunnerOptions, RunRequest, RunService
 from mempa_tui.tui.commands import MempaCommands
-from mempa_tui.tui.screens.browser import BrowserScreen, CallFold
+from mempa_tui.tui.screens.browser import RUN_COLUMNS, STEP_COLUMNS, BrowserScreen, CallFold
 from mempa_tui.tui.screens.dashboard import DashboardScreen
 from mempa_tui.tui.screens.help import HelpScreen
 from mempa_tui.tui.screens.session import SessionScreen
@@ -42,6 +42,8 @@ from mempa_tui.tui.widgets import RunCard, TranscriptView
 FILE_RUN = "R-file-scripted-s0"
 NONE_RUN = "R-none-scripted-s0"
 PROBE = "R-final-work-verbosity"
+CONSOLIDATES: dict[str, Any] = {"consolidate_at_tokens": 800, "consolidate_to_tokens": 700}
+"""File memory's thresholds for the stored File memory run: its PA prompt reaches about 1,100 tokens."""
 
 
 @dataclass
@@ -59,9 +61,11 @@ class Env:
 async def _store_runs(folders: TuiFolders) -> None:
     service = RunService(folders.settings, RunnerOptions(scorer=fixed_scorer, resamples=50))
     try:
-        for memory, repeats in (("file", 2), ("none", 1)):
+        # File memory consolidates on this short timeline (below the paper's thresholds), so its
+        # health reads ok and its memory holds a MEMORY.md (one that never did reads BROKEN, issue 12)
+        for memory, repeats, options in (("file", 2, CONSOLIDATES), ("none", 1, {})):
             outcome = await service.execute(
-                RunRequest(user="R", memory=memory, profile="scripted", repeats=repeats),
+                RunRequest(user="R", memory=memory, profile="scripted", repeats=repeats, memory_options=options),
                 lambda item: None, lambda line: None,
             )
             assert outcome.status is RunStatus.COMPLETED, outcome
@@ -309,6 +313,66 @@ async def test_keys_reach_every_control_and_the_help_lists_b(env: Env) -> None:
         assert app.focused is not None and app.focused.id == "f-context"
 
 
+async def test_the_focused_pane_is_marked(env: Env) -> None:
+    """A fresh user could not tell which pane had the keys: the focused table, transcript or side
+    panel has a heavy accent rule on top; the others a thin one (the cue moves nothing)."""
+    app = env.app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await _loaded(app, pilot)
+
+        def rule(selector: str) -> str:
+            return str(screen.query_one(selector).styles.border_top[0])
+
+        screen.query_one("#browser-runs").focus()
+        await pilot.pause()
+        assert rule("#browser-runs") == "heavy"
+        screen.query_one("#f-user").focus()
+        await pilot.pause()
+        assert rule("#browser-runs") == "solid"
+        screen.open_run(FILE_RUN, f"probe:{PROBE}:1")
+        await until(pilot, lambda: screen.memory_view is not None)
+        await settle(app, pilot)
+        screen.query_one("#detail-transcript").focus()
+        await pilot.pause()
+        assert (rule("#detail-transcript"), rule("#detail-side")) == ("heavy", "solid")
+        screen.query_one("#detail-calls-box CollapsibleTitle").focus()
+        await pilot.pause()
+        assert (rule("#detail-transcript"), rule("#detail-side")) == ("solid", "heavy")
+        await pilot.press("1")
+        await pilot.pause()
+        assert app.focused is screen.query_one("#browser-runs") and rule("#browser-runs") == "heavy"
+
+
+def _fits(table: DataTable[str]) -> list[str]:
+    """The table's column labels, after checking that every column lies wholly in its width."""
+    used = sum(c.get_render_width(table) for c in table.ordered_columns)
+    assert used <= table.scrollable_content_region.width, (used, table.scrollable_content_region)
+    return [str(c.label) for c in table.ordered_columns]
+
+
+async def test_narrow_tables_leave_out_what_the_id_repeats_and_keep_ids_status_and_scores(env: Env) -> None:
+    """At 80x24 the Runs and Steps tables cut their last columns (a fresh user saw no probe counts
+    and no status): they leave out what the run or probe id already says, so what stays fits; at
+    160 columns every column is back, and a resize fits the table again."""
+    app = env.app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await _loaded(app, pilot)
+        runs = screen.query_one("#browser-runs", DataTable)
+        assert _fits(runs) == ["run", "status", "health", "steps", "probes"]
+        assert [str(c) for c in runs.get_row(FILE_RUN)] == [FILE_RUN, "completed", "ok", "3/3", "6/6"]
+        screen.open_run(FILE_RUN)
+        await until(pilot, lambda: screen.listing is not None)
+        await settle(app, pilot)
+        steps = screen.query_one("#browser-steps", DataTable)
+        assert _fits(steps) == ["#", "step", "outcome", "selection", "target", "BRS", "PRS"]
+        await pilot.resize_terminal(160, 48)
+        await settle(app, pilot)
+        assert _fits(steps) == list(STEP_COLUMNS)
+        await pilot.press("1")
+        await settle(app, pilot)
+        assert _fits(runs) == list(RUN_COLUMNS)
+
+
 async def test_dashboard_opens_a_finished_run_with_its_stored_transcript(env: Env) -> None:
     """Issue 16.2: a run resumed after it had finished plays nothing, so no live event arrives;
     its session view shows the stored transcript, and ``b`` opens it in the browser."""
@@ -316,7 +380,8 @@ async def test_dashboard_opens_a_finished_run_with_its_stored_transcript(env: En
     async with app.run_test(size=(160, 48)) as pilot:
         dashboard = app.screen
         assert isinstance(dashboard, DashboardScreen)
-        entry = dashboard.start_run(RunRequest(user="R", memory="file", profile="scripted", repeats=2))
+        entry = dashboard.start_run(RunRequest(user="R", memory="file", profile="scripted", repeats=2,
+                                                memory_options=CONSOLIDATES))
         assert entry is not None
         await until(pilot, lambda: entry.state == "completed")
         await settle(app, pilot)
@@ -427,3 +492,68 @@ async def test_health_plays_evidence_scores_and_floored_probes_of_a_hand_made_st
         screen.query_one("#f-outcome", Select).value = "floored"
         await pilot.pause()
         assert screen.row_keys == ["probe:R-final-work-solution_breadth:2"]
+
+
+async def _scale_thresholds(saves: Path) -> None:
+    """Store the File run as a run on a small window would be: thresholds scaled to 13,401 ->
+    6,700 in its ``file_memory_budget`` and none set by ``--memory-option`` (the quick start)."""
+    import json
+
+    from mempa_tui.store import RunStore
+
+    async with RunStore(saves / "mempa.sqlite") as store:
+        record = await store.get_run(FILE_RUN)
+        assert record is not None
+        config = json.loads(record.config_json)
+        config["memory_options"] = {}
+        config["file_memory_budget"] = {
+            "consolidate_at_tokens": 13401, "consolidate_to_tokens": 6700, "scaled": 1, "set_by_option": 0,
+            "pa_window": 32768, "tool_tokens": 5166, "base_prompt_tokens": 580,
+        }
+        await store.update_run(FILE_RUN, config=(json.dumps(config), record.config_hash))
+
+
+async def test_the_memory_panel_shows_the_runs_own_thresholds_and_a_reference_runs_donors(env: Env) -> None:
+    """Issue 12 (a fresh user): the memory panel showed File memory's defaults (20000 / 10000)
+    for a run that consolidated at 13,401 -> 6,700; it shows the run's stored values, worded as
+    the run's settings line words them, and a No Memory run shows its donor's."""
+    from textual.widgets import Static
+
+    from mempa_tui.tui.screens.launcher import LauncherScreen
+
+    await _scale_thresholds(env.folders.settings.saves_dir)
+    scaled = "File memory consolidates at 13,401 -> 6,700 tokens of PA prompt (scaled from the paper's"
+    app = env.app("launcher")
+    async with app.run_test(size=(160, 48)) as pilot:
+        launcher = app.screen
+        assert isinstance(launcher, LauncherScreen)
+        await settle(app, pilot)
+        rows = [s.run.id for s in launcher.saved]
+        table = launcher.query_one("#saved-runs", DataTable)
+        table.focus()
+        table.move_cursor(row=rows.index(FILE_RUN))
+        await pilot.press("v")
+        await until(pilot, lambda: isinstance(app.screen, SessionScreen))
+        session = app.screen
+
+        def memory_text() -> str:
+            return str(session.query_one("#memory-body", Static).content)
+
+        await until(pilot, lambda: scaled in memory_text() and "consolidate_at_tokens" in memory_text())
+        await settle(app, pilot)
+        text = memory_text()
+        assert "consolidate_at_tokens=13401 consolidate_to_tokens=6700" in text, text  # the rebuilt memory's
+        assert "20000" not in text and "10000" not in text, text
+
+        await app.switch_mode("browser")
+        screen = await _loaded(app, pilot)
+        screen.open_run(NONE_RUN, f"probe:{PROBE}:1")
+        await until(pilot, lambda: screen.memory_view is not None and screen.detail is not None
+                    and screen.detail.run_id == NONE_RUN)
+        await settle(app, pilot)
+        assert f"donor's {scaled}" in screen.side_text(), screen.side_text()
+        screen.open_run(FILE_RUN, f"probe:{PROBE}:1")
+        await until(pilot, lambda: screen.memory_view is not None and screen.detail is not None
+                    and screen.detail.run_id == FILE_RUN)
+        await settle(app, pilot)
+        assert scaled in screen.side_text()

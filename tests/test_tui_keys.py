@@ -76,6 +76,10 @@ def test_launcher_at_80x24_shows_start_several_columns_and_check_marks(tmp_path:
                     break
                 shown += 1
             assert shown >= 2, [str(c.label) for c in table.ordered_columns]
+            # and every column it shows lies wholly on screen: the run id, its status and probes
+            # stay, the columns that do not fit are left out, not cut (found by a fresh user)
+            labels = [str(c.label) for c in table.ordered_columns]
+            assert shown == len(labels) and labels[:2] == ["run", "status"] and "probes" in labels, labels
             # ticked and unticked rows differ by a mark, not by colour alone
             users = screen.query_one("#user", SelectionList)
             users.select_all()

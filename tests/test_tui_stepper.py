@@ -120,6 +120,10 @@ async def test_step_a_probe_to_its_scores(env: Env) -> None:
         stepper = screen.stepper
         assert stepper is not None
         assert "next: a simulator call" in _log(screen)
+        # which repeat is replayed is said (issue 12: r1/r2/r3 were nowhere on this screen)
+        opened = " ".join(_log(screen).split())  # the log wraps its lines
+        assert f"probe {PROBE} r1 (" in opened and "repeat 1's sampling seeds" in opened, opened
+        assert f"probe: {PROBE} r1" in str(screen.query_one("#stepper-state").render())
 
         await pilot.press("n")
         await _steps_done(app, pilot)

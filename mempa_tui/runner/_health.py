@@ -15,6 +15,9 @@ The stated rule (documented in the README, section "Memory health"):
 * A memory that received at least :data:`EMPTY_AFTER_WRITES` (5) turn records but holds no item
   (``memories_stored``, ``turns_stored``, ``cells`` or File memory's history plus pending turns
   all 0) is **broken** ("empty store").
+* File memory whose MEMORY.md was never written (turns pending, no consolidation, no history
+  entry) after at least :data:`EMPTY_AFTER_WRITES` turn records is **broken** too: probes get no
+  raw turns (paper Section 3.5), so its probes were handed an empty memory.
 * Any counted failure below the rate is a **warning**: shown, not marked.
 * Conditions without a store (No Memory, Oracle) and runs stored before the counters existed are
   ``n/a``: nothing to judge.
@@ -188,6 +191,16 @@ def _stored(stats: Mapping[str, float]) -> int | None:
     return None
 
 
+def _file_memory_never_consolidated(stats: Mapping[str, float]) -> bool:
+    """File memory's counters with turns pending but no consolidation and no history entry: its
+    MEMORY.md is empty, and a probe (which gets no raw turns) is handed nothing (issue 12: the
+    quick start's two sessions stayed below the 13,401-token threshold, so File memory's row was
+    No Memory's under another name while its health read ok)."""
+    return ("pending_turns" in stats and "consolidations" in stats
+            and int(stats.get("consolidations", 0)) == 0 and int(stats.get("history_entries", 0)) == 0
+            and int(stats.get("pending_turns", 0)) > 0)
+
+
 def health_of_stats(run_id: str, memory: str, stats: Mapping[str, float]) -> MemoryHealth:
     """Judge one memory's counters by the module's rule.
 
@@ -224,6 +237,14 @@ def health_of_stats(run_id: str, memory: str, stats: Mapping[str, float]) -> Mem
     problems = [f.text() for f in failures if f.rate is not None and f.rate > BROKEN_RATE]
     if stored == 0 and (writes or 0) >= EMPTY_AFTER_WRITES:
         problems.append(f"empty store after {writes} turn(s) written")
+    elif _file_memory_never_consolidated(stats) and (writes or 0) >= EMPTY_AFTER_WRITES:
+        pending = int(stats.get("pending_turns", 0))
+        problems.append(
+            f"MEMORY.md never written: all {pending} turn(s) still wait for a consolidation, and probes "
+            f"see no raw turns (paper 3.5), so its probes got an empty memory; consolidation starts at "
+            f"{int(stats.get('consolidate_at_tokens', 0)):,} tokens of PA prompt, the run reached "
+            f"{int(stats.get('prompt_tokens_estimate', 0)):,} (more sessions, or --memory-option "
+            f"consolidate_at_tokens=N)")
     state: HealthState = "broken" if problems else ("warning" if failures else "ok")
     return MemoryHealth(run_id=run_id, memory=memory, state=state, writes=writes, stored=stored,
                         failures=failures, problems=problems)

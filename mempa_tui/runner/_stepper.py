@@ -464,6 +464,11 @@ class ProbeStepper:
             raise StepperError("the stepper has not started: use 'async with stepper'")
         return self.updates[0]
 
+    repeat: int = 1
+    """The probe repeat the stepper replays (paper Section 3.5 counts repeats from 1): it samples
+    with that repeat's seeds (:func:`~mempa_tui.llm.sampling.probe_sampling_scope`), so stepping
+    replays what the run's repeat 1 did; screens name it ``r1``."""
+
     @property
     def finished(self) -> bool:
         """True once the last update has been produced."""
@@ -525,7 +530,7 @@ class ProbeStepper:
             )
             # the seeds of the runner's first run of repeat 1 (mempa_tui.llm.sampling): the same
             # prompts sample the same way, so stepping a probe replays what the run did
-            with probe_sampling_scope(self.config.seed, self.probe.id, 1):
+            with probe_sampling_scope(self.config.seed, self.probe.id, self.repeat):
                 stop.result = await run.episodes.run_probe(self.probe, ctx)
         except Exception as exc:  # noqa: BLE001 - handed to the stepper's caller, never dropped
             stop.error = exc

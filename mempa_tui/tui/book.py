@@ -8,6 +8,7 @@ to :meth:`RunEntry.apply`; the screens read the entries and render them.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import suppress
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -90,8 +91,14 @@ class RunEntry:
         dropped: how many old events were dropped from ``events``.
         notes: run-level lines (warnings, retries, the report path), newest last.
         step / repeat / beat: where the live session is (step or probe id, probe repeat, beat).
+        playing: the steps and probe repeats started and not yet finished, in start order, as
+            ``(step or probe id, repeat)`` (repeat 0 for a step); probes run concurrently, so
+            several may be in flight (the dashboard names each with its repeat, ``r2``).
         memory: the memory's contents as last inspected (live or from a checkpoint).
         memory_origin: where ``memory`` came from, for the side panel's title.
+        thresholds: File memory's thresholds as the run uses them (its stored
+            ``file_memory_budget``; a reference run: its donor's), for the side panel; ``""``
+            until read, or for a condition without them.
         evidence: the evidence handed to the PA in the latest turn.
         source: whether the transcript is live or loaded from the store.
     """
@@ -109,8 +116,10 @@ class RunEntry:
     step: str | None = None
     repeat: int = 0
     beat: str | None = None
+    playing: list[tuple[str, int]] = field(default_factory=list)
     memory: MemoryInspection | None = None
     memory_origin: str = ""
+    thresholds: str = ""
     evidence: EvidenceEvent | None = None
     source: TranscriptSource = "live"
 
@@ -170,6 +179,12 @@ class RunEntry:
             self.error = event.message
         if event.kind in ("step_started", "probe_started") and event.step_id:
             self.step, self.repeat = event.step_id, event.repeat
+            self.playing.append((event.step_id, event.repeat))
+        elif event.kind in ("step_finished", "probe_finished") and event.step_id:
+            with suppress(ValueError):
+                self.playing.remove((event.step_id, event.repeat))
+        elif event.kind in ("run_finished", "run_stopped", "run_failed"):
+            self.playing.clear()
 
     def fail(self, message: str) -> None:
         """Mark the run failed with a one-line reason (an error the runner raised)."""
@@ -198,6 +213,7 @@ class RunEntry:
         self.events.clear()
         self.dropped = 0
         self.notes.clear()
+        self.playing.clear()
         self.beat = None
         self.evidence = None
         self.source = "live"

@@ -68,6 +68,7 @@ from mempa_tui.runner._stepper import (
     StepperError,
     stepper_choices,
 )
+from mempa_tui.runner._settings import thresholds_text
 from mempa_tui.runner.config import offered_tools_text
 from mempa_tui.runner.play import PlayOutcome, PlayRequest, play_offer, play_step
 from mempa_tui.runner.setup import DATABASE_NAME, build_run_config, pa_prefix
@@ -108,6 +109,7 @@ __all__ = [
     "empty_pickers",
     "error_line",
     "export_comparison",
+    "memory_thresholds",
     "play_from_record",
     "request_from_record",
     "results_annotations",
@@ -506,6 +508,47 @@ def _stored_offer(config_json: str) -> tuple[str, ...] | None:
         return None
 
 
+def _stored_budget(config_json: str) -> dict[str, int] | None:
+    """A stored run's ``file_memory_budget`` (None: not a run's configuration)."""
+    try:
+        return RunConfig.model_validate_json(config_json).file_memory_budget
+    except ValidationError:
+        return None
+
+
+def _stored_donor(config_json: str) -> str | None:
+    """A stored run's configured ``donor_run`` (None: none, or not a run's configuration)."""
+    try:
+        return RunConfig.model_validate_json(config_json).donor_run
+    except ValidationError:
+        return None
+
+
+def memory_thresholds(run: RunRecord, donor: RunRecord | None) -> str:
+    """File memory's thresholds as a stored run used them, for the memory panel (issue 12).
+
+    The values are the run's stored ``file_memory_budget`` (scaled to the window, or set by
+    ``--memory-option``), worded by :func:`mempa_tui.runner._settings.thresholds_text`; never the
+    File memory defaults (20,000 -> 10,000), which a run on a small window does not use.
+
+    Args:
+        run: the stored run.
+        donor: for a No Memory or Oracle run, the File memory run it probes from (None: none stored).
+
+    Returns:
+        ``File memory consolidates at 13,401 -> 6,700 tokens of PA prompt (...)`` for a File memory
+        run, ``donor's File memory consolidates at ...`` for a reference run with a stored donor,
+        and ``""`` for other conditions (no thresholds) or a configuration that is not a run's.
+    """
+    if run.memory == "file":
+        budget = _stored_budget(run.config_json)
+        return thresholds_text(budget) if budget is not None else ""
+    if run.memory in ("none", "oracle") and donor is not None:
+        budget = _stored_budget(donor.config_json)
+        return "donor's " + thresholds_text(budget) if budget is not None else ""
+    return ""
+
+
 class _LineSink(io.StringIO):
     """A text stream that hands each complete line to a callback (the runtime's progress lines)."""
 
@@ -776,6 +819,11 @@ class RunService:
         blob = await store.load_blob(checkpoint.memory_blob)
 
         options: dict[str, Any] = dict(request.memory_options)
+        if request.memory == "file":  # the run's thresholds (scaled to its window), not the defaults
+            budget = _stored_budget(record.config_json) or {}
+            for key in ("consolidate_at_tokens", "consolidate_to_tokens"):
+                if key in budget:
+                    options.setdefault(key, budget[key])
 
         def rebuild() -> MemoryInspection:
             with tempfile.TemporaryDirectory(prefix="mempa-inspect-") as folder:
@@ -786,6 +834,20 @@ class RunService:
         inspection = await anyio.to_thread.run_sync(rebuild)
         where = "the start" if checkpoint.step_index < 0 else f"step {checkpoint.step_index + 1} ({checkpoint.step_id})"
         return inspection, f"checkpoint after {where}"
+
+    async def memory_thresholds(self, run_id: str) -> str:
+        """File memory's thresholds the stored run used (a reference run: its donor's), worded
+        for the memory panel by :func:`memory_thresholds`; ``""`` for an unknown run, a
+        condition without thresholds, or no database."""
+        if self._store is None and not self.database.is_file():
+            return ""
+        store = await self.store()
+        record = await store.get_run(run_id)
+        if record is None:
+            return ""
+        donor_id = record.donor_run or _stored_donor(record.config_json)
+        donor = await store.get_run(donor_id) if donor_id else None
+        return memory_thresholds(record, donor)
 
     # ---- run browser (issue 16) ------------------------------------------------------------
 

@@ -33,6 +33,7 @@ __all__ = [
     "event_lines",
     "evidence_renderable",
     "memory_renderable",
+    "place_text",
     "problems",
     "progress_line",
     "step_header",
@@ -57,6 +58,12 @@ def _one_line(text: str, limit: int) -> str:
 def _arguments(arguments: dict[str, object]) -> str:
     parts = [f"{k}={json.dumps(v, ensure_ascii=False, default=str)}" for k, v in arguments.items()]
     return _one_line(", ".join(parts), 80)
+
+
+def place_text(step_id: str, repeat: int) -> str:
+    """A step or probe repeat as the runner's lines name it: ``R-s1``, ``R-final-work-verbosity r2``
+    (repeats count from 1, paper Section 3.5; 0 is a timeline step)."""
+    return f"{step_id} r{repeat}" if repeat else step_id
 
 
 def step_header(step_id: str, repeat: int) -> Text:
@@ -172,11 +179,13 @@ def evidence_renderable(evidence: EvidenceEvent | None) -> Text:
     return Text("\n").join(parts)
 
 
-def memory_renderable(inspection: MemoryInspection | None, origin: str) -> Text:
-    """What the memory holds: its entries and counters."""
+def memory_renderable(inspection: MemoryInspection | None, origin: str, thresholds: str = "") -> Text:
+    """What the memory holds: its entries and counters, under the thresholds the run uses
+    (``thresholds``: :func:`mempa_tui.tui.engine.memory_thresholds`'s line, shown when given)."""
+    head = [Text(thresholds, style="dim italic")] if thresholds else []
     if inspection is None:
-        return Text("Nothing inspected yet.", style="dim")
-    parts: list[Text] = [Text(f"{inspection.system} · {origin}", style="dim")]
+        return Text("\n").join([*head, Text("Nothing inspected yet.", style="dim")])
+    parts: list[Text] = [*head, Text(f"{inspection.system} · {origin}", style="dim")]
     if inspection.stored:
         parts.extend(Text(entry) for entry in inspection.stored)
     else:

@@ -69,7 +69,7 @@ from mempa_tui.tui.engine import (
 from mempa_tui.tui.plain import PlainNotify
 from mempa_tui.tui.render import evidence_renderable
 from mempa_tui.tui.widgets import MemoryPanel, TranscriptView
-from mempa_tui.tui.widgets.tables import fill_table
+from mempa_tui.tui.widgets.tables import FitTable
 
 if TYPE_CHECKING:
     from mempa_tui.tui.app import MempaApp
@@ -79,10 +79,20 @@ __all__ = ["RUN_COLUMNS", "STEP_COLUMNS", "BrowserScreen", "CallFold", "summary_
 RUN_COLUMNS = ("run", "status", "health", "user", "memory", "model", "played", "steps", "probes")
 """Columns of the Runs tab."""
 
+RUN_DROP = ("user", "memory", "model", "played")
+"""Runs tab columns left out, in this order, while the rows do not fit (80 columns): the run id
+names the user, condition and model (and ``-slice``/``-quick``), so the id, status, health and
+progress stay readable."""
+
 STEP_COLUMNS = ("#", "step", "outcome", "selection", "target", "BRS", "PRS", "kind", "cell", "status")
 """Columns of the Steps tab, the outcome first so it shows at 80 columns (``#``: a timeline
 step's position or a probe's repeat; ``outcome``: a probe repeat's correct / wrong / floored /
 incomplete, a timeline step's status; ``cell``: a probe's context / attribute)."""
+
+STEP_DROP = ("status", "cell", "kind")
+"""Steps tab columns left out, in this order, while the rows do not fit (80 columns): a step's
+status is its outcome, and a probe's id names its kind and cell, so the selection, target and
+scores stay readable."""
 
 NARROW = 120
 """Below this many columns the detail tab stacks the transcript over the side panel."""
@@ -177,6 +187,8 @@ class BrowserScreen(PlainNotify, Screen[None]):
         """The stored runs as last read (None: not read yet)."""
         self.listing: RunListing | None = None
         """The chosen run's steps and probes (None: no run chosen or still loading)."""
+        self._thresholds = ""
+        """File memory's thresholds of the listed run (a reference run: its donor's), for the panel."""
         self.detail: StepDetail | None = None
         """The step or probe repeat shown on the Detail tab."""
         self.memory_view: MemoryView | None = None
@@ -202,7 +214,7 @@ class BrowserScreen(PlainNotify, Screen[None]):
                     yield Label("user", classes="field-label")
                     yield Select[str]([], prompt="any user", id="f-user")
                     yield Label("", id="runs-count")
-                yield DataTable(id="browser-runs", cursor_type="row", zebra_stripes=True)
+                yield FitTable(id="browser-runs", cursor_type="row", zebra_stripes=True, drop=RUN_DROP)
             with TabPane("Steps", id="tab-steps"):
                 yield Label("Choose a run on the Runs tab (1) with enter.", id="steps-head")
                 with Horizontal(classes="browser-bar"):
@@ -213,7 +225,7 @@ class BrowserScreen(PlainNotify, Screen[None]):
                     yield Select[str]([(d.value, d.value) for d in Dimension], prompt="dimension",
                                       id="f-dimension")
                     yield Select[str]([(o, o) for o in OUTCOMES], prompt="outcome", id="f-outcome")
-                yield DataTable(id="browser-steps", cursor_type="row", zebra_stripes=True)
+                yield FitTable(id="browser-steps", cursor_type="row", zebra_stripes=True, drop=STEP_DROP)
             with TabPane("Detail", id="tab-detail"):
                 with Horizontal(id="detail-body"):
                     yield TranscriptView(id="detail-transcript")
@@ -229,8 +241,12 @@ class BrowserScreen(PlainNotify, Screen[None]):
 
     def on_mount(self) -> None:
         """Empty tables, then read the stored runs."""
-        fill_table(self.query_one("#browser-runs", DataTable), RUN_COLUMNS, [])
-        fill_table(self.query_one("#browser-steps", DataTable), STEP_COLUMNS, [])
+        self.query_one("#browser-runs", FitTable).fill(RUN_COLUMNS, [])
+        self.query_one("#browser-steps", FitTable).fill(STEP_COLUMNS, [])
+        # each pane's title sits in its top rule, which marks the pane that has focus (browser.tcss)
+        self.query_one("#browser-runs").border_title = "stored runs · enter: its steps"
+        self.query_one("#detail-transcript").border_title = "transcript"
+        self.query_one("#detail-side").border_title = "scores, model calls, memory"
         self.query_one(MemoryPanel).show(None)
         self.load_runs()
 
@@ -267,10 +283,10 @@ class BrowserScreen(PlainNotify, Screen[None]):
         return [r for r in self.runs or [] if user is _ANY or r.user == user]
 
     def _fill_runs(self) -> None:
-        table = self.query_one("#browser-runs", DataTable)
+        table = self.query_one("#browser-runs", FitTable)
         cursor = table.cursor_row
         shown = self._shown_runs()
-        fill_table(table, RUN_COLUMNS,
+        table.fill(RUN_COLUMNS,
                    [[r.run_id, r.status, r.health, r.user, r.memory, r.profile, r.played, r.steps, r.probes]
                     for r in shown],
                    keys=[r.run_id for r in shown])
@@ -308,6 +324,7 @@ class BrowserScreen(PlainNotify, Screen[None]):
         self.query_one("#steps-head", Label).update(f"reading {run_id} ...")
         try:
             listing = await self.mempa.service.run_listing(run_id)
+            self._thresholds = await self.mempa.service.memory_thresholds(run_id)
         except BrowseError as exc:
             self.query_one("#steps-head", Label).update(str(exc))
             self.notify(str(exc), severity="error", title="Run browser")
@@ -339,9 +356,9 @@ class BrowserScreen(PlainNotify, Screen[None]):
 
     def _fill_steps(self) -> None:
         listing = self.listing
-        table = self.query_one("#browser-steps", DataTable)
+        table = self.query_one("#browser-steps", FitTable)
         if listing is None:
-            fill_table(table, STEP_COLUMNS, [])
+            table.fill(STEP_COLUMNS, [])
             self.row_keys = []
             return
         flt = self.probe_filter()
@@ -357,7 +374,7 @@ class BrowserScreen(PlainNotify, Screen[None]):
             rows.append([f"r{p.repeat}", p.probe_id, p.outcome, p.selection or "-", p.target, _score(p.brs),
                          _score(p.prs), p.kind, f"{p.context}/{p.attribute}", p.status])
             keys.append(f"probe:{p.probe_id}:{p.repeat}")
-        fill_table(table, STEP_COLUMNS, rows, keys=keys)
+        table.fill(STEP_COLUMNS, rows, keys=keys)
         self.row_keys = keys
         shown = (f"{len(probes)} of {len(listing.probes)} probe repeat(s) match the filter"
                  if flt is not None else f"{len(listing.steps)} step(s), {len(listing.probes)} probe repeat(s)")
@@ -482,6 +499,7 @@ class BrowserScreen(PlainNotify, Screen[None]):
         entry = RunEntry(key=detail.run_id, request=request, run_id=detail.run_id, source="stored")
         evidence: list[EvidenceEvent] = detail.evidence
         entry.evidence = evidence[0] if evidence else None
+        entry.thresholds = self._thresholds  # the run's own (a reference run: its donor's), issue 12
         if view is not None:
             when = "" if detail.repeat == 0 else "where the probe started: "
             where = (checkpoint_words(view.checkpoint_run, view.checkpoint_index, listing)

@@ -42,7 +42,7 @@ from mempa_tui.tui.plain import PlainNotify
 # ticked boxes show a check mark, not only a colour (issue 16.6); the names stay Textual's
 from mempa_tui.tui.widgets.marks import MarkedCheckbox as Checkbox
 from mempa_tui.tui.widgets.marks import MarkedSelectionList as SelectionList
-from mempa_tui.tui.widgets.tables import fill_table
+from mempa_tui.tui.widgets.tables import FitTable
 
 if TYPE_CHECKING:
     from mempa_tui.tui.app import MempaApp, RunUpdate
@@ -50,8 +50,14 @@ if TYPE_CHECKING:
 __all__ = ["LauncherScreen"]
 
 REPEAT_CHOICES = (1, 2, 3, 5, 10)
-SAVED_RUN_COLUMNS = ("run", "status", "timeline", "probes", "tokens", "updated")
 """Repeats the launcher offers (the paper uses three)."""
+
+SAVED_RUN_COLUMNS = ("run", "status", "timeline", "probes", "tokens", "updated")
+"""Columns of the saved-runs table."""
+
+SAVED_RUN_DROP = ("updated", "tokens", "timeline")
+"""Saved-runs columns left out, in this order, while the rows do not fit (at 80x24 the table has
+about 40 cells beside the form): the run id, its status and its probes stay readable."""
 
 _RUN_BOXES = (
     ("slice", "Quick-start slice", True,
@@ -140,13 +146,13 @@ class LauncherScreen(PlainNotify, Screen[None]):
                 yield Button("Start runs", id="start", variant="primary")
             with Vertical(id="saved"):
                 yield Label("Saved runs", classes="section-title")
-                yield DataTable(id="saved-runs", cursor_type="row", zebra_stripes=True)
+                yield FitTable(id="saved-runs", cursor_type="row", zebra_stripes=True, drop=SAVED_RUN_DROP)
                 yield Label("r resume · v view · f5 refresh", id="saved-hint")
         yield Footer()
 
     def on_mount(self) -> None:
         """Fill the pickers, list the saved runs, follow run updates."""
-        fill_table(self.query_one("#saved-runs", DataTable), SAVED_RUN_COLUMNS, [])
+        self.query_one("#saved-runs", FitTable).fill(SAVED_RUN_COLUMNS, [])
         self.fill_choices()
         self.load_saved()
         self.mempa.run_signal.subscribe(self, self._on_run_update)
@@ -275,7 +281,7 @@ class LauncherScreen(PlainNotify, Screen[None]):
             self.notify(str(exc), severity="error", title="Run database")
             return
         self.saved = summaries
-        table = self.query_one("#saved-runs", DataTable)
+        table = self.query_one("#saved-runs", FitTable)
         cursor = table.cursor_row
         rows = []
         for s in summaries:
@@ -287,7 +293,7 @@ class LauncherScreen(PlainNotify, Screen[None]):
                 run.id, status, timeline, f"{s.probes_done}/{run.total_probes}",
                 f"{s.tokens.total:,}", f"{run.updated_at:%Y-%m-%d %H:%M}",
             ])
-        fill_table(table, SAVED_RUN_COLUMNS, rows, keys=[s.run.id for s in summaries])
+        table.fill(SAVED_RUN_COLUMNS, rows, keys=[s.run.id for s in summaries])
         if summaries:
             table.move_cursor(row=min(cursor, len(summaries) - 1))
         self.set_class(not summaries, "-no-saved")

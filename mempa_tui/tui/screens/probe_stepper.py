@@ -31,7 +31,7 @@ from mempa_tui.runner._stepper import (
 )
 from mempa_tui.tui.engine import checkpoint_words, error_line, play_from_record
 from mempa_tui.tui.plain import PlainNotify
-from mempa_tui.tui.render import event_lines
+from mempa_tui.tui.render import event_lines, place_text
 
 if TYPE_CHECKING:
     from mempa_tui.tui.app import MempaApp
@@ -243,7 +243,8 @@ class ProbeStepperScreen(PlainNotify, Screen[None]):
                      if point is not None else None)
             self.query_one("#step-log", RichLog).write(Text(
                 f"Branch of {run_id} " + (where if where is not None else "(fixture world)")
-                + f"; probe {probe_id} ({stepper.probe.attribute}, {stepper.probe.context.value}). "
+                + f"; probe {place_text(probe_id, stepper.repeat)} ({stepper.probe.attribute}, "
+                f"{stepper.probe.context.value}), replayed with repeat {stepper.repeat}'s sampling seeds. "
                 "The target stays hidden until the PA has selected.", style="dim"))
             self._show(stepper.opening)
             try:
@@ -265,7 +266,8 @@ class ProbeStepperScreen(PlainNotify, Screen[None]):
             self.query_one("#prompt", Static).update(prompt_text(update.calls[-1]))
         stepper = self.stepper
         tokens = stepper.total_tokens if stepper else 0
-        self._set_state(f"stage: {update.kind}\ncalls: {stepper.client.gate.count if stepper else 0}"
+        probe = f"probe: {place_text(stepper.probe.id, stepper.repeat)}\n" if stepper else ""
+        self._set_state(f"{probe}stage: {update.kind}\ncalls: {stepper.client.gate.count if stepper else 0}"
                         f"\ntokens: {tokens:,}")
 
     def _ready(self) -> ProbeStepper | None:

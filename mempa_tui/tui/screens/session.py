@@ -107,6 +107,8 @@ class SessionScreen(PlainNotify, Screen[None]):
             self.load_stored()
         if entry.memory is None and entry.run_id is not None:
             self.load_memory()
+        if not entry.thresholds and entry.run_id is not None:
+            self.load_thresholds()
 
     def _show_place(self, entry: RunEntry) -> None:
         self.query_one("#run-label", Label).update(f"{entry.label} · {state_label(entry)}")
@@ -139,6 +141,8 @@ class SessionScreen(PlainNotify, Screen[None]):
                 self.query_one(MemoryPanel).show_evidence(entry)
             if isinstance(getattr(item.event, "inspection", None), MemoryInspection):
                 self.query_one(MemoryPanel).show_memory(entry)
+        elif isinstance(item, RunEvent) and item.kind == "run_started" and not entry.thresholds:
+            self.load_thresholds()  # the runner stored the run's thresholds as it started
         elif (
             isinstance(item, RunEvent) and item.kind in ("step_finished", "run_finished")
             and not entry.memory_origin.startswith("live") and item.progress.steps_total
@@ -161,6 +165,17 @@ class SessionScreen(PlainNotify, Screen[None]):
             return  # live snapshots arrived meanwhile; they are newer
         entry.memory, entry.memory_origin = found
         if entry is self.entry:
+            self.query_one(MemoryPanel).show_memory(entry)
+
+    @work(exclusive=True, group="thresholds", exit_on_error=False)
+    async def load_thresholds(self) -> None:
+        """Read File memory's thresholds the run uses (a reference run: its donor's) from its
+        stored config into the side panel (issue 12: never the defaults)."""
+        entry = self.entry
+        if entry is None or entry.run_id is None:
+            return
+        entry.thresholds = await self.mempa.service.memory_thresholds(entry.run_id)
+        if entry is self.entry and entry.thresholds:
             self.query_one(MemoryPanel).show_memory(entry)
 
     @work(exclusive=True, group="stored", exit_on_error=False)

@@ -28,7 +28,8 @@ class MemoryPanel(VerticalScroll):
 
     def show_memory(self, entry: RunEntry | None) -> None:
         """Redraw the memory section from the entry's latest inspection."""
-        body = memory_renderable(entry.memory if entry else None, entry.memory_origin if entry else "")
+        body = memory_renderable(entry.memory if entry else None, entry.memory_origin if entry else "",
+                                 entry.thresholds if entry else "")
         self.query_one("#memory-body", Static).update(body)
         self.set_class(bool(entry and entry.memory and entry.memory.stored), "-has-memory")
 

@@ -11,7 +11,7 @@ from textual.message import Message
 from textual.widgets import Label, ProgressBar
 
 from mempa_tui.tui.book import RunEntry, state_label
-from mempa_tui.tui.render import problems, progress_line
+from mempa_tui.tui.render import place_text, problems, progress_line
 
 __all__ = ["RunCard"]
 
@@ -76,8 +76,10 @@ class RunCard(Vertical, can_focus=True):
                          progress=progress.steps_done if progress.steps_total else 1)
             probes.update(total=max(progress.probes_total, 1), progress=progress.probes_done)
         stats = progress_line(progress)
-        if entry.step and entry.active:
-            stats += f" · now {entry.step}" + (f" r{entry.repeat}" if entry.repeat else "")
+        if entry.active and entry.playing:  # each probe in flight with its repeat (issue 12)
+            stats += " · now " + ", ".join(place_text(step, repeat) for step, repeat in entry.playing)
+        elif entry.step and entry.active:
+            stats += f" · now {place_text(entry.step, entry.repeat)}"
         self.query_one(".run-stats", Label).update(stats)
         self.query_one(".run-error", Label).update(entry.error or "")
         self.set_class(bool(entry.error), "-has-error")

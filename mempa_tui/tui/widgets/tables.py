@@ -3,16 +3,19 @@
 Textual's DataTable sizes a column to its label when it is added and widens it on a later idle
 pass once rows arrive; cells drawn before that pass stay cut in its render cache until something
 redraws them. Giving every column its final width up front avoids that.
+
+:class:`FitTable` also leaves optional columns out while the rows do not fit its width.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from rich.cells import cell_len
 from textual.widgets import DataTable
 
-__all__ = ["fill_table"]
+__all__ = ["FitTable", "fill_table", "fitting_columns"]
 
 
 def fill_table(
@@ -42,3 +45,98 @@ def fill_table(
         table.add_column(label, width=max(cell_len(text) for text in [label, *(row[i] for row in rows)]))
     for n, row in enumerate(rows):
         table.add_row(*row, key=None if keys is None else keys[n])
+
+
+def fitting_columns(
+    columns: Sequence[str],
+    rows: Sequence[Sequence[str]],
+    width: int,
+    drop: Sequence[str],
+    padding: int = 1,
+) -> list[int]:
+    """Indexes of the columns to show so the rows fit ``width`` cells.
+
+    The columns named in ``drop`` are left out one at a time, in that order, while the table is
+    wider than ``width`` (each column takes its widest cell plus ``padding`` on either side); the
+    other columns always stay, so a narrow terminal keeps what identifies a row and its key values
+    and cuts only what a row's id or another column repeats.
+
+    Args:
+        columns: the column labels.
+        rows: the cell texts, one sequence per row.
+        width: the cells available; 0 or less: not laid out yet, every column is kept.
+        drop: labels of columns that may be left out, the first to go first.
+        padding: the table's cell padding (cells each side of a column).
+
+    Returns:
+        The kept columns' indexes, in their order.
+
+    Raises:
+        ValueError: ``drop`` names a label that is not a column.
+    """
+    unknown = [name for name in drop if name not in columns]
+    if unknown:
+        raise ValueError(f"columns to drop {unknown} are not among the columns {list(columns)}")
+    widths = [max(cell_len(text) for text in [label, *(row[i] for row in rows)]) + 2 * padding
+              for i, label in enumerate(columns)]
+    kept = list(range(len(columns)))
+    if width <= 0:
+        return kept
+    for name in drop:
+        if sum(widths[i] for i in kept) <= width:
+            break
+        kept.remove(columns.index(name))
+    return kept
+
+
+class FitTable(DataTable[str]):
+    """A row table that leaves optional columns out while its rows do not fit its width, and
+    fills again when its width changes (issue 12: at 80x24 the saved-runs and browser tables
+    cut off their last columns, the ones a reader looks for).
+
+    Args:
+        drop: labels of the columns that may be left out, the first to go first
+            (:func:`fitting_columns`).
+        **kwargs: passed to :class:`~textual.widgets.DataTable`.
+    """
+
+    def __init__(self, *, drop: Sequence[str] = (), **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.drop = tuple(drop)
+        """Column labels that may be left out, first to go first."""
+        self._columns: tuple[str, ...] = ()
+        self._rows: list[list[str]] = []
+        self._keys: list[str] | None = None
+        self._fitted_width = -1
+
+    def fill(self, columns: Sequence[str], rows: Sequence[Sequence[str]], keys: Sequence[str] | None = None) -> None:
+        """Replace the columns and rows as :func:`fill_table` does, leaving out the optional
+        columns that do not fit the current width (the cursor's row is the caller's to restore).
+
+        Raises:
+            ValueError: as :func:`fill_table` and :func:`fitting_columns` raise.
+        """
+        self._columns, self._rows = tuple(columns), [list(row) for row in rows]
+        self._keys = None if keys is None else list(keys)
+        self._refill()
+
+    def _available(self) -> int:
+        width = self.size.width
+        if width > 0 and len(self._rows) + 1 > self.size.height:  # rows scroll: a vertical bar takes room
+            width -= self.styles.scrollbar_size_vertical
+        return width
+
+    def _refill(self) -> None:
+        width = self._available()
+        kept = fitting_columns(self._columns, self._rows, width, self.drop, self.cell_padding)
+        self._fitted_width = width
+        fill_table(self, [self._columns[i] for i in kept], [[row[i] for i in kept] for row in self._rows],
+                   keys=self._keys)
+
+    def on_resize(self) -> None:
+        """Fit again to the new width (the cursor stays on its row)."""
+        if self._columns and self._available() != self._fitted_width:
+            row = self.cursor_row
+            self._refill()
+            if self._rows:
+                self.move_cursor(row=min(max(row, 0), len(self._rows) - 1))
