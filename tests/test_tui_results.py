@@ -159,6 +159,13 @@ def test_results_snapshot(snap_compare: Any, tmp_path: Path) -> None:
     asyncio.run(seed(folders.settings.saves_dir / "mempa.sqlite"))
     app = MempaApp(folders.settings, options=RunnerOptions(resamples=50), initial_mode="results")
 
+    def _laid_out(table: DataTable) -> bool:  # type: ignore[type-arg]
+        # filled is not enough: a loaded suite's shot had the difference rows filled but the table
+        # not yet given its height on screen (nothing drawn under its title)
+        first = str(table.get_row_at(0)[0])
+        return (first in "".join(segment.text for segment in table.render_line(1))
+                and table.region.height >= min(table.row_count + 1, 3))
+
     async def loaded(pilot: Pilot[None]) -> None:
         # the load worker starts from on_mount: wait until it has run and drawn, however busy the machine
         for _ in range(500):
@@ -170,7 +177,8 @@ def test_results_snapshot(snap_compare: Any, tmp_path: Path) -> None:
             idle = not any(w.state in (WorkerState.PENDING, WorkerState.RUNNING) for w in app.workers)
             diff = app.screen.query("#diff-table")
             if (getattr(app.screen, "rows", None) and getattr(app.screen, "differences", None) and idle
-                    and table and table.first().row_count and diff and diff.first().row_count):
+                    and table and table.first().row_count and diff and diff.first().row_count
+                    and _laid_out(diff.first())):
                 break
         for _ in range(3):  # let the filled table lay out its column widths before the shot
             await pilot.pause()
