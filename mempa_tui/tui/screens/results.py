@@ -338,6 +338,10 @@ class ResultsScreen(PlainNotify, Screen[None]):
             + "".join(f"\n  {n}" for n in notes), style="bold"))
         rows = [[condition_label(d.memory), d.metric, *difference_cells(d), d.model] for d in self.differences]
         fill_table(table, ["Memory", "metric", "Δ", "95% interval", "model"], rows)
+        # A height-auto DataTable refilled while shown can keep a height of 0 after its rows are
+        # measured (seen in about one load in four: rows there, nothing drawn): lay it out again
+        # once the refill has been measured.
+        self.call_after_refresh(table.refresh, layout=True)
 
     def _chart(self) -> None:
         self.query_one("#chart", Static).update(bars_text(bar_chart(self.rows, self.metric), self.metric))
