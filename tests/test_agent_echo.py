@@ -1,8 +1,9 @@
 """A PA reply that echoes the harness's own text is never taken as the reply (issue 12, validity).
 
 The rule of :mod:`mempa_tui.agent.echo` on the replies of a stored embedded run, then the PA loop
-against a scripted model over loopback HTTP: an echo is counted and dropped, the reply is asked
-for once more (forced), and an echo after that one re-ask, or with no call left, fails the turn.
+against a scripted model over loopback HTTP: an echo is counted; words of the PA's own around the
+copy are kept as the reply; a pure echo is dropped and the reply asked for once more (forced, even
+one call past the cap), and a pure echo after that one re-ask fails the turn.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import pytest
 from test_agent_support import START, PAWorld, call, pa_world
 
 from mempa_tui.agent import AgentTurnInput
-from mempa_tui.agent.echo import harness_echo
+from mempa_tui.agent.echo import harness_echo, own_words
 from mempa_tui.agent.personal import EMPTY_REPLY_REMINDER
 from mempa_tui.agent.prompt import ECHO_REASK, instructions, repeated_call_message
 from mempa_tui.llm import ScriptedReply
@@ -94,11 +95,30 @@ async def test_an_echo_after_the_re_ask_fails_the_turn_with_no_reply(rig: PAWorl
     assert list(rig.queue.replies) == ["never asked for"]
 
 
-async def test_an_echo_at_the_cap_fails_at_once(rig: PAWorld) -> None:
-    rig.queue.push(_search(), _search(), TAIL, "never asked for")
+async def test_an_echo_at_the_cap_gets_its_re_ask_one_call_past_the_cap(rig: PAWorld) -> None:
+    # the quick start's A-S14 was discarded when the 0.5B model echoed at its eighth call
+    rig.queue.push(_search(), _search(), TAIL, "Colm uses colm.averill@wendlink.example.", "never asked for")
     result = await rig.new_agent("wrap_up", max_model_calls=3).respond(_turn(), rig.actions())
-    assert result.status == "failed" and result.echoed_replies == 1 and result.model_calls == 3
-    assert "no model call left under the cap of 3" in (result.reason or "")
+    assert result.status != "failed" and result.reply == "Colm uses colm.averill@wendlink.example."
+    assert result.echoed_replies == 1 and result.echo_retried and result.model_calls == 4
+    assert list(rig.queue.replies) == ["never asked for"]  # one call past the cap, not more
+
+
+async def test_a_reply_with_words_of_its_own_around_the_copy_keeps_only_those(rig: PAWorld) -> None:
+    # 16 of its 19 words copied (an echo: 75% or more), three of its own
+    rig.queue.push(_search(), _search(), f"Sorry, cannot help. {TAIL}", "never asked for")
+    agent = rig.new_agent("wrap_up")
+    result = await agent.respond(_turn(), rig.actions())
+    assert result.reply == "Sorry, cannot help."
+    assert result.echoed_replies == 1 and not result.echo_retried and result.model_calls == 3  # no re-ask
+    assert all(TAIL not in m.content for m in agent.history if m.role == "assistant")
+    assert list(rig.queue.replies) == ["never asked for"]
+
+
+def test_own_words_leave_out_every_copied_run_and_keep_the_rest() -> None:
+    assert own_words(f"Done: booked it. {TAIL} Anything else?", [NOTE]) == "Done: booked it. Anything else?"
+    assert own_words(TAIL, [NOTE]) == ""
+    assert own_words("Colm uses colm.averill@wendlink.example.", [NOTE]) == "Colm uses colm.averill@wendlink.example."
 
 
 async def test_the_empty_reply_reminder_and_the_echo_re_ask_share_one_re_ask(rig: PAWorld) -> None:

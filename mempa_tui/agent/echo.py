@@ -28,7 +28,7 @@ from collections.abc import Iterable
 
 from pydantic import BaseModel
 
-__all__ = ["ECHO_MIN_WORDS", "ECHO_RUN", "ECHO_SHARE", "EchoMatch", "harness_echo", "words"]
+__all__ = ["ECHO_MIN_WORDS", "ECHO_RUN", "ECHO_SHARE", "EchoMatch", "harness_echo", "own_words", "words"]
 
 ECHO_RUN = 4
 """Shortest run of consecutive words shared with a harness text that counts as copied."""
@@ -61,22 +61,15 @@ class EchoMatch(BaseModel):
     """The start of the reply (operator view only: it never reaches the user or the judge)."""
 
 
-def harness_echo(reply: str, harness_texts: Iterable[str]) -> EchoMatch | None:
-    """Whether ``reply`` is (mostly) a copy of harness text (see the module docstring's rule).
-
-    Args:
-        reply: the PA's reply text as it would be delivered.
-        harness_texts: every text the harness wrote into the PA's conversation so far.
-
-    Returns:
-        The match when the reply is an echo, else None.
-    """
+def _covered(reply: str, harness_texts: Iterable[str]) -> tuple[list[bool], str]:
+    """Per word of ``reply``: whether it lies in a run copied from a harness text; and the start
+    of the harness text it copied most from."""
     mine = words(reply)
     n = len(mine)
-    if n < ECHO_MIN_WORDS:
-        return None
-    run = min(ECHO_RUN, n)
     covered = [False] * n
+    if n < ECHO_MIN_WORDS:
+        return covered, ""
+    run = min(ECHO_RUN, n)
     best_source, best_count = "", 0
     for text in harness_texts:
         theirs = words(_JSON.sub(" ", text))
@@ -92,6 +85,52 @@ def harness_echo(reply: str, harness_texts: Iterable[str]) -> EchoMatch | None:
         if count > best_count:
             best_source, best_count = text, count
         covered = [a or b for a, b in zip(covered, mine_here, strict=True)]
+    return covered, best_source
+
+
+def own_words(reply: str, harness_texts: Iterable[str]) -> str:
+    """``reply`` with every run copied from a harness text left out: the PA's own words only.
+
+    Each copied run is cut from its first character to its last, with the punctuation that
+    follows it up to the next word; what is left is joined with single spaces and stripped.
+    E.g. "I can't do that. You already called X with exactly these arguments earlier in this
+    turn, ..." keeps "I can't do that.".
+
+    Args:
+        reply: the PA's reply text.
+        harness_texts: every text the harness wrote into the PA's conversation so far.
+
+    Returns:
+        The remaining text ('' when every word was copied).
+    """
+    covered, _source = _covered(reply, harness_texts)
+    spans = [m.span() for m in _WORD.finditer(reply.casefold())]
+    if len(spans) != len(covered):  # casefold changed the word count (rare ligatures): keep all
+        return reply.strip()
+    keep: list[str] = []
+    pos = 0
+    for (start, _end), copied, nxt in zip(spans, covered, [*spans[1:], (len(reply), len(reply))], strict=True):
+        if copied:
+            keep.append(reply[pos:start])
+            pos = nxt[0]  # the copied word and what follows it up to the next word
+    keep.append(reply[pos:])
+    return " ".join("".join(keep).split())
+
+
+def harness_echo(reply: str, harness_texts: Iterable[str]) -> EchoMatch | None:
+    """Whether ``reply`` is (mostly) a copy of harness text (see the module docstring's rule).
+
+    Args:
+        reply: the PA's reply text as it would be delivered.
+        harness_texts: every text the harness wrote into the PA's conversation so far.
+
+    Returns:
+        The match when the reply is an echo, else None.
+    """
+    n = len(words(reply))
+    if n < ECHO_MIN_WORDS:
+        return None
+    covered, best_source = _covered(reply, harness_texts)
     share = sum(covered) / n
     if share < ECHO_SHARE:
         return None

@@ -25,11 +25,15 @@ A reply that echoes text the harness wrote into the PA's conversation (the instr
 repeat guard's note, reminders, feedback on held items, the IX wrapper's answers, error texts of
 rejected or failed calls; rule in :mod:`mempa_tui.agent.echo`) is not the PA's answer (SPEC
 section 8, paper Section 3.4: the reply text is the PA's). It is counted
-(:attr:`~mempa_tui.agent.seat.AgentTurnResult.echoed_replies`), dropped from the conversation, and
-the reply is asked for once more (forced, with a short note that the reply goes to the person).
-That re-ask is the turn's only one, shared with the empty-reply reminder: an echo after it, or one
-with no model call left under the cap, fails the turn like a second empty reply, so the echo
-reaches neither the user, nor memory, nor the judge (a failed probe is run again, then kept out of
+(:attr:`~mempa_tui.agent.seat.AgentTurnResult.echoed_replies`) and the copied runs never reach the
+user, memory or the judge. Where the reply has words of its own around the copy (at least
+``ECHO_MIN_WORDS`` of them, :func:`~mempa_tui.agent.echo.own_words`), those alone are the reply.
+Otherwise it is dropped from the conversation and the reply is asked for once more (forced, with
+a short note that the reply goes to the person); that re-ask is not counted against the cap (it
+may be the turn's ninth call under the embedded cap of 8: measured on the quick start, the 0.5B
+model echoed the interaction tool's answer at the eighth call, and failing there discarded a
+session). The re-ask is the turn's only one, shared with the empty-reply reminder: a pure echo
+after it fails the turn like a second empty reply (a failed probe is run again, then kept out of
 the scores as incomplete, Appendix F.2).
 """
 
@@ -40,7 +44,7 @@ from collections.abc import Sequence
 from typing import Any, Protocol, get_args
 
 from mempa_tui.agent.actions import TurnActions
-from mempa_tui.agent.echo import EchoMatch, harness_echo
+from mempa_tui.agent.echo import ECHO_MIN_WORDS, EchoMatch, harness_echo, own_words, words
 from mempa_tui.agent.prompt import (
     ECHO_REASK,
     HARNESS_PREFIX,
@@ -230,7 +234,8 @@ class PersonalAgent:
         ]
         try:
             at_cap = False
-            while result.model_calls < self._max_calls:
+            # an echo's one re-ask may take one call past the cap (module docstring)
+            while result.model_calls < self._max_calls + (1 if result.echo_retried else 0):
                 last_call = result.model_calls == self._max_calls - 1
                 if tool_choice is None and (last_call or repeated is not None):
                     # the last call this turn may make, or any call after a repeated one under
@@ -336,22 +341,27 @@ class PersonalAgent:
                     again = "again after a reminder" if result.empty_retried else "after a re-ask"
                     result.reason = f"{why} {again}; no reply to the user"
                     return self._finish(result, actions)
-                echo = harness_echo(completion.text, [*self._harness, *harness, *actions.harness_texts])
+                texts = [*self._harness, *harness, *actions.harness_texts]
+                reply = completion.text
+                echo = harness_echo(reply, texts)
                 if echo is not None:
                     result.echoed_replies += 1
-                    new.pop()  # never kept in the history as the PA's words to the person
-                    if (
-                        not result.empty_retried
-                        and not result.echo_retried
-                        and result.model_calls < self._max_calls
-                    ):
-                        result.echo_retried = True
-                        harness.append(ECHO_REASK)
-                        new.append(ChatMessage(role="user", content=ECHO_REASK))
-                        tool_choice = REPLY_TOOL
-                        continue
-                    return self._echo_failure(result, actions, echo)
-                result.reply = completion.text
+                    own = own_words(reply, texts)
+                    if len(words(own)) >= ECHO_MIN_WORDS:
+                        # words of its own around the copy: those, and only those, are the reply
+                        reply = own
+                        new[-1] = new[-1].model_copy(update={"content": own})
+                    else:
+                        new.pop()  # never kept in the history as the PA's words to the person
+                        if not result.empty_retried and not result.echo_retried:
+                            # the one re-ask, even past the cap (the loop allows it one call)
+                            result.echo_retried = True
+                            harness.append(ECHO_REASK)
+                            new.append(ChatMessage(role="user", content=ECHO_REASK))
+                            tool_choice = REPLY_TOOL
+                            continue
+                        return self._echo_failure(result, actions, echo)
+                result.reply = reply
                 if repeated is not None:
                     result.status = "wrapped_up"
                     result.reason = (
@@ -362,10 +372,13 @@ class PersonalAgent:
                     result.status = "capped"
                     result.reason = f"the reply was asked for at the cap of {self._max_calls} model calls"
                 return self._finish(result, actions)
-            echo = harness_echo(last_text, [*self._harness, *harness, *actions.harness_texts])
-            if echo is not None:  # the text the cap would deliver only repeats the harness
+            texts = [*self._harness, *harness, *actions.harness_texts]
+            echo = harness_echo(last_text, texts)
+            if echo is not None:  # the text the cap would deliver mostly repeats the harness
                 result.echoed_replies += 1
-                return self._echo_failure(result, actions, echo)
+                last_text = own_words(last_text, texts)
+                if len(words(last_text)) < ECHO_MIN_WORDS:
+                    return self._echo_failure(result, actions, echo)
             result.status = "capped"
             result.reason = f"no final reply after {self._max_calls} model calls"
             result.reply = last_text
