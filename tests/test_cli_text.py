@@ -6,14 +6,13 @@ tests/fixtures_runner with a quick start, scripted model over loopback."""
 
 from __future__ import annotations
 
-import shutil
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import yaml
-from test_runner_support import WORLDS, protocol_responder
+from test_runner_support import protocol_responder, quick_worlds
 
 from mempa_tui.cli.main import main
 from mempa_tui.llm import ScriptedModelServer
@@ -25,13 +24,6 @@ def server() -> Iterator[ScriptedModelServer]:
         yield srv
 
 
-def _quick_worlds(tmp_path: Path) -> Path:
-    """User R's worlds with a quick start of its two sessions and its change event."""
-    worlds = tmp_path / "worlds"
-    shutil.copytree(WORLDS, worlds)
-    timeline = worlds / "users" / "R" / "timeline.yaml"
-    timeline.write_text(timeline.read_text() + "quick:\n  - R-s1\n  - R-s2\n  - R-ev1\n")
-    return worlds
 
 
 def _updated_at(saves: Path, run_id: str) -> str:
@@ -45,7 +37,7 @@ def test_a_quick_reference_run_prints_its_offer_once_completed_and_a_rerun_keeps
 ) -> None:
     profile = tmp_path / "scripted.yaml"
     profile.write_text(yaml.safe_dump(server.profile(context_window=131072).model_dump(mode="json")))
-    worlds, saves = _quick_worlds(tmp_path), tmp_path / "saves"
+    worlds, saves = quick_worlds(tmp_path), tmp_path / "saves"
 
     def run(memory: str) -> str:
         argv = ["run", "--user", "R", "--quick", "--memory", memory, "--model", str(profile), "--repeats", "1",

@@ -8,12 +8,11 @@ stored in the run's config (``offered_tool_domains``), printed in its header and
 from __future__ import annotations
 
 import json
-import shutil
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from test_runner_support import WORLDS, protocol_responder, runner_config
+from test_runner_support import protocol_responder, quick_worlds, runner_config
 
 from mempa_tui.llm import LLMClient, ScriptedModelServer
 from mempa_tui.llm.embedded import prefix_key
@@ -29,17 +28,10 @@ from mempa_tui.tools import default_registry
 SHIPPED = Path(__file__).resolve().parent.parent / "worlds"
 
 
-def _quick_worlds(tmp_path: Path) -> Path:
-    """User R's worlds with a quick start of its two sessions and its change event."""
-    worlds = tmp_path / "worlds"
-    shutil.copytree(WORLDS, worlds)
-    timeline = worlds / "users" / "R" / "timeline.yaml"
-    timeline.write_text(timeline.read_text() + "quick:\n  - R-s1\n  - R-s2\n  - R-ev1\n")
-    return worlds
 
 
 def test_quick_domains_come_from_sessions_event_and_probes(tmp_path: Path) -> None:
-    bundle = load_user(_quick_worlds(tmp_path), "R")
+    bundle = load_user(quick_worlds(tmp_path), "R")
     # email (R-s1/R-s2 records and tool steps), contacts (R-s2's records), calendar (the change
     # event's replayed search and the probes' records), documents (only a final probe's record)
     assert quick_tool_domains(bundle) == ("email", "calendar", "documents", "contacts")
@@ -116,7 +108,7 @@ async def test_every_step_and_probe_of_a_quick_run_and_its_reference_run_offers_
     tmp_path: Path, recording: tuple[LLMClient, list[tuple[str, list[str]]]]
 ) -> None:
     client, seen = recording
-    worlds = _quick_worlds(tmp_path)
+    worlds = quick_worlds(tmp_path)
     offered = {t.full_name for t in default_registry().restricted(("email", "calendar", "documents", "contacts"))}
     events: list[object] = []
     async with RunStore(tmp_path / "saves" / "mempa.sqlite") as store:
@@ -191,7 +183,7 @@ def test_the_quick_starts_file_memory_consolidates_at_each_sessions_end(tmp_path
 
 
 async def test_a_quick_runs_probes_are_handed_what_its_sessions_consolidated(tmp_path: Path) -> None:
-    worlds = _quick_worlds(tmp_path)
+    worlds = quick_worlds(tmp_path)
     probe_systems: list[str] = []
 
     def responder(request):  # type: ignore[no-untyped-def]

@@ -10,6 +10,7 @@ pre-event probe.
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,11 +41,23 @@ __all__ = [
     "fake_scorer",
     "ok_responder",
     "protocol_responder",
+    "quick_worlds",
     "runner_config",
 ]
 
 WORLDS = Path(__file__).parent / "fixtures_runner"
 """The runner tests' worlds folder (user R)."""
+
+
+def quick_worlds(tmp_path: Path) -> Path:
+    """A copy of the fixture worlds under ``tmp_path`` where user R's timeline has a quick start
+    (``quick:``) of its two sessions and its change event (issue 12)."""
+    worlds = tmp_path / "worlds"
+    shutil.copytree(WORLDS, worlds)
+    timeline = worlds / "users" / "R" / "timeline.yaml"
+    timeline.write_text(timeline.read_text() + "quick:\n  - R-s1\n  - R-s2\n  - R-ev1\n")
+    return worlds
+
 
 LOG = "notes/log.txt"
 """World file the fake steps append their id to (probes too, on their discarded branch)."""
