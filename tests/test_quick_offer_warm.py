@@ -22,8 +22,7 @@ from typing import Any, TextIO
 
 import pytest
 from test_embedded import embedded_profile, fake_python, requests_made  # noqa: F401 - fake_python is a fixture
-from test_quick_tools import _quick_worlds
-from test_runner_support import protocol_responder
+from test_runner_support import protocol_responder, quick_worlds
 from test_tui_support import make_folders, write_profile
 
 from mempa_tui.llm import ChatMessage, LLMClient, ModelProfile, Role, ScriptedModelServer, ToolSpec
@@ -79,7 +78,7 @@ def _names(domains: tuple[str, ...] | None) -> list[str]:
 async def test_the_engine_warms_the_quick_prefix_then_another_offer_on_the_same_server(
     tmp_path: Path, opened: list[tuple[PreparedRuntime, RecordingServer]]
 ) -> None:
-    worlds = _quick_worlds(tmp_path)
+    worlds = quick_worlds(tmp_path)
     folders = make_folders(tmp_path, worlds)
     lines: list[str] = []
     options = {"consolidate_at_tokens": 50_000, "consolidate_to_tokens": 20_000}
@@ -122,7 +121,7 @@ async def test_the_engine_warms_the_quick_prefix_then_another_offer_on_the_same_
 async def test_a_quick_step_played_from_the_quick_run_offers_the_quick_tools(
     tmp_path: Path, opened: list[tuple[PreparedRuntime, RecordingServer]]
 ) -> None:
-    worlds = _quick_worlds(tmp_path)
+    worlds = quick_worlds(tmp_path)
     folders = make_folders(tmp_path, worlds)
     options = {"consolidate_at_tokens": 50_000, "consolidate_to_tokens": 20_000}
     async with ScriptedModelServer(protocol_responder) as scripted:
