@@ -211,3 +211,17 @@ async def test_the_same_write_twice_is_a_repeat_even_though_it_changed_the_world
     )
     result = await rig.new_agent("wrap_up").respond(_turn(), rig.actions())
     assert result.repeated_calls == 1 and _writes(rig.wc) == 1
+
+
+async def test_a_write_is_a_repeat_even_after_another_write_changed_the_world(rig: Rig) -> None:
+    # a fresh user saw calendar_event_create, a read, a no-op update, then the same create run
+    # again and duplicate the event
+    other = {"contact_id": "ct_0001", "notes": "prefers evenings"}
+    rig.queue.push(
+        ScriptedReply(tool_calls=[call(UPDATE, NOTE)]),
+        ScriptedReply(tool_calls=[call(UPDATE, other)]),
+        ScriptedReply(tool_calls=[call(UPDATE, NOTE)]),
+        "Noted.",
+    )
+    result = await rig.new_agent("wrap_up").respond(_turn(), rig.actions())
+    assert result.repeated_calls == 1 and _writes(rig.wc) == 2

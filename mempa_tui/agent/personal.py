@@ -226,6 +226,7 @@ class PersonalAgent:
         last_text = ""
         # call_key of each tool call of this turn -> actions.world_changes just after it last ran
         seen: dict[str, int] = {}
+        wrote: set[str] = set()  # call_key of each call of this turn that ran as a world change
         repeated: ToolCall | None = None  # the first repeat not run again (wrap_up)
         harness: list[str] = [  # what the harness writes into this turn's conversation
             *turn.runtime_notes,
@@ -270,8 +271,10 @@ class PersonalAgent:
                 results: list[ChatMessage] = []
                 for raw in completion.tool_calls:
                     key = call_key(raw)
-                    # a repeat: the same call already ran and no write has changed the world since
-                    is_repeat = seen.get(key) == actions.world_changes
+                    # a repeat: the same call already ran and no write has changed the world since,
+                    # or the same write already changed it (a write never runs twice, whatever ran
+                    # between: a fresh user saw create, read, no-op update, then the create again)
+                    is_repeat = key in wrote or seen.get(key) == actions.world_changes
                     if is_repeat:
                         result.repeated_calls += 1
                     if is_repeat and self._repeated_call == "wrap_up":
@@ -281,8 +284,11 @@ class PersonalAgent:
                         harness.append(content)
                         repeated = repeated or raw
                     else:
+                        before = actions.world_changes
                         call_id, content = actions.dispatch(raw)
                         seen[key] = actions.world_changes
+                        if actions.world_changes > before:
+                            wrote.add(key)
                     # an empty name is never sent back: strict servers reject the request
                     calls.append(
                         raw.model_copy(
