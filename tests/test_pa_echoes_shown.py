@@ -75,7 +75,7 @@ def always(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, Echoing
 
 
 def _echoes(text: str) -> int:
-    found = re.search(r"PA echoed a harness note as its reply (\d+) times? \(none delivered\)", text)
+    found = re.search(r"PA echoed a harness note as its reply (\d+) times? \(withheld: never shown to the user or judged\)", text)
     assert found, text
     return int(found[1])
 
@@ -154,4 +154,4 @@ def test_the_apps_step_summary_names_both_problems_of_the_pa() -> None:
                         reason=None, selection=None, events=[status], calls=[])
     text = summary_text(detail).plain
     assert "run problem (warning): PA repeated an identical call 2 times in 1 turn\n" in text
-    assert "run problem (warning): PA echoed a harness note as its reply 3 times (none delivered)" in text
+    assert "run problem (warning): PA echoed a harness note as its reply 3 times (withheld: never shown to the user or judged)" in text

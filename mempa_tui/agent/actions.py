@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import difflib
 import itertools
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from mempa_tui.ix import IXWrapper, SelectResult, ix_tool_spec
@@ -21,9 +22,15 @@ from mempa_tui.llm.types import ToolCall, ToolSpec
 from mempa_tui.taxonomy import ATTRIBUTES, attribute, attribute_by_ix_tool
 from mempa_tui.world import strip_tool_prefix
 
-__all__ = ["TurnActions", "ix_text_in_arguments"]
+__all__ = [
+    "TurnActions",
+    "ix_text_in",
+    "ix_text_in_arguments",
+    "ix_text_in_reply",
+    "withhold_ix_sentences",
+]
 
-# Setting names too common as ordinary argument values to count as leaked IX text on their own.
+# Setting names too common as ordinary values to count as leaked IX text on their own.
 _COMMON_VALUES = frozenset({"low", "high"})
 
 
@@ -37,35 +44,126 @@ def _strings(value: Any) -> list[str]:
     return []
 
 
+def _norm(text: str) -> str:
+    """Casefolded, with underscores and hyphens read as spaces and runs of spaces as one, so
+    ``solution_breadth``, ``Solution-Breadth`` and ``solution  breadth`` read alike."""
+    return " ".join(re.sub(r"[_\-]", " ", text.casefold()).split())
+
+
+def _says(text: str, phrase: str) -> bool:
+    """Whether normalised ``text`` holds ``phrase`` as whole words (``low`` is not in ``below``)."""
+    return re.search(rf"(?<!\w){re.escape(_norm(phrase))}(?!\w)", text) is not None
+
+
+def ix_text_in(texts: Iterable[str], selections: dict[str, str], *, where: str) -> str | None:
+    """Find interaction-tool text in texts the judge would read (paper Appendix F.2, Table 9).
+
+    The rule of Appendix F.2 for a task tool's arguments ("would show its selection to the blind
+    judge"), applied to any text that leaves the PA: the arguments of a task tool call
+    (:func:`ix_text_in_arguments`) and the reply it delivers (:func:`ix_text_in_reply`). Counted
+    as IX text: a text that
+
+    * contains the name of any ``IX_<attribute>`` tool (case ignored), or
+    * names a selected attribute (its key or display name, underscores and hyphens read as
+      spaces) together with its selected setting, both as whole words, or
+    * is, as a whole, the name of a selected setting, except 'Low' and 'High', which are
+      ordinary words (so are they inside a text that does not name the attribute: "a high-level
+      summary" is fine).
+
+    Args:
+        texts: the strings to look through.
+        selections: the step's selections so far (attribute key -> setting), from the wrapper.
+        where: what the texts are, opening the description (``an argument``, ``the reply``).
+
+    Returns:
+        A short description of the first offending text (``the reply states the selection
+        Solution Breadth = High``), or None.
+    """
+    for text in texts:
+        low = text.casefold()
+        for attr in ATTRIBUTES:
+            if attr.ix_tool.casefold() in low:
+                return f"{where} names the interaction tool {attr.ix_tool}"
+        norm = _norm(text)
+        for key, setting in selections.items():
+            attr = attribute(key)
+            if (
+                match_setting(attr, text.strip()) == setting
+                and setting.casefold() not in _COMMON_VALUES
+            ):
+                return f"{where} is the selected setting '{setting}'"
+            named = _says(norm, attr.name) or _says(norm, attr.key)
+            if named and _says(norm, setting):
+                return f"{where} states the selection {attr.name} = {setting}"
+    return None
+
+
 def ix_text_in_arguments(
     arguments: dict[str, Any], selections: dict[str, str]
 ) -> str | None:
     """Find interaction-tool text written into a task tool's arguments (Appendix F.2).
 
-    Such a call would show the PA's selection to the blind judge, so the step is floored. Counted
-    as IX text: any argument string that contains an ``IX_<attribute>`` tool name, or that names a
-    selected attribute (key or display name) together with its selected setting, or that is, as a
-    whole, the name of a selected setting (except 'Low' and 'High', which are ordinary values).
+    Such a call would show the PA's selection to the blind judge, so the step is floored. The
+    rule is :func:`ix_text_in`'s, over every string in the arguments (nested ones too).
 
     Returns:
-        A short description of the offending value, or None.
+        A short description of the offending value (``an argument names the interaction tool
+        IX_verbosity``), or None.
     """
-    for text in _strings(arguments):
-        low = text.casefold()
-        for attr in ATTRIBUTES:
-            if attr.ix_tool.casefold() in low:
-                return f"an argument names the interaction tool {attr.ix_tool}"
-        for key, setting in selections.items():
-            attr = attribute(key)
-            if (
-                match_setting(attr, text) == setting
-                and setting.casefold() not in _COMMON_VALUES
-            ):
-                return f"an argument value is the selected setting '{setting}'"
-            named = attr.name.casefold() in low or attr.key in low
-            if named and setting.casefold() in low:
-                return f"an argument states the selection {attr.name} = {setting}"
-    return None
+    return ix_text_in(_strings(arguments), selections, where="an argument")
+
+
+def ix_text_in_reply(reply: str, selections: dict[str, str]) -> str | None:
+    """Find interaction-tool text in the reply a PA turn delivers (Appendix F.2, Table 9).
+
+    The same rule as for a task tool's arguments (:func:`ix_text_in`): a reply that names an
+    ``IX_`` tool, or a selected attribute together with its selected setting ("Thank you for
+    selecting 'High' for Solution Breadth"), would show the selection to the blind judge (and
+    to the simulated user, who never sees it either). A reply that says "high" without naming
+    the attribute is an ordinary reply.
+
+    Returns:
+        A short description with an excerpt of the reply, or None.
+    """
+    leak = ix_text_in([reply], selections, where="the reply")
+    if leak is None:
+        return None
+    excerpt = " ".join(reply.split())
+    excerpt = excerpt if len(excerpt) <= 120 else excerpt[:117] + "..."
+    return f"{leak} ('{excerpt}')"
+
+
+_SENTENCE = re.compile(r"[^.!?\n]*(?:[.!?]+|\n|$)[ \t]*\n*")
+
+
+def withhold_ix_sentences(reply: str, selections: dict[str, str]) -> tuple[str, int]:
+    """Drop the sentences of a reply that carry interaction-tool text (accumulation sessions).
+
+    A sentence is withheld when it names an ``IX_`` tool or a selected attribute (key or
+    display name) at all, or is IX text by :func:`ix_text_in`; the rest is kept as the PA wrote
+    it (the wrapper filters, it writes nothing: SPEC section 8). Sentences end at ``.``, ``!``,
+    ``?`` or a line break.
+
+    Returns:
+        ``(kept text, sentences withheld)``; the text is ``reply`` unchanged when nothing was
+        withheld, and may be empty or still hold IX text spread over sentences (the caller
+        checks it again with :func:`ix_text_in_reply`).
+    """
+    kept: list[str] = []
+    dropped = 0
+    for match in _SENTENCE.finditer(reply):
+        part = match.group(0)
+        if not part:
+            continue
+        norm = _norm(part)
+        names = any(
+            _says(norm, attribute(key).name) or _says(norm, key) for key in selections
+        )
+        if names or ix_text_in([part], selections, where="") is not None:
+            dropped += 1
+        else:
+            kept.append(part)
+    return ("".join(kept).strip() if dropped else reply), dropped
 
 
 class TurnActions:

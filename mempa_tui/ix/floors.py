@@ -13,7 +13,16 @@ kind                            rerun  what the PA did
 ``IX_TEXT_IN_TASK_ARGUMENTS``   no     wrote interaction-tool text into a task tool's
                                        arguments (it would show the selection to the judge)
 ``NO_OUTREACH_DECISION``        no     made no send-or-suppress decision on a world event
+``IX_TEXT_IN_REPLY``            no     delivered a probe reply with interaction-tool text
+                                       (an ``IX_`` tool's name, or a selected attribute
+                                       with its setting): the same reason as the arguments
+                                       case, the judge would read the selection
 ==============================  =====  ===================================================
+
+The fifth kind is ours: the paper states the rule for a task tool's arguments, and a reply that
+states the selection ("Thank you for selecting 'High' for Solution Breadth", seen on the quick
+start, issue 12) shows it to the blind judge just the same (Appendix F.2, Table 9). It is scored
+as it happened, like the arguments case (:func:`mempa_tui.agent.actions.ix_text_in`).
 
 Everything else that stops a probe (a prompt that does not fit the model's window, a failed model
 call, an invalid simulator turn) is not a floor: the probe is incomplete, kept out of the scores
@@ -38,12 +47,14 @@ __all__ = [
 
 
 class FloorKind(str, Enum):
-    """The four floor kinds of Appendix F.2; the value is the label that opens the reason."""
+    """The four floor kinds of Appendix F.2 and the reply case of the arguments rule; the value is
+    the label that opens the reason."""
 
     MISSING_IX_CALL = "missing interaction-tool call"
     HELD_WITHOUT_ASKING = "held an action without asking"
     IX_TEXT_IN_TASK_ARGUMENTS = "interaction-tool text in a task tool's arguments"
     NO_OUTREACH_DECISION = "no send-or-suppress decision"
+    IX_TEXT_IN_REPLY = "interaction-tool text in the reply"
 
     @property
     def rerun(self) -> bool:
@@ -70,7 +81,7 @@ def is_rerun_floor(reason: str | None) -> bool:
     """Whether a floored probe with this reason is run again (Appendix F.2).
 
     The two kinds the paper scores as they happen (interaction text in a task tool's arguments,
-    no outreach decision) are not; a floor of any other or unknown kind is (the conservative
+    no outreach decision) are not, nor is interaction text in the reply (the arguments rule); a floor of any other or unknown kind is (the conservative
     choice: a floor that is not rerun stays a 0).
     """
     kind = floor_kind(reason)

@@ -328,10 +328,17 @@ class StepDetail(BaseModel):
 
     @property
     def pa_echoes(self) -> int:
-        """PA replies that echoed the harness's own text (none delivered) from the stored
-        ``step_status`` event; 0 for a step stored before they were counted."""
+        """PA replies that echoed the harness's own text (withheld from the user and the judge)
+        from the stored ``step_status`` event; 0 for a step stored before they were counted."""
         status = [e for e in self.events if isinstance(e, StepStatusEvent)]
         return status[-1].pa_echoed_replies if status else 0
+
+    @property
+    def pa_ix_withheld(self) -> int:
+        """Reply sentences withheld for carrying interaction-tool text (accumulation sessions)
+        from the stored ``step_status`` event; 0 for a step stored before they were counted."""
+        status = [e for e in self.events if isinstance(e, StepStatusEvent)]
+        return status[-1].pa_ix_text_withheld if status else 0
 
     @property
     def evidence(self) -> list[EvidenceEvent]:

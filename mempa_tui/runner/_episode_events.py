@@ -78,6 +78,13 @@ class PAReplyEvent(_Event):
         description="Replies of the turn that echoed the harness's own text and were re-asked "
         "(never delivered; 0 on events stored before they were counted).",
     )
+    ix_text_withheld: int = Field(
+        default=0,
+        ge=0,
+        description="Sentences of an accumulation session's reply withheld for carrying "
+        "interaction-tool text (an IX tool's name, or a selected attribute with its setting); 0 "
+        "on events stored before they were counted.",
+    )
 
     def note(self) -> str:
         """What to print after the reply: `` (model-call cap reached)``, `` (wrapped up after a
@@ -93,6 +100,9 @@ class PAReplyEvent(_Event):
             parts.append(f"{n} repeated identical call{'s' if n != 1 else ''}")
         if self.echoed_replies:
             parts.append(f"{self.echoed_replies} echoed harness note re-asked")
+        if self.ix_text_withheld:
+            n = self.ix_text_withheld
+            parts.append(f"{n} sentence{'s' if n != 1 else ''} with interaction-tool text withheld")
         return f" ({'; '.join(parts)})" if parts else ""
 
 
@@ -186,6 +196,13 @@ class StepStatusEvent(_Event):
         ge=0,
         description="The step's PA replies that echoed the harness's own text (re-asked or the "
         "turn failed; never delivered); 0 on events stored before they were counted.",
+    )
+    pa_ix_text_withheld: int = Field(
+        default=0,
+        ge=0,
+        description="The step's reply sentences withheld for carrying interaction-tool text "
+        "(accumulation sessions; a probe with such a reply is floored instead); 0 on events "
+        "stored before they were counted.",
     )
 
 

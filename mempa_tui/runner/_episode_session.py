@@ -12,6 +12,18 @@ waits for the PA's reply); a turn whose consent decided held items but that has 
 person approving an item and ending the session) gives the PA a turn whose input is the harness's
 account of what ran or was declined, so it can report it or carry on. Only then does the session
 end.
+
+Interaction-tool text in a delivered reply (an ``IX_`` tool's name, or a selected attribute with
+its setting: :func:`~mempa_tui.agent.actions.ix_text_in_reply`, the rule of Appendix F.2 for a
+task tool's arguments) would show the PA's selection to the blind judge and to the simulated user
+(Table 9). In a probe the reply is not delivered and the probe ends floored
+(``FloorKind.IX_TEXT_IN_REPLY``, scored as it happened). In an accumulation session, which is not
+judged but whose replies the simulated user reads and memory stores, the sentences that carry it
+are withheld (:func:`~mempa_tui.agent.actions.withhold_ix_sentences`) and the rest is delivered,
+counted per turn (``ix_text_withheld``); a reply with nothing left without them ends the session
+floored like a probe (the step is discarded and played again). Withholding rather than flooring
+keeps a small model's sessions (the 0.5B model named ``IX_solution_breadth`` in two of A-S51's
+three replies on the quick start) while the user still never reads the selection.
 """
 
 from __future__ import annotations
@@ -28,6 +40,7 @@ from mempa_tui.agent import (
     OracleHint,
     TurnActions,
 )
+from mempa_tui.agent.actions import ix_text_in_reply, withhold_ix_sentences
 from mempa_tui.ix import (
     DeliveredTurn,
     ExecutedCall,
@@ -140,7 +153,10 @@ class SessionDriver:
         self.repeated_calls: list[int] = []
         """Per PA turn played (floored and failed turns too), its repeated identical calls."""
         self.echoed_replies: list[int] = []
-        """Per PA turn played, its replies that echoed the harness's own text (none delivered)."""
+        """Per PA turn played, its replies that echoed the harness's own text (withheld)."""
+        self.ix_text_withheld: list[int] = []
+        """Per PA turn delivered in an accumulation session, its sentences withheld for carrying
+        interaction-tool text (module docstring)."""
         self._beat: str | None = None
         self._notes: list[str] = []
 
@@ -158,6 +174,11 @@ class SessionDriver:
     def pa_echoed_replies(self) -> int:
         """The step's PA replies that echoed harness text (:mod:`mempa_tui.agent.echo`)."""
         return sum(self.echoed_replies)
+
+    @property
+    def pa_ix_text_withheld(self) -> int:
+        """The step's reply sentences withheld for carrying interaction-tool text."""
+        return sum(self.ix_text_withheld)
 
     # ---- helpers --------------------------------------------------------------------------------
 
@@ -296,6 +317,20 @@ class SessionDriver:
         if result.status == "failed":  # e.g. an empty reply twice: never stored as the answer
             return SessionOutcome(status="failed", reason=result.reason)
         delivered, trace = self.wrapper.render(result.reply)
+        leak = ix_text_in_reply(delivered.reply, self.wrapper.selections)
+        withheld = 0
+        if leak is not None:
+            kept = ""
+            if not self.session.is_probe:
+                kept, withheld = withhold_ix_sentences(delivered.reply, self.wrapper.selections)
+            if not kept.strip() or ix_text_in_reply(kept, self.wrapper.selections) is not None:
+                why = "" if self.session.is_probe else "; nothing of it was left without that text"
+                return SessionOutcome(
+                    status="floored",
+                    reason=floor_reason(FloorKind.IX_TEXT_IN_REPLY, f"{leak}{why}"),
+                )
+            delivered = delivered.model_copy(update={"reply": kept})
+            self.ix_text_withheld.append(withheld)
         self.traces.append(trace)
         record = TurnRecord(
             step_id=self.script.id,
@@ -326,6 +361,7 @@ class SessionDriver:
                 reason=result.reason if result.status in ("capped", "wrapped_up") else None,
                 repeated_calls=result.repeated_calls,
                 echoed_replies=result.echoed_replies,
+                ix_text_withheld=withheld,
             )
         )
         if delivered.held:

@@ -34,10 +34,17 @@ on calls that could not help, and its steps look more valid than they were.
 
 Beside them, **echoed replies**: PA replies that only repeated text the harness wrote into the PA's
 conversation (the repeat guard's note, a reminder, an IX answer, an error text; rule in
-:mod:`mempa_tui.agent.echo`). None was delivered, stored or judged: each was asked for once more,
-and a turn that echoed again failed (``pa_echoed_replies`` on the stored ``step_status`` event).
-Any is a warning too ("PA echoed a harness note as its reply N times, none delivered"): the run's
-model time went on them, and steps or probes failed because of them.
+:mod:`mempa_tui.agent.echo`). They were withheld: never shown to the user, stored or judged; each
+was asked for once more, and a turn that echoed again failed (``pa_echoed_replies`` on the stored
+``step_status`` event). Any is a warning too ("PA echoed a harness note as its reply N times
+(withheld: never shown to the user or judged)"): the run's model time went on them, and steps or
+probes failed because of them.
+
+And **interaction-tool text withheld**: sentences of accumulation-session replies that named an
+``IX_`` tool or a selected attribute with its setting, withheld so the simulated user never reads
+the selection (``pa_ix_text_withheld``; :mod:`mempa_tui.runner._episode_session`). A warning too.
+A probe whose reply carries such text is not counted here: it is floored (``interaction-tool text
+in the reply``), counted in the floored column and shown with its reason like the arguments case.
 """
 
 from __future__ import annotations
@@ -61,6 +68,7 @@ __all__ = [
     "RowAnnotations",
     "echoes_phrase",
     "health_of_stats",
+    "ix_withheld_phrase",
     "pa_problem_phrases",
     "health_summary",
     "repeats_note",
@@ -283,24 +291,40 @@ def repeats_phrase(calls: int, turns: int) -> str:
     return f"PA repeated an identical call {calls} {times} in {turns} turn{'' if turns == 1 else 's'}"
 
 
+ECHOES_WITHHELD = "(withheld: never shown to the user or judged)"
+"""What happened to echoed replies, as the warnings say it (issue 12: "none delivered" read as if
+nothing had reached the user)."""
+
+
 def echoes_phrase(echoes: int) -> str:
-    """``PA echoed a harness note as its reply 3 times (none delivered)`` (singular for 1)."""
-    return f"PA echoed a harness note as its reply {echoes} time{'' if echoes == 1 else 's'} (none delivered)"
+    """``PA echoed a harness note as its reply 3 times (withheld: never shown to the user or
+    judged)`` (singular for 1)."""
+    return f"PA echoed a harness note as its reply {echoes} time{'' if echoes == 1 else 's'} {ECHOES_WITHHELD}"
 
 
-def pa_problem_phrases(calls: int, turns: int, echoes: int) -> list[str]:
-    """The phrases of the PA's own problems with a count above 0: repeated calls, then echoes."""
-    return ([repeats_phrase(calls, turns)] if calls else []) + ([echoes_phrase(echoes)] if echoes else [])
+def ix_withheld_phrase(sentences: int) -> str:
+    """``PA named its interaction-tool selection in 2 reply sentences (withheld: never shown to
+    the user or stored)`` (singular for 1)."""
+    return (f"PA named its interaction-tool selection in {sentences} reply sentence"
+            f"{'' if sentences == 1 else 's'} (withheld: never shown to the user or stored)")
+
+
+def pa_problem_phrases(calls: int, turns: int, echoes: int, ix_withheld: int = 0) -> list[str]:
+    """The phrases of the PA's own problems with a count above 0: repeated calls, echoes, then
+    sentences withheld for interaction-tool text."""
+    return (([repeats_phrase(calls, turns)] if calls else []) + ([echoes_phrase(echoes)] if echoes else [])
+            + ([ix_withheld_phrase(ix_withheld)] if ix_withheld else []))
 
 
 def repeats_note(result: object) -> str:
     """`` (warning: PA repeated an identical call 4 times in 4 turns; PA echoed a harness note as
-    its reply 1 time (none delivered))`` for a step's progress line (a
-    :class:`~mempa_tui.runner.episode.StepResult`'s ``pa_repeated_calls`` and
-    ``pa_echoed_replies``), ``""`` when neither happened."""
+    its reply 1 time (withheld: never shown to the user or judged))`` for a step's progress line
+    (a :class:`~mempa_tui.runner.episode.StepResult`'s ``pa_repeated_calls``,
+    ``pa_echoed_replies`` and ``pa_ix_text_withheld``), ``""`` when none happened."""
     phrases = pa_problem_phrases(int(getattr(result, "pa_repeated_calls", 0) or 0),
                                  int(getattr(result, "pa_repeat_turns", 0) or 0),
-                                 int(getattr(result, "pa_echoed_replies", 0) or 0))
+                                 int(getattr(result, "pa_echoed_replies", 0) or 0),
+                                 int(getattr(result, "pa_ix_text_withheld", 0) or 0))
     return f" (warning: {'; '.join(phrases)})" if phrases else ""
 
 
@@ -319,29 +343,36 @@ class PARepeats(BaseModel):
     """Step id (``probe r2`` for a probe repeat) -> its repeated calls, for steps with any."""
     echoes: int = 0
     """PA replies that echoed the harness's own text, over the run's stored steps and probe
-    repeats (none delivered)."""
+    repeats (withheld: never shown to the user or judged)."""
     echo_where: dict[str, int] = {}
     """Step id (``probe r2`` for a probe repeat) -> its echoed replies, for steps with any."""
+    ix_withheld: int = 0
+    """Accumulation-session reply sentences withheld for carrying interaction-tool text."""
+    ix_where: dict[str, int] = {}
+    """Step id -> its withheld sentences, for steps with any."""
 
     @property
     def any(self) -> bool:
-        """Whether there is anything to show: a repeated call or an echoed reply."""
-        return bool(self.calls or self.echoes)
+        """Whether there is anything to show: a repeated call, an echoed reply or withheld IX text."""
+        return bool(self.calls or self.echoes or self.ix_withheld)
 
     @property
     def state(self) -> Literal["ok", "warning"]:
-        """``warning`` when the PA repeated any call or echoed any harness note, else ``ok``."""
+        """``warning`` when the PA repeated any call, echoed any harness note or had IX text
+        withheld, else ``ok``."""
         return "warning" if self.any else "ok"
 
     def text(self) -> str:
         """``PA repeated an identical call 28 times in 4 turns (warning; A-S51 28); PA echoed a
-        harness note as its reply 2 times (none delivered) (warning; A-S14 2)``, or ``""`` when
-        neither happened."""
+        harness note as its reply 2 times (withheld: never shown to the user or judged) (warning;
+        A-S14 2)``, or ``""`` when none happened."""
         parts = []
         if self.calls:
             parts.append(f"{repeats_phrase(self.calls, self.turns)} (warning; {_worst(self.where)})")
         if self.echoes:
             parts.append(f"{echoes_phrase(self.echoes)} (warning; {_worst(self.echo_where)})")
+        if self.ix_withheld:
+            parts.append(f"{ix_withheld_phrase(self.ix_withheld)} (warning; {_worst(self.ix_where)})")
         return "; ".join(parts)
 
 
@@ -361,9 +392,10 @@ async def run_pa_repeats(store: RunStore, run: RunRecord) -> PARepeats:
 
     from mempa_tui.runner._episode_events import StepStatusEvent
 
-    calls = turns = echoes = 0
+    calls = turns = echoes = withheld = 0
     where: dict[str, int] = {}
     echo_where: dict[str, int] = {}
+    ix_where: dict[str, int] = {}
     for step_id, repeat, row in await store.events_of_kind(run.id, "step_status"):
         try:
             event = StepStatusEvent.model_validate_json(row.event_json)
@@ -377,7 +409,11 @@ async def run_pa_repeats(store: RunStore, run: RunRecord) -> PARepeats:
         if event.pa_echoed_replies:
             echoes += event.pa_echoed_replies
             echo_where[name] = echo_where.get(name, 0) + event.pa_echoed_replies
-    return PARepeats(run_id=run.id, calls=calls, turns=turns, where=where, echoes=echoes, echo_where=echo_where)
+        if event.pa_ix_text_withheld:
+            withheld += event.pa_ix_text_withheld
+            ix_where[name] = ix_where.get(name, 0) + event.pa_ix_text_withheld
+    return PARepeats(run_id=run.id, calls=calls, turns=turns, where=where, echoes=echoes, echo_where=echo_where,
+                     ix_withheld=withheld, ix_where=ix_where)
 
 
 async def runs_pa_repeats(store: RunStore, runs: Iterable[RunRecord]) -> dict[str, PARepeats]:

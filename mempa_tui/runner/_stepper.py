@@ -180,7 +180,7 @@ class StepperUpdate(BaseModel):
     pa_repeat_turns: int = 0
     """The episode's PA turns with at least one repeated call (``episode_end``)."""
     pa_echoed_replies: int = 0
-    """The episode's PA replies that echoed the harness's own text, none delivered (``episode_end``)."""
+    """The episode's PA replies that echoed the harness's own text, withheld from the user and the judge (``episode_end``)."""
     target: str | None = None
     """The target setting (``target`` and later; hidden before)."""
     brs: int | None = None

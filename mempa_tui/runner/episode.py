@@ -130,6 +130,9 @@ class StepResult(BaseModel):
             the memory health.
         pa_echoed_replies: the PA's replies that echoed the harness's own text (never
             delivered: re-asked once, else the turn failed; issue 12), shown beside them.
+        pa_ix_text_withheld: reply sentences of an accumulation session withheld for carrying
+            interaction-tool text (a probe with such a reply is floored instead), shown beside
+            them.
         simulator_checks: the user simulator's message-check counts for the step
             (``UserSimulator.check_counts``: rejected attempts, manner requests flagged by the
             rule and by the LLM checker, invalid turns, checker warnings; Table 8 condition 3,
@@ -156,6 +159,7 @@ class StepResult(BaseModel):
     pa_repeated_calls: int = 0
     pa_repeat_turns: int = 0
     pa_echoed_replies: int = 0
+    pa_ix_text_withheld: int = 0
 
 
 class _Recorder:
@@ -266,8 +270,10 @@ def _result(
     repeats = driver.pa_repeated_calls if driver else 0
     repeat_turns = driver.pa_repeat_turns if driver else 0
     echoes = driver.pa_echoed_replies if driver else 0
+    withheld = driver.pa_ix_text_withheld if driver else 0
     rec(StepStatusEvent(status=outcome.status, reason=outcome.reason, pa_repeated_calls=repeats,
-                        pa_repeat_turns=repeat_turns, pa_echoed_replies=echoes))
+                        pa_repeat_turns=repeat_turns, pa_echoed_replies=echoes,
+                        pa_ix_text_withheld=withheld))
     return StepResult(
         step_id=step_id,
         kind=kind,
@@ -284,6 +290,7 @@ def _result(
         pa_repeated_calls=repeats,
         pa_repeat_turns=repeat_turns,
         pa_echoed_replies=echoes,
+        pa_ix_text_withheld=withheld,
         **extra,  # type: ignore[arg-type]
     )
 
