@@ -6,12 +6,23 @@ reply cut off, an empty reply, values of the wrong type, the reply sent as a too
 arguments hold the object, which is repaired and counted): the reader raises ``ValueError`` with the
 problem, the model is shown its reply and the problem once, and if the second reply fails too the
 caller gets every reply and the last problem to record - never an invented value.
+
+A reply can also be usable yet **cut at a cap**: it ended at the completion token cap
+(``finish_reason`` ``length``), or a text field ran to its schema's ``maxLength`` with no sentence
+end (a grammar-constrained server closes the string there: on the quick start, 4 of 6 judge
+replies stopped at the 320-character evidence cap mid-sentence, issue 12). A caller that asks for
+it (``retry_cut=True``, or inside :func:`watch_cut_replies`) gets that reply retried once with the
+cut named; if the retry is cut again (or unusable), the cut reply's value is kept and marked
+(:attr:`JSONAttempts.cut`) so the caller can count it. Callers that do not ask keep the old
+behaviour (a usable reply is taken as it is).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any, Generic, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -19,7 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from mempa_tui.llm.errors import JSONReplyError
 from mempa_tui.llm.types import ChatMessage, Completion, Role
 
-__all__ = ["JSONAttempts", "StructuredClient", "complete_json"]
+__all__ = ["CutReply", "JSONAttempts", "StructuredClient", "complete_json", "cut_reason", "watch_cut_replies"]
 
 T = TypeVar("T")
 
@@ -47,6 +58,9 @@ class JSONAttempts(BaseModel, Generic[T]):
         error: the last problem when no reply was usable, else None.
         repaired: replies that came as a tool call instead of text and whose call arguments
             were read as the JSON reply (counted so the repair stays visible).
+        cut: set when ``value`` was read from a reply cut at a cap (see the module docstring),
+            after the retry was cut too or unusable: what was cut (``its 'evidence' ran to the
+            schema's 320-character cap``); None otherwise.
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -55,6 +69,7 @@ class JSONAttempts(BaseModel, Generic[T]):
     replies: list[str] = Field(default_factory=list)
     error: str | None = None
     repaired: int = 0
+    cut: str | None = None
 
     @property
     def attempts(self) -> int:
@@ -71,6 +86,7 @@ async def complete_json(
     read: Callable[[str], T],
     retry_hint: str = "Reply with the JSON object only.",
     attempts: int = 2,
+    retry_cut: bool | None = None,
 ) -> JSONAttempts[T]:
     """Ask for a JSON reply and read it, retrying with the problem named.
 
@@ -83,14 +99,21 @@ async def complete_json(
             with a short explanation when the reply is unusable.
         retry_hint: what the follow-up message asks for after naming the problem.
         attempts: model calls at most (2: the first try and one retry).
+        retry_cut: retry a usable reply that was cut at a cap (:func:`cut_reason`) and mark it
+            when it stays cut; None (default): only inside :func:`watch_cut_replies`, which
+            also records each marked reply.
 
     Returns:
-        :class:`JSONAttempts`; ``value`` None with ``error`` set when no reply was usable.
+        :class:`JSONAttempts`; ``value`` None with ``error`` set when no reply was usable;
+        ``cut`` set when the value came from a reply that stayed cut.
 
     Raises:
         LLMError: a model call itself failed (the caller decides what that means).
     """
     outcome: JSONAttempts[T] = JSONAttempts()
+    watch = _CUT_WATCH.get()
+    check_cut = watch is not None if retry_cut is None else retry_cut
+    kept: tuple[T, str] | None = None  # the latest usable value read from a cut reply, and why
     history = list(messages)
     for _ in range(attempts):
         completion = await client.complete(role, history, json_schema=schema)
@@ -102,17 +125,89 @@ async def complete_json(
                 outcome.repaired += 1
         outcome.replies.append(text)
         try:
-            outcome.value = read(text)
+            value = read(text)
         except (ValueError, JSONReplyError) as exc:
             outcome.error = str(exc) or type(exc).__name__
+            problem = f"That reply could not be used ({outcome.error}). {retry_hint}"
         else:
-            outcome.error = None
-            return outcome
+            cut = cut_reason(completion, text, schema) if check_cut else None
+            if cut is None:
+                outcome.value, outcome.error = value, None
+                return outcome
+            kept = (value, cut)
+            problem = (f"That reply was cut off before it finished ({cut}). Send the same JSON object "
+                       "again with shorter text, so that every sentence ends within its limit.")
         history += [
             ChatMessage(role="assistant", content=text),
-            ChatMessage(role="user", content=f"That reply could not be used ({outcome.error}). {retry_hint}"),
+            ChatMessage(role="user", content=problem),
         ]
+    if kept is not None:  # still cut (or the retry unusable): keep the cut reply's value, marked
+        outcome.value, outcome.cut, outcome.error = kept[0], kept[1], None
+        if watch is not None:
+            watch.append(CutReply(role=role, cut=kept[1]))
     return outcome
+
+
+class CutReply(BaseModel):
+    """One reply kept although it was cut at a cap (recorded by :func:`watch_cut_replies`)."""
+
+    role: Role
+    """The role that was called."""
+    cut: str
+    """What was cut (:func:`cut_reason`)."""
+
+
+_CUT_WATCH: ContextVar[list[CutReply] | None] = ContextVar("mempa_cut_watch", default=None)
+
+
+@contextmanager
+def watch_cut_replies() -> Iterator[list[CutReply]]:
+    """Retry cut replies in every :func:`complete_json` call inside the block and record those kept.
+
+    For callers whose :func:`complete_json` call lies in code that does not pass ``retry_cut``
+    (the PRS rater): the scorer wraps the call and reads the list afterwards.
+
+    Yields:
+        The list that each kept cut reply is appended to.
+    """
+    found: list[CutReply] = []
+    token = _CUT_WATCH.set(found)
+    try:
+        yield found
+    finally:
+        _CUT_WATCH.reset(token)
+
+
+_SENTENCE_END = (".", "!", "?", ")", '"', "'", "”")
+
+
+def cut_reason(completion: Completion, text: str, schema: dict[str, Any]) -> str | None:
+    """Why a usable JSON reply counts as cut at a cap, or None.
+
+    Cut means: the completion stopped at its token cap (``finish_reason`` ``length``), or a
+    string field of the reply is within 2 characters of its schema's ``maxLength`` and does not
+    end a sentence (a grammar-constrained server closes the string at the cap, mid-word).
+
+    Args:
+        completion: the model's completion (its ``finish_reason``).
+        text: the reply text that was read.
+        schema: the JSON schema sent (its ``properties``' ``maxLength``).
+    """
+    if completion.finish_reason == "length":
+        return "it reached the completion token cap"
+    from mempa_tui.llm._parse import parse_json_reply
+
+    try:
+        data = parse_json_reply(text)
+    except (ValueError, JSONReplyError):
+        return None
+    for name, prop in (schema.get("properties") or {}).items():
+        limit = prop.get("maxLength") if isinstance(prop, dict) else None
+        value = data.get(name)
+        if isinstance(limit, int) and isinstance(value, str) and len(value) >= limit - 2:
+            if not value.rstrip().endswith(_SENTENCE_END):
+                return f"its '{name}' ran to the schema's {limit}-character cap mid-sentence"
+    return None
 
 
 def _reply_from_tool_call(completion: Completion) -> str | None:

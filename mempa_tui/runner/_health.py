@@ -45,6 +45,13 @@ And **interaction-tool text withheld**: sentences of accumulation-session replie
 the selection (``pa_ix_text_withheld``; :mod:`mempa_tui.runner._episode_session`). A warning too.
 A probe whose reply carries such text is not counted here: it is floored (``interaction-tool text
 in the reply``), counted in the floored column and shown with its reason like the arguments case.
+
+Last, **judge replies cut** (``judge_replies_cut``): BRS judge and PRS rater replies that ran to a
+cap (the completion token cap, or a text field's length cap in the reply schema, mid-sentence)
+and stayed cut after their one retry (:func:`mempa_tui.llm.structured.cut_reason`). Their scores
+are kept; their stored reasons open with
+:data:`~mempa_tui.runner._scoring.CUT_MARK`, which is what is counted. A warning: the scores
+stand, but they rest on a reason that was cut off.
 """
 
 from __future__ import annotations
@@ -66,6 +73,7 @@ __all__ = [
     "MemoryHealth",
     "PARepeats",
     "RowAnnotations",
+    "cut_phrase",
     "echoes_phrase",
     "health_of_stats",
     "ix_withheld_phrase",
@@ -309,6 +317,12 @@ def ix_withheld_phrase(sentences: int) -> str:
             f"{'' if sentences == 1 else 's'} (withheld: never shown to the user or stored)")
 
 
+def cut_phrase(replies: int) -> str:
+    """``judge or rater reply cut at its cap 2 times (scores kept, reasons marked)``."""
+    return (f"judge or rater reply cut at its cap {replies} time{'' if replies == 1 else 's'} "
+            "(scores kept, reasons marked)")
+
+
 def pa_problem_phrases(calls: int, turns: int, echoes: int, ix_withheld: int = 0) -> list[str]:
     """The phrases of the PA's own problems with a count above 0: repeated calls, echoes, then
     sentences withheld for interaction-tool text."""
@@ -329,7 +343,8 @@ def repeats_note(result: object) -> str:
 
 
 class PARepeats(BaseModel):
-    """A run's repeated PA tool calls and echoed replies (see the module docstring): a warning,
+    """A run's problems beside its memory health: repeated PA tool calls, echoed replies, withheld
+    interaction-tool text and cut judge/rater replies (see the module docstring): a warning,
     never broken."""
 
     run_id: str
@@ -350,11 +365,17 @@ class PARepeats(BaseModel):
     """Accumulation-session reply sentences withheld for carrying interaction-tool text."""
     ix_where: dict[str, int] = {}
     """Step id -> its withheld sentences, for steps with any."""
+    judge_replies_cut: int = 0
+    """BRS judge and PRS rater replies kept although cut at a cap after their retry (their stored
+    reasons open with :data:`~mempa_tui.runner._scoring.CUT_MARK`)."""
+    cut_where: dict[str, int] = {}
+    """``probe r<repeat>`` -> its cut judge/rater replies, for probe repeats with any."""
 
     @property
     def any(self) -> bool:
-        """Whether there is anything to show: a repeated call, an echoed reply or withheld IX text."""
-        return bool(self.calls or self.echoes or self.ix_withheld)
+        """Whether there is anything to show: a repeated call, an echoed reply, withheld IX text
+        or a cut judge/rater reply."""
+        return bool(self.calls or self.echoes or self.ix_withheld or self.judge_replies_cut)
 
     @property
     def state(self) -> Literal["ok", "warning"]:
@@ -373,6 +394,8 @@ class PARepeats(BaseModel):
             parts.append(f"{echoes_phrase(self.echoes)} (warning; {_worst(self.echo_where)})")
         if self.ix_withheld:
             parts.append(f"{ix_withheld_phrase(self.ix_withheld)} (warning; {_worst(self.ix_where)})")
+        if self.judge_replies_cut:
+            parts.append(f"{cut_phrase(self.judge_replies_cut)} (warning; {_worst(self.cut_where)})")
         return "; ".join(parts)
 
 
@@ -384,7 +407,8 @@ def _worst(where: Mapping[str, int]) -> str:
 
 async def run_pa_repeats(store: RunStore, run: RunRecord) -> PARepeats:
     """The repeated PA calls and echoed replies of a stored run, from each step's and probe repeat's stored
-    ``step_status`` event (one small row each; events stored before the count read 0).
+    ``step_status`` event (one small row each; events stored before the count read 0), the
+    withheld IX sentences the same way, and the cut judge/rater replies from its probe results.
 
     Unreadable events are skipped here: ``mempa show RUN STEP`` counts and names them.
     """
@@ -412,8 +436,17 @@ async def run_pa_repeats(store: RunStore, run: RunRecord) -> PARepeats:
         if event.pa_ix_text_withheld:
             withheld += event.pa_ix_text_withheld
             ix_where[name] = ix_where.get(name, 0) + event.pa_ix_text_withheld
+    from mempa_tui.runner._scoring import is_cut_marked
+
+    cut_where: dict[str, int] = {}
+    for probe in await store.probe_results(run.id):
+        n = int(is_cut_marked(probe.brs_reason)) + int(is_cut_marked(probe.prs_reason))
+        if n:
+            name = f"{probe.probe_id} r{probe.repeat}"
+            cut_where[name] = cut_where.get(name, 0) + n
     return PARepeats(run_id=run.id, calls=calls, turns=turns, where=where, echoes=echoes, echo_where=echo_where,
-                     ix_withheld=withheld, ix_where=ix_where)
+                     ix_withheld=withheld, ix_where=ix_where, judge_replies_cut=sum(cut_where.values()),
+                     cut_where=cut_where)
 
 
 async def runs_pa_repeats(store: RunStore, runs: Iterable[RunRecord]) -> dict[str, PARepeats]:

@@ -34,9 +34,12 @@ if TYPE_CHECKING:
     from mempa_tui.simulator import DialogueEntry
 
 __all__ = [
+    "CUT_MARK",
     "ProbeScorer",
     "RealizationScores",
+    "cut_marked",
     "default_scorer",
+    "is_cut_marked",
     "judge_dialogue",
     "matrix_differing",
     "rater_dialogue",
@@ -162,6 +165,8 @@ async def default_scorer(
     from mempa_tui.scoring._judge import BRSJudgeInput, judge_brs
     from mempa_tui.simulator import PRSError, rate_probe
 
+    from mempa_tui.llm.structured import watch_cut_replies
+
     brs: int | None = None
     brs_reason = _FLOORED_BRS
     if result.status != "floored":
@@ -172,11 +177,16 @@ async def default_scorer(
         verdict = await judge_brs(run.client, data)  # never raises: a failure is a missing BRS
         brs = verdict.score
         brs_reason = verdict.evidence if verdict.score is not None else f"BRS missing: {verdict.error}"
+        if verdict.score is not None and verdict.cut:
+            brs_reason = cut_marked(brs_reason, verdict.cut)
     try:
-        prs, prs_reason = await rate_probe(
-            run.client, run.bundle.persona, probe.attribute, target, rater_dialogue(result),
-            context=probe.context,
-        )
+        with watch_cut_replies() as cuts:  # the rater's call retries a cut reply, and says so
+            prs, prs_reason = await rate_probe(
+                run.client, run.bundle.persona, probe.attribute, target, rater_dialogue(result),
+                context=probe.context,
+            )
+        if cuts:
+            prs_reason = cut_marked(prs_reason, cuts[-1].cut)
         prs_value: int | None = prs
     except PRSError as exc:
         prs_value, prs_reason = None, f"PRS missing: {exc}"
@@ -184,6 +194,21 @@ async def default_scorer(
 
 
 _FLOORED_BRS = "floored: BRS 1 by rule, not judged"
+
+CUT_MARK = "[reply cut at its cap; score kept] "
+"""Opens the stored BRS or PRS reason of a judge or rater reply that stayed cut after its retry
+(:func:`mempa_tui.llm.structured.cut_reason`); counted per run as ``judge_replies_cut``."""
+
+
+def cut_marked(reason: str, cut: str) -> str:
+    """``[reply cut at its cap; score kept] <reason> (cut: <what>)``: a stored reason that says
+    its reply was cut, so it is never read as a whole one."""
+    return f"{CUT_MARK}{reason} (cut: {cut})"
+
+
+def is_cut_marked(reason: str | None) -> bool:
+    """Whether a stored BRS or PRS reason carries :data:`CUT_MARK`."""
+    return bool(reason) and reason.startswith(CUT_MARK)  # type: ignore[union-attr]
 
 
 async def score_final_probe(

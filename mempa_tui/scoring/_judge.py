@@ -6,7 +6,9 @@ the tool trajectory that actually ran, and the rubric of the probed attribute fo
 setting. The judge is blind to the PA's selection: :class:`BRSJudgeInput` has no field for the
 selection, an IX call, held or withheld content or the scoring trace, forbids extra fields, and
 refuses interaction-tool names in the trajectory. A reply that cannot be used is retried once;
-if it still cannot be used BRS is missing (the probe's BRS is incomplete), never invented.
+if it still cannot be used BRS is missing (the probe's BRS is incomplete), never invented. A
+usable reply cut at its cap (the token cap, or the evidence's length cap mid-sentence) is
+retried once too; cut again, its score is kept and the verdict says so (``cut``), to be counted.
 """
 
 from __future__ import annotations
@@ -136,16 +138,25 @@ class BRSVerdict(BaseModel):
         evidence: the judge's justification.
         attempts: model calls made (at most 2).
         error: why the score is missing.
+        cut: set when the score comes from a reply cut at a cap even after the retry (the
+            evidence ends mid-sentence; :func:`mempa_tui.llm.structured.cut_reason`): what was
+            cut. The score stands; the caller marks and counts it.
     """
 
     score: int | None = Field(default=None, ge=1, le=5)
     evidence: str = ""
     attempts: int = 0
     error: str | None = None
+    cut: str | None = None
 
 
-EVIDENCE_MAX_CHARS = 320
-"""Longest evidence text a judge reply may hold (about 80 tokens)."""
+EVIDENCE_MAX_CHARS = 480
+"""Longest evidence text a judge reply may hold (about 115 tokens of Qwen's at the 4.2 characters
+per token measured). Issue 12: at 320 the embedded 0.5B judge's evidence ran to the cap
+mid-sentence in 4 of the quick start's 6 judge replies (319-320 characters, 71-78 completion
+tokens; the others 203 and 288); the prompt asks for one to three sentences, and three long ones
+fit in 480. A reply that still runs to the cap is retried once, then kept and marked
+(:attr:`BRSVerdict.cut`)."""
 
 JUDGE_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -311,10 +322,11 @@ async def judge_brs(client: JudgeClient, data: BRSJudgeInput) -> BRSVerdict:
         got = await complete_json(
             client, Role.JUDGE, judge_messages(data), schema=JUDGE_SCHEMA, read=_read,
             retry_hint='Answer again with only the JSON object {"score": <integer 1-5>, "evidence": "..."}.',
+            retry_cut=True,
         )
     except LLMError as exc:
         return BRSVerdict(attempts=0, error=f"judge call failed: {exc}")
     if got.value is None:
         return BRSVerdict(attempts=got.attempts, error=got.error)
     score, evidence = got.value
-    return BRSVerdict(score=score, evidence=evidence, attempts=got.attempts)
+    return BRSVerdict(score=score, evidence=evidence, attempts=got.attempts, cut=got.cut)
