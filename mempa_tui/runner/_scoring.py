@@ -208,7 +208,7 @@ def cut_marked(reason: str, cut: str) -> str:
 
 def is_cut_marked(reason: str | None) -> bool:
     """Whether a stored BRS or PRS reason carries :data:`CUT_MARK`."""
-    return bool(reason) and reason.startswith(CUT_MARK)  # type: ignore[union-attr]
+    return reason is not None and reason.startswith(CUT_MARK)
 
 
 async def score_final_probe(
