@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 from test_runner_support import WORLDS, protocol_responder
+from test_scoring_judge import probe_material
 
 from mempa_tui.cli.main import main
 from mempa_tui.llm import LLMClient, ScriptedModelServer, ScriptedReply, ScriptedRequest
@@ -25,7 +26,6 @@ from mempa_tui.llm.types import ChatMessage, Role
 from mempa_tui.runner._scoring import CUT_MARK
 from mempa_tui.scoring import judge_brs
 from mempa_tui.scoring._judge import EVIDENCE_MAX_CHARS
-from test_scoring_judge import probe_material
 
 SCHEMA = {
     "type": "object",
