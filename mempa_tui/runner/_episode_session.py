@@ -324,7 +324,9 @@ class SessionDriver:
             if not self.session.is_probe:
                 kept, withheld = withhold_ix_sentences(delivered.reply, self.wrapper.selections)
             if not kept.strip() or ix_text_in_reply(kept, self.wrapper.selections) is not None:
-                why = "" if self.session.is_probe else "; nothing of it was left without that text"
+                why = ("" if self.session.is_probe
+                       else "; nothing of it was left without that text" if not kept.strip()
+                       else "; it stayed after its sentences naming it were withheld")
                 return SessionOutcome(
                     status="floored",
                     reason=floor_reason(FloorKind.IX_TEXT_IN_REPLY, f"{leak}{why}"),
