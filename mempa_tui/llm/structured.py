@@ -6,6 +6,12 @@ reply cut off, an empty reply, values of the wrong type, the reply sent as a too
 arguments hold the object, which is repaired and counted): the reader raises ``ValueError`` with the
 problem, the model is shown its reply and the problem once, and if the second reply fails too the
 caller gets every reply and the last problem to record - never an invented value.
+
+A caller that must not take a reply cut at the token cap (File memory's consolidation: a cut
+MEMORY.md that still parses is a loop or a half-written file, issue 12) passes ``reject_cut``;
+such a reply is then unusable whatever the reader says. The judge, the PRS rater, the message
+checker and the script review keep taking any reply their reader accepts: their objects are short,
+and a cut one does not parse, so the reader already rejects it.
 """
 
 from __future__ import annotations
@@ -19,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from mempa_tui.llm.errors import JSONReplyError
 from mempa_tui.llm.types import ChatMessage, Completion, Role
 
-__all__ = ["JSONAttempts", "StructuredClient", "complete_json"]
+__all__ = ["CutReplyError", "JSONAttempts", "StructuredClient", "complete_json"]
 
 T = TypeVar("T")
 
@@ -47,6 +53,9 @@ class JSONAttempts(BaseModel, Generic[T]):
         error: the last problem when no reply was usable, else None.
         repaired: replies that came as a tool call instead of text and whose call arguments
             were read as the JSON reply (counted so the repair stays visible).
+        error_reason: a short code for the last problem when the reader's exception carried one
+            (a ``reason`` attribute) or the reply was cut (``cut_at_cap``); None otherwise.
+        finish_reasons: the provider's finish reason of every reply, in order (None: not reported).
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -55,6 +64,8 @@ class JSONAttempts(BaseModel, Generic[T]):
     replies: list[str] = Field(default_factory=list)
     error: str | None = None
     repaired: int = 0
+    error_reason: str | None = None
+    finish_reasons: list[str | None] = Field(default_factory=list)
 
     @property
     def attempts(self) -> int:
@@ -71,6 +82,7 @@ async def complete_json(
     read: Callable[[str], T],
     retry_hint: str = "Reply with the JSON object only.",
     attempts: int = 2,
+    reject_cut: bool = False,
 ) -> JSONAttempts[T]:
     """Ask for a JSON reply and read it, retrying with the problem named.
 
@@ -83,6 +95,8 @@ async def complete_json(
             with a short explanation when the reply is unusable.
         retry_hint: what the follow-up message asks for after naming the problem.
         attempts: model calls at most (2: the first try and one retry).
+        reject_cut: a reply whose ``finish_reason`` is ``length`` (cut at the role's completion
+            cap) is unusable even when the reader would accept it (reason ``cut_at_cap``).
 
     Returns:
         :class:`JSONAttempts`; ``value`` None with ``error`` set when no reply was usable.
@@ -101,18 +115,31 @@ async def complete_json(
                 text = from_call
                 outcome.repaired += 1
         outcome.replies.append(text)
+        outcome.finish_reasons.append(completion.finish_reason)
         try:
+            if reject_cut and completion.finish_reason == "length":
+                raise CutReplyError(
+                    f"the reply was cut off at the completion cap ({completion.usage.completion_tokens} tokens, "
+                    "finish_reason length): write it shorter, each fact once")
             outcome.value = read(text)
         except (ValueError, JSONReplyError) as exc:
             outcome.error = str(exc) or type(exc).__name__
+            outcome.error_reason = getattr(exc, "reason", None)
         else:
             outcome.error = None
+            outcome.error_reason = None
             return outcome
         history += [
             ChatMessage(role="assistant", content=text),
             ChatMessage(role="user", content=f"That reply could not be used ({outcome.error}). {retry_hint}"),
         ]
     return outcome
+
+
+class CutReplyError(ValueError):
+    """A reply cut at the completion cap, refused under ``reject_cut`` (``reason`` ``cut_at_cap``)."""
+
+    reason = "cut_at_cap"
 
 
 def _reply_from_tool_call(completion: Completion) -> str | None:
