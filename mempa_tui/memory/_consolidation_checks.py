@@ -9,8 +9,9 @@ rules here make such a reply unusable, with a short reason code that File memory
 
 ``repeats`` (the *repeated-sentence rule*)
     The text is cut into sentences at line breaks and at ``.``, ``!`` or ``?`` followed by a space.
-    Each sentence is compared with numbers ignored (every run of digits counts as the same
-    number), case and spacing ignored, Markdown list and heading marks ignored. A sentence of at
+    Each sentence is compared with numbers ignored (a number, date or time, or several in a row,
+    all count as the same number), case, spacing, end punctuation and Markdown list and heading
+    marks ignored. A sentence of at
     least :data:`MIN_REPEAT_WORDS` words that occurs :data:`MAX_REPEATS` times or more makes the
     field repeat itself. Short lines (``- Date: 2026-05-12``) are never counted, so a list of
     dated entries is not a loop. Applied to ``memory`` and ``history_entry``.
@@ -18,10 +19,11 @@ rules here make such a reply unusable, with a short reason code that File memory
     ``memory`` says only that the file is empty (a short list of fixed phrases such as "empty",
     "nothing has been remembered yet", "(no notes yet)"): a heuristic.
 ``refusal``
-    ``memory`` or ``history_entry`` is a short apology or refusal and nothing else (starts with
-    one of a few fixed phrases such as "I'm sorry", "I can't assist", "As an AI" and is under
-    :data:`REFUSAL_MAX_CHARS` characters): a heuristic; a long text that opens with an apology
-    and goes on with notes is kept.
+    ``memory`` or ``history_entry`` is a refusal or a bare apology: a text under
+    :data:`REFUSAL_MAX_CHARS` characters holding one of a few fixed refusal phrases ("can't
+    assist", "unable to help", "as an AI"...), or only "Sorry" / "I'm sorry" / "I apologize". A
+    heuristic: "I'm sorry the library was full. The hall seats 120." is kept, and so is a long
+    file that somewhere says the assistant could not help with something.
 
 The other reason codes of a failed round: ``cut_at_cap`` (the reply hit the completion cap,
 :func:`~mempa_tui.llm.structured.complete_json`'s ``reject_cut``), ``unreadable`` (no JSON object,
@@ -65,7 +67,8 @@ REASON_TEXT: dict[str, str] = {
 """Reason code -> words, for stats lines and the health rule (every code a failed round can have)."""
 
 _SPLIT = re.compile(r"\n+|(?<=[.!?])\s+")
-_DIGITS = re.compile(r"\d+")
+_NUMBER = re.compile(r"\d+(?:[-:/.,]\d+)*")
+_NUMBERS = re.compile(r"#(?:\s+#)+")
 _MARKS = re.compile(r"^[\s#>*+\-\u2022]+|[\s*_`]+$")
 _WORD = re.compile(r"[^\W\d_]+")
 
@@ -77,9 +80,11 @@ _PLACEHOLDERS = frozenset({
     "nothing has been saved yet", "nothing new", "nothing new to remember",
 })
 _REFUSALS = (
-    "i'm sorry", "i am sorry", "sorry,", "sorry.", "i apologize", "i apologise", "i can't", "i cannot",
-    "i can not", "i'm unable", "i am unable", "i'm not able", "i am not able", "as an ai", "unfortunately, i",
+    "can't assist", "cannot assist", "can not assist", "can't help with", "cannot help with", "unable to assist",
+    "unable to help", "not able to assist", "not able to help", "can't do that", "cannot do that",
+    "can't comply", "cannot comply", "as an ai",
 )
+_APOLOGIES = frozenset({"sorry", "i'm sorry", "i am sorry", "i apologize", "i apologise", "my apologies"})
 
 
 class UnusableReply(ValueError):
@@ -95,9 +100,11 @@ class UnusableReply(ValueError):
 
 
 def _normal(sentence: str) -> str:
-    """A sentence as the repeated-sentence rule compares it: marks stripped, lower case, numbers as ``#``."""
-    text = _MARKS.sub("", sentence).lower()
-    return " ".join(_DIGITS.sub("#", text).split())
+    """A sentence as the repeated-sentence rule compares it: list and heading marks and end
+    punctuation stripped, lower case, single spaces, each number (a date, a time, digits with
+    ``-:/.,`` between them) and each run of numbers as one ``#``."""
+    text = _MARKS.sub("", sentence).lower().rstrip(".!?;:, ")
+    return _NUMBERS.sub("#", " ".join(_NUMBER.sub("#", text).split()))
 
 
 def repeated_sentence(text: str) -> tuple[str, int] | None:
@@ -127,7 +134,7 @@ def _bare(text: str) -> str:
 
 def _is_refusal(text: str) -> bool:
     bare = _bare(text).replace("\u2019", "'")
-    return len(bare) < REFUSAL_MAX_CHARS and bare.startswith(_REFUSALS)
+    return bare in _APOLOGIES or (len(bare) < REFUSAL_MAX_CHARS and any(p in bare for p in _REFUSALS))
 
 
 def check_content(history_entry: str, memory: str) -> None:
