@@ -141,8 +141,14 @@ async def test_a_looping_memory_is_rejected_with_its_reason(harness: Harness, tm
         ("The file is empty.", "placeholder"),
         ("I'm sorry, I can't assist with that.", "refusal"),
         ("I\u2019m sorry, but I can't assist with that.", "refusal"),
+        # measured by the benchmark's first run: the 1.5B copied the prompt, the 0.5B a turn's stamp
+        ("## Current memory file: none yet (this save writes the first one)\n\n## Turns to fold in (3, oldest first)\n"
+         "[2026-04-12 21:00 personal A-S51]\nUser: I'll get to the cottage booking", "prompt_echo"),
+        ("Meeting with John is at 14:20. John is scheduled for 2026-05-19 10:00 work A-E01. User: ruth wants",
+         "prompt_echo"),
     ],
-    ids=["placeholder-copied", "placeholder-unbracketed", "file-is-empty", "refusal", "refusal-curly"],
+    ids=["placeholder-copied", "placeholder-unbracketed", "file-is-empty", "refusal", "refusal-curly",
+         "prompt-headings", "turn-stamp"],
 )
 async def test_a_placeholder_or_refusal_memory_is_rejected(
     harness: Harness, tmp_path: Path, memory: str, reason: str
@@ -159,7 +165,8 @@ async def test_a_good_reply_still_passes_and_a_dated_list_is_no_loop(harness: Ha
     assert mem.stats.consolidations == 1 and mem.stats.consolidation_retries == 0
     assert mem.memory_md == dated.strip() + "\n"
     assert mem.inspect().stats["memory_md_chars"] == float(len(dated.strip()))
-    # an apology followed by real notes is kept, so is a sentence said twice
+    # an apology followed by real notes is kept, so is a sentence said twice, and a dated note
+    check_content("Held the hall.", "- 2026-06-04 18:00 work event: info session at Eastbank")
     check_content("Sorry for the wait: I held the hall. The hall seats 120.",
                   "I'm sorry the library was full. " + "The Eastbank hall seats 120 people. " * (MAX_REPEATS - 1))
 

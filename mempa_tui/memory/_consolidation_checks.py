@@ -18,6 +18,12 @@ rules here make such a reply unusable, with a short reason code that File memory
 ``placeholder``
     ``memory`` says only that the file is empty (a short list of fixed phrases such as "empty",
     "nothing has been remembered yet", "(no notes yet)"): a heuristic.
+``prompt_echo``
+    ``memory`` copies the prompt instead of writing notes: it holds one of the prompt's section
+    headings ("## Current memory file", "## Turns to fold in") or a turn's rendered header (a
+    ``YYYY-MM-DD HH:MM work|personal <step id>`` stamp, brackets optional). Measured on the first
+    run of ``bench_memory.py consolidation``: the 1.5B model's MEMORY.md was the prompt's own
+    headings and turns, and the 0.5B model's held ``2026-05-19 10:00 work A-E01. User: ...``.
 ``refusal``
     ``memory`` or ``history_entry`` is a refusal or a bare apology: a text under
     :data:`REFUSAL_MAX_CHARS` characters holding one of a few fixed refusal phrases ("can't
@@ -60,6 +66,7 @@ REASON_TEXT: dict[str, str] = {
     "repeats": "text repeats itself",
     "placeholder": "memory is an empty-file placeholder",
     "refusal": "refusal instead of notes",
+    "prompt_echo": "memory copies the prompt",
     "erases": "blank memory would erase the file",
     "unreadable": "no usable JSON object",
     "call_failed": "model call failed",
@@ -72,6 +79,8 @@ _NUMBERS = re.compile(r"#(?:\s+#)+")
 _MARKS = re.compile(r"^[\s#>*+\-\u2022]+|[\s*_`]+$")
 _WORD = re.compile(r"[^\W\d_]+")
 
+_PROMPT_HEADINGS = ("## current memory file", "## turns to fold in")
+_TURN_STAMP = re.compile(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2} (?:work|personal) [A-Z]+-[A-Za-z0-9-]+")
 _PLACEHOLDERS = frozenset({
     "empty", "none", "n/a", "na", "nothing", "no notes", "no notes yet", "no memory", "no memories",
     "nothing yet", "nothing to remember", "nothing has been remembered", "nothing has been remembered yet",
@@ -145,7 +154,7 @@ def check_content(history_entry: str, memory: str) -> None:
         memory: the reply's whole new MEMORY.md.
 
     Raises:
-        UnusableReply: with reason ``repeats``, ``placeholder`` or ``refusal`` and a message that
+        UnusableReply: with reason ``repeats``, ``placeholder``, ``prompt_echo`` or ``refusal`` and a message that
             names the field and what is wrong (shown to the model on the retry).
     """
     for field, text in (("memory", memory), ("history_entry", history_entry)):
@@ -161,6 +170,15 @@ def check_content(history_entry: str, memory: str) -> None:
             "placeholder",
             f"field memory is {memory.strip()[:60]!r}, a note that the file is empty, not the file itself; "
             "write the notes file itself from what the turns hold")
+    lowered = memory.lower()
+    echoed = next((h for h in _PROMPT_HEADINGS if h in lowered), None)
+    stamp = _TURN_STAMP.search(memory)
+    if echoed is not None or stamp is not None:
+        what = repr(echoed) if stamp is None else f"the turn stamp {stamp.group(0)!r}"
+        raise UnusableReply(
+            "prompt_echo",
+            f"field memory copies the prompt ({what}) instead of notes; write the notes themselves, "
+            "without the prompt's headings or the turns' stamps")
     for field, text in (("memory", memory), ("history_entry", history_entry)):
         if _is_refusal(text):
             raise UnusableReply(

@@ -23,7 +23,7 @@ The stated rule (documented in the README, section "Memory health"):
   (issue 12): its probes were handed an empty memory just the same. Runs stored before the
   counter existed are not judged by this rule.
 * File memory's failed consolidation rounds are shown by reason (issue 12: cut at the completion
-  cap, text repeats itself, empty-file placeholder, refusal, no usable JSON object, blank memory
+  cap, text repeats itself, empty-file placeholder, prompt copied, refusal, no usable JSON object, blank memory
   that would erase the file, model call failed; ``consolidation_unusable_<reason>`` counters), so a
   run where most rounds failed reads, for example, ``BROKEN - 3/4 consolidation rounds failed
   (75%; text repeats itself 2, cut at the completion cap 1)``.
