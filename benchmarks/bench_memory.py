@@ -10,6 +10,12 @@ queries, and the snapshot's size is taken. Times in milliseconds.
 
     python benchmarks/bench_memory.py                          # every condition at 100, 1,000, 5,000
     python benchmarks/bench_memory.py --systems rag --sizes 100 1000
+    python benchmarks/bench_memory.py consolidation --saves DIR --run RUN [--models 0.5b,1.5b]
+
+``consolidation`` (issue 12) replays a stored run's File memory consolidation rounds on each
+packaged embedded model and prints, per model and round, seconds, tokens, finish reason, usable or
+the rejection reason and MEMORY.md's size, then the share of usable rounds
+(``benchmarks/consolidation_replay.py``).
 
 ``rag`` and ``mem0`` need mem0ai 2.0.2 (``pip install -e ".[mem0ai]"``), ``memos`` MemOS's own
 environment (``python -m mempa_tui.memory.memos_setup``); a condition that cannot be built is
@@ -23,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import tempfile
 import time
 from collections.abc import Sequence
@@ -34,20 +41,22 @@ import anyio
 import numpy as np
 import numpy.typing as npt
 
-from mempa_tui.llm import LLMClient, ScriptedModelServer, ScriptedRequest
-from mempa_tui.llm.scripted_roles import fill_schema
-from mempa_tui.memory import (
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's mempa_tui, not an installed one
+
+from mempa_tui.llm import LLMClient, ScriptedModelServer, ScriptedRequest  # noqa: E402
+from mempa_tui.llm.scripted_roles import fill_schema  # noqa: E402
+from mempa_tui.memory import (  # noqa: E402
     MEMORY_BUILDERS,
     MemorySystem,
     SessionInfo,
     TurnRecord,
     make_memory,
 )
-from mempa_tui.memory._factory import MemoryConfigError
-from mempa_tui.memory._mem0ai import Mem0aiMemory
-from mempa_tui.memory._memos import MemosMemory, MemosState
-from mempa_tui.memory._rag import RagMemory
-from mempa_tui.taxonomy import Context
+from mempa_tui.memory._factory import MemoryConfigError  # noqa: E402
+from mempa_tui.memory._mem0ai import Mem0aiMemory  # noqa: E402
+from mempa_tui.memory._memos import MemosMemory, MemosState  # noqa: E402
+from mempa_tui.memory._rag import RagMemory  # noqa: E402
+from mempa_tui.taxonomy import Context  # noqa: E402
 
 START = datetime(2025, 1, 6, 9, 0)
 VERBS = ["Book", "Move", "Cancel", "Summarise", "Check", "Order", "Email", "Find", "Add", "Review"]
@@ -256,7 +265,17 @@ async def main(systems: list[str], sizes: list[int], model_prefill: bool) -> Non
                 await bench_system(name, client, sizes, Path(tmp), model_prefill)
 
 
-if __name__ == "__main__":
+if __name__ == "__main__" and sys.argv[1:2] == ["consolidation"]:
+    import asyncio
+
+    from consolidation_replay import add_arguments
+    from consolidation_replay import main as consolidation_main
+
+    replay_parser = argparse.ArgumentParser(prog="bench_memory.py consolidation",
+                                            description="Replay a stored run's consolidation rounds on each packaged model")
+    add_arguments(replay_parser)
+    asyncio.run(consolidation_main(replay_parser.parse_args(sys.argv[2:])))
+elif __name__ == "__main__":
     default = list(MEMORY_BUILDERS)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--systems", nargs="+", default=default, choices=sorted(MEMORY_BUILDERS))

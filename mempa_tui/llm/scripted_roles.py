@@ -355,9 +355,11 @@ def _context_of_note(note: str) -> str | None:
 
 def _file_consolidation(user: str) -> str:
     """File memory's save call: MEMORY.md with one line per stated wish, HISTORY entry."""
-    current = user.split("## Current memory file\n", 1)[-1].split("\n\n## Turns to fold in", 1)[0]
+    # an empty file is said in the heading ("## Current memory file: none yet ..."), with no text under it
+    has_file = "## Current memory file\n" in user
+    current = user.split("## Current memory file\n", 1)[-1].split("\n\n## Turns to fold in", 1)[0] if has_file else ""
     turns_text = user.split("## Turns to fold in", 1)[-1]
-    lines = [] if current.startswith("(empty") else current.strip().splitlines()
+    lines = current.strip().splitlines()
     turns = re.split(r"^(?=\[\d{4}-\d{2}-\d{2} \d{2}:\d{2} (?:work|personal) )", turns_text, flags=re.M)
     added = 0
     dates: list[str] = []

@@ -15,6 +15,10 @@ it (``retry_cut=True``, or inside :func:`watch_cut_replies`) gets that reply ret
 cut named; if the retry is cut again (or unusable), the cut reply's value is kept and marked
 (:attr:`JSONAttempts.cut`) so the caller can count it. Callers that do not ask keep the old
 behaviour (a usable reply is taken as it is).
+
+A caller that must not take a reply cut at the token cap at all (File memory's consolidation: a
+cut MEMORY.md that still parses is a loop or a half-written file, issue 12) passes ``reject_cut``;
+such a reply is then unusable whatever the reader says (reason ``cut_at_cap``).
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from mempa_tui.llm.errors import JSONReplyError
 from mempa_tui.llm.types import ChatMessage, Completion, Role
 
-__all__ = ["CutReply", "JSONAttempts", "StructuredClient", "complete_json", "cut_reason", "watch_cut_replies"]
+__all__ = ["CutReply", "CutReplyError", "JSONAttempts", "StructuredClient", "complete_json", "cut_reason", "watch_cut_replies"]
 
 T = TypeVar("T")
 
@@ -61,6 +65,10 @@ class JSONAttempts(BaseModel, Generic[T]):
         cut: set when ``value`` was read from a reply cut at a cap (see the module docstring),
             after the retry was cut too or unusable: what was cut (``its 'evidence' ran to the
             schema's 320-character cap``); None otherwise.
+        error_reason: a short code for the last problem when the reader's exception carried one
+            (a ``reason`` attribute) or the reply was cut under ``reject_cut`` (``cut_at_cap``);
+            None otherwise.
+        finish_reasons: the provider's finish reason of every reply, in order (None: not reported).
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -70,6 +78,8 @@ class JSONAttempts(BaseModel, Generic[T]):
     error: str | None = None
     repaired: int = 0
     cut: str | None = None
+    error_reason: str | None = None
+    finish_reasons: list[str | None] = Field(default_factory=list)
 
     @property
     def attempts(self) -> int:
@@ -87,6 +97,7 @@ async def complete_json(
     retry_hint: str = "Reply with the JSON object only.",
     attempts: int = 2,
     retry_cut: bool | None = None,
+    reject_cut: bool = False,
 ) -> JSONAttempts[T]:
     """Ask for a JSON reply and read it, retrying with the problem named.
 
@@ -102,6 +113,8 @@ async def complete_json(
         retry_cut: retry a usable reply that was cut at a cap (:func:`cut_reason`) and mark it
             when it stays cut; None (default): only inside :func:`watch_cut_replies`, which
             also records each marked reply.
+        reject_cut: a reply whose ``finish_reason`` is ``length`` (cut at the role's completion
+            cap) is unusable even when the reader would accept it (reason ``cut_at_cap``).
 
     Returns:
         :class:`JSONAttempts`; ``value`` None with ``error`` set when no reply was usable;
@@ -124,15 +137,21 @@ async def complete_json(
                 text = from_call
                 outcome.repaired += 1
         outcome.replies.append(text)
+        outcome.finish_reasons.append(completion.finish_reason)
         try:
+            if reject_cut and completion.finish_reason == "length":
+                raise CutReplyError(
+                    f"the reply was cut off at the completion cap ({completion.usage.completion_tokens} tokens, "
+                    "finish_reason length): write it shorter, each fact once")
             value = read(text)
         except (ValueError, JSONReplyError) as exc:
             outcome.error = str(exc) or type(exc).__name__
+            outcome.error_reason = getattr(exc, "reason", None)
             problem = f"That reply could not be used ({outcome.error}). {retry_hint}"
         else:
             cut = cut_reason(completion, text, schema) if check_cut else None
             if cut is None:
-                outcome.value, outcome.error = value, None
+                outcome.value, outcome.error, outcome.error_reason = value, None, None
                 return outcome
             kept = (value, cut)
             problem = (f"That reply was cut off before it finished ({cut}). Send the same JSON object "
@@ -146,6 +165,12 @@ async def complete_json(
         if watch is not None:
             watch.append(CutReply(role=role, cut=kept[1]))
     return outcome
+
+
+class CutReplyError(ValueError):
+    """A reply cut at the completion cap, refused under ``reject_cut`` (``reason`` ``cut_at_cap``)."""
+
+    reason = "cut_at_cap"
 
 
 class CutReply(BaseModel):

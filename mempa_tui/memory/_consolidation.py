@@ -5,9 +5,17 @@ turns are folded by an LLM into a long-term MEMORY.md and a dated HISTORY.md log
 our own wording of a general-purpose consolidation like nanobot's: facts about the user and the
 ongoing work, a dated history entry, the long-term file rewritten whole. It says nothing about
 interaction preferences, work vs personal contexts or when something changed, because the paper's
-baseline is not told what the benchmark tests (issue 13.1). A reply that cannot be used is retried once with the reason; if it still cannot
-be used, the caller keeps the turns pending (in the PA's view), leaves MEMORY.md as it was and
-counts the failure (:class:`ConsolidationOutcome`).
+baseline is not told what the benchmark tests (issue 13.1). An empty MEMORY.md is said in the
+section heading, never as text in the file's place (issue 12: both packaged models copied such a
+placeholder back as the file).
+
+A reply that cannot be used is retried once with the reason; if it still cannot be used, the
+caller keeps the turns pending (in the PA's view), leaves MEMORY.md as it was and counts the
+failure by its reason code (:class:`ConsolidationOutcome`). Unusable (issue 12): not a JSON object
+with both fields, a blank memory that would erase a non-empty file, a reply cut at the completion
+cap (``finish_reason`` length, even when what came parses), and the content rules of
+:mod:`mempa_tui.memory._consolidation_checks` (a repeating text, an empty-file placeholder, a
+refusal).
 """
 
 from __future__ import annotations
@@ -21,6 +29,7 @@ from mempa_tui.llm import parse_json_reply
 from mempa_tui.llm.errors import JSONReplyError, LLMError
 from mempa_tui.llm.structured import complete_json
 from mempa_tui.llm.types import ChatMessage, Completion, Role
+from mempa_tui.memory._consolidation_checks import UnusableReply, check_content
 from mempa_tui.memory.base import TurnRecord
 
 __all__ = [
@@ -101,11 +110,18 @@ class ConsolidationOutcome(BaseModel):
         reply: the usable reply, or None when both attempts failed.
         attempts: model calls made (1 or 2; 0 when the first call raised before replying).
         error: why the last attempt could not be used, when ``reply`` is None.
+        reason: the reason code of ``error`` (a key of
+            :data:`~mempa_tui.memory._consolidation_checks.REASON_TEXT`), when ``reply`` is None.
+        replies: every reply text, in order (for the record and the benchmark).
+        finish_reasons: each reply's finish reason as the provider reported it.
     """
 
     reply: ConsolidationReply | None = None
     attempts: int = 0
     error: str | None = None
+    reason: str | None = None
+    replies: list[str] = Field(default_factory=list)
+    finish_reasons: list[str | None] = Field(default_factory=list)
 
 
 def consolidation_messages(memory_md: str, turns: Sequence[TurnRecord]) -> list[ChatMessage]:
@@ -116,12 +132,14 @@ def consolidation_messages(memory_md: str, turns: Sequence[TurnRecord]) -> list[
         turns: the oldest pending turns, oldest first.
 
     Returns:
-        ``[system, user]`` messages.
+        ``[system, user]`` messages. An empty ``memory_md`` is said in the first heading, with
+        no text under it that a model could copy back as the file.
     """
-    current = memory_md.strip() or "(empty - nothing has been remembered yet)"
+    current = memory_md.strip()
+    section = f"## Current memory file\n{current}" if current else "## Current memory file: none yet (this save writes the first one)"
     rendered = "\n\n".join(t.as_text() for t in turns)
     user = (
-        f"## Current memory file\n{current}\n\n"
+        f"{section}\n\n"
         f"## Turns to fold in ({len(turns)}, oldest first)\n{rendered}\n\n"
         'Answer with {"history_entry": "...", "memory": "..."}.'
     )
@@ -132,22 +150,24 @@ def _check(text: str, memory_md: str) -> ConsolidationReply:
     """Parse and validate one reply.
 
     Raises:
-        ValueError: the reply is not a usable consolidation (the message says why).
+        UnusableReply: the reply is not a usable consolidation (the message says why, ``reason``
+            names the rule: ``unreadable``, ``erases``, ``repeats``, ``placeholder``, ``refusal``).
     """
     try:
         raw = parse_json_reply(text)
     except JSONReplyError as exc:
-        raise ValueError(str(exc)) from None
+        raise UnusableReply("unreadable", str(exc)) from None
     try:
         reply = ConsolidationReply.model_validate(raw)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "reply"
-        raise ValueError(f"field {where}: {first['msg']}") from None
+        raise UnusableReply("unreadable", f"field {where}: {first['msg']}") from None
     if not reply.history_entry.strip():
-        raise ValueError("field history_entry: blank")
+        raise UnusableReply("unreadable", "field history_entry: blank")
     if memory_md.strip() and not reply.memory.strip():
-        raise ValueError("field memory: blank, which would erase the existing memory file")
+        raise UnusableReply("erases", "field memory: blank, which would erase the existing memory file")
+    check_content(reply.history_entry, reply.memory)
     return reply
 
 
@@ -175,7 +195,10 @@ async def consolidate(
                 'Send the complete answer again as one JSON object {"history_entry": "...", '
                 '"memory": "..."} with both values as strings, and nothing else.'
             ),
+            reject_cut=True,
         )
     except LLMError as exc:
-        return ConsolidationOutcome(attempts=0, error=f"model call failed: {exc}")
-    return ConsolidationOutcome(reply=got.value, attempts=got.attempts, error=got.error)
+        return ConsolidationOutcome(attempts=0, error=f"model call failed: {exc}", reason="call_failed")
+    reason = None if got.value is not None else (got.error_reason or "unreadable")
+    return ConsolidationOutcome(reply=got.value, attempts=got.attempts, error=got.error, reason=reason,
+                                replies=got.replies, finish_reasons=got.finish_reasons)

@@ -28,7 +28,10 @@ the quick start sets this option and says so in its output. The threshold rule s
 
 Failures (issue 15.2): turns leave the PA's view only when the consolidation that holds them
 succeeded. A failed consolidation leaves them pending (the PA still sees them, up to the client's
-window rule), counts the failure and keeps its reason; the next write tries again.
+window rule), counts the failure and keeps its reason; the next write tries again. A reply that
+parses is still a failure when it was cut at the completion cap, repeats itself, or is an
+empty-file placeholder or a refusal (issue 12, rules in :mod:`mempa_tui.memory._consolidation_checks`);
+failed rounds are counted per reason code (``consolidation_unusable_<reason>`` in the stats).
 
 Fit (issue 15.6): a MEMORY.md that alone would take more than ``consolidate_at_tokens`` of the PA
 prompt (e.g. restored from an old store) is cut to fit in what the PA is handed, whole lines from
@@ -129,6 +132,11 @@ class FileMemoryStats(BaseModel):
     last_cut_tokens: int = 0
     """Tokens left out by the last cut."""
     last_failure: str | None = None
+    """``<reason code>: <why>`` of the last failed round (codes in
+    :data:`~mempa_tui.memory._consolidation_checks.REASON_TEXT`)."""
+    failure_reasons: dict[str, int] = Field(default_factory=dict)
+    """Failed rounds per reason code (issue 12); their sum is ``consolidation_failures`` for rounds
+    failed since the codes were counted."""
 
 
 class FileMemoryState(BaseModel):
@@ -335,9 +343,11 @@ class FileMemory(MemorySystem):
         if outcome.attempts > 1:
             stats.consolidation_retries += 1
         if outcome.reply is None:
+            reason = outcome.reason or "unreadable"
             stats.consolidation_failures += 1
+            stats.failure_reasons[reason] = stats.failure_reasons.get(reason, 0) + 1
             stats.turns_kept_after_failure = len(pending)
-            stats.last_failure = outcome.error or "unknown"
+            stats.last_failure = f"{reason}: {outcome.error or 'unknown'}"
             return False
         self._state.memory_md = outcome.reply.memory.strip() + "\n"
         self._state.history.append(HistoryEntry(at=at, text=outcome.reply.history_entry.strip()))
@@ -405,6 +415,8 @@ class FileMemory(MemorySystem):
         )
         stored.extend("PENDING " + t.as_text() for t in self._state.pending)
         s = self._state.stats
+        if s.last_failure:
+            stored.append(f"last consolidation failure: {s.last_failure}")
         stats = {
             "turns_written": float(s.turns_written),
             "pending_turns": float(len(self._state.pending)),
@@ -416,6 +428,8 @@ class FileMemory(MemorySystem):
             "turns_archived_raw": float(s.turns_archived_raw),
             "turns_kept_after_failure": float(s.turns_kept_after_failure),
             "memory_cuts": float(s.memory_cuts),
+            "memory_md_chars": float(len(self._state.memory_md.strip())),
+            **{f"consolidation_unusable_{k}": float(v) for k, v in sorted(s.failure_reasons.items())},
             "base_prompt_tokens": float(self.base_prompt_tokens),
             "prompt_tokens_estimate": float(self.prompt_tokens()),
             "consolidate_at_tokens": float(self.consolidate_at_tokens),

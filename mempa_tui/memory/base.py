@@ -9,9 +9,12 @@ system (Table 9): :class:`TurnRecord` has no field that could hold them.
 from __future__ import annotations
 
 import abc
+import json
 from datetime import datetime
+from typing import Any
 
 from pydantic import BaseModel, Field
+from pydantic_core import to_jsonable_python
 
 from mempa_tui.ix.types import ExecutedCall, IXCall
 from mempa_tui.llm.types import ChatMessage
@@ -24,6 +27,7 @@ __all__ = [
     "MemorySystem",
     "SessionInfo",
     "TurnRecord",
+    "arguments_json",
 ]
 
 
@@ -66,16 +70,27 @@ class TurnRecord(BaseModel):
     reply: str
 
     def as_text(self) -> str:
-        """A compact plain-text rendering used by text-based stores and prompts."""
+        """A compact plain-text rendering used by text-based stores and prompts.
+
+        Tool arguments are compact JSON (dates and times as ISO strings), as the PA wrote them:
+        never Python reprs such as ``datetime.date(2026, 6, 4)`` (issue 12).
+        """
         lines = [f"[{self.at:%Y-%m-%d %H:%M} {self.context.value} {self.step_id}]"]
         lines.append(f"User: {self.user_message}")
         for call in self.tool_calls:
-            lines.append(f"Tool {call.tool}({call.arguments}) -> {call.result[:300]}")
+            lines.append(f"Tool {call.tool}({arguments_json(call.arguments)}) -> {call.result[:300]}")
         for ix in self.ix_calls:
             lines.append(f"Interaction choice {ix.attribute} = {ix.setting}")
         if self.reply:  # a change event's last user turn has no reply: no empty "Assistant:" line
             lines.append(f"Assistant: {self.reply}")
         return "\n".join(lines)
+
+
+def arguments_json(arguments: dict[str, Any]) -> str:
+    """A tool call's arguments as compact JSON: no spaces, non-ASCII kept, dates, times and other
+    values pydantic knows as their JSON form (``{"date":"2026-06-04"}``); anything else as its
+    string."""
+    return json.dumps(to_jsonable_python(arguments, fallback=str), ensure_ascii=False, separators=(",", ":"))
 
 
 class EvidenceItem(BaseModel):

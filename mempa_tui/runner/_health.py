@@ -18,6 +18,15 @@ The stated rule (documented in the README, section "Memory health"):
 * File memory whose MEMORY.md was never written (turns pending, no consolidation, no history
   entry) after at least :data:`EMPTY_AFTER_WRITES` turn records is **broken** too: probes get no
   raw turns (paper Section 3.5), so its probes were handed an empty memory.
+* File memory whose MEMORY.md is empty at the end (``memory_md_chars`` 0) although rounds were
+  consolidated, after at least :data:`EMPTY_AFTER_WRITES` turn records, is **broken** as well
+  (issue 12): its probes were handed an empty memory just the same. Runs stored before the
+  counter existed are not judged by this rule.
+* File memory's failed consolidation rounds are shown by reason (issue 12: cut at the completion
+  cap, text repeats itself, empty-file placeholder, prompt copied, refusal, no usable JSON object, blank memory
+  that would erase the file, model call failed; ``consolidation_unusable_<reason>`` counters), so a
+  run where most rounds failed reads, for example, ``BROKEN - 3/4 consolidation rounds failed
+  (75%; text repeats itself 2, cut at the completion cap 1)``.
 * Any counted failure below the rate is a **warning**: shown, not marked.
 * Conditions without a store (No Memory, Oracle) and runs stored before the counters existed are
   ``n/a``: nothing to judge.
@@ -61,6 +70,7 @@ from typing import Literal
 
 from pydantic import BaseModel
 
+from mempa_tui.memory._consolidation_checks import REASON_TEXT
 from mempa_tui.scoring import ConditionScores, ProbeOutcome
 from mempa_tui.store import RunRecord, RunStore
 
@@ -117,6 +127,8 @@ usable denominator is still shown as a count. Another counter whose name says ``
 ``turns_written`` the same way."""
 
 _STORE_COUNTERS = ("memories_stored", "turns_stored", "cells")
+_REASON_PREFIX = "consolidation_unusable_"
+"""File memory's failed rounds per reason code (:data:`~mempa_tui.memory._consolidation_checks.REASON_TEXT`)."""
 _FAILURE_WORDS = ("fail", "error", "malformed", "dropped")
 
 
@@ -131,6 +143,8 @@ class FailureCount(BaseModel):
     """How many."""
     out_of: int | None
     """The writes that could have failed (None: no denominator counter)."""
+    reasons: dict[str, int] = {}
+    """Why they failed, in words -> how many (File memory's consolidation rounds; else empty)."""
 
     @property
     def rate(self) -> float | None:
@@ -138,10 +152,12 @@ class FailureCount(BaseModel):
         return None if not self.out_of else min(1.0, self.failures / self.out_of)
 
     def text(self) -> str:
-        """``66/66 malformed memory-model replies (100%)``."""
+        """``66/66 malformed memory-model replies (100%)``; with reasons ``3/4 consolidation rounds
+        failed (75%; text repeats itself 2, cut at the completion cap 1)``."""
+        why = ", ".join(f"{k} {n}" for k, n in sorted(self.reasons.items(), key=lambda kv: (-kv[1], kv[0])))
         if self.out_of:
-            return f"{self.failures}/{self.out_of} {self.what} ({100 * (self.rate or 0):.0f}%)"
-        return f"{self.failures} {self.what}"
+            return f"{self.failures}/{self.out_of} {self.what} ({100 * (self.rate or 0):.0f}%{'; ' + why if why else ''})"
+        return f"{self.failures} {self.what}" + (f" ({why})" if why else "")
 
 
 class MemoryHealth(BaseModel):
@@ -217,6 +233,19 @@ def _file_memory_never_consolidated(stats: Mapping[str, float]) -> bool:
             and int(stats.get("pending_turns", 0)) > 0)
 
 
+def _file_memory_empty_at_end(stats: Mapping[str, float]) -> bool:
+    """File memory's counters with rounds consolidated but an empty MEMORY.md (``memory_md_chars``
+    0; issue 12: a model that answered every round with a blank file). False without the counter."""
+    return ("memory_md_chars" in stats and "consolidations" in stats
+            and int(stats.get("consolidations", 0)) > 0 and int(stats["memory_md_chars"]) == 0)
+
+
+def _consolidation_reasons(stats: Mapping[str, float]) -> dict[str, int]:
+    """File memory's failed rounds per reason, in words (``consolidation_unusable_<code>``)."""
+    return {REASON_TEXT.get(k[len(_REASON_PREFIX):], k[len(_REASON_PREFIX):].replace("_", " ")): int(v)
+            for k, v in stats.items() if k.startswith(_REASON_PREFIX) and int(v)}
+
+
 def health_of_stats(run_id: str, memory: str, stats: Mapping[str, float]) -> MemoryHealth:
     """Judge one memory's counters by the module's rule.
 
@@ -241,9 +270,12 @@ def health_of_stats(run_id: str, memory: str, stats: Mapping[str, float]) -> Mem
             out_of: int | None = int(sum(stats[k] for k in over))
         else:
             out_of = writes
-        failures.append(FailureCount(counter=counter, what=what, failures=count, out_of=out_of or None))
+        reasons = _consolidation_reasons(stats) if counter == "consolidation_failures" else {}
+        failures.append(FailureCount(counter=counter, what=what, failures=count, out_of=out_of or None,
+                                     reasons=reasons))
     for counter in sorted(stats):
-        if counter in known or counter.startswith("dropped_") or not any(w in counter for w in _FAILURE_WORDS):
+        if (counter in known or counter.startswith(("dropped_", _REASON_PREFIX))
+                or not any(w in counter for w in _FAILURE_WORDS)):
             continue
         count = _int(stats, counter)
         if count:
@@ -261,6 +293,10 @@ def health_of_stats(run_id: str, memory: str, stats: Mapping[str, float]) -> Mem
             f"{int(stats.get('consolidate_at_tokens', 0)):,} tokens of PA prompt, the run reached "
             f"{int(stats.get('prompt_tokens_estimate', 0)):,} (more sessions, or --memory-option "
             f"consolidate_at_tokens=N)")
+    elif _file_memory_empty_at_end(stats) and (writes or 0) >= EMPTY_AFTER_WRITES:
+        problems.append(
+            f"MEMORY.md empty after {writes} turn(s) written and {int(stats.get('consolidations', 0))} "
+            "consolidation(s): probes see no raw turns (paper 3.5), so its probes got an empty memory")
     state: HealthState = "broken" if problems else ("warning" if failures else "ok")
     return MemoryHealth(run_id=run_id, memory=memory, state=state, writes=writes, stored=stored,
                         failures=failures, problems=problems)

@@ -1,0 +1,187 @@
+"""Content checks on a consolidation reply that parsed: garbage is refused, never stored (issue 12).
+
+Measured on the README's quick start with the packaged 0.5B and 1.5B models: replies that were
+valid JSON under the schema but whose MEMORY.md was one sentence repeated with a counting hour up
+to the completion cap, a refusal ("I'm sorry, I can't assist with that."), or the prompt's own
+empty-file wording copied back as the file. Each was stored and the memory's health read ok. The
+rules here make such a reply unusable, with a short reason code that File memory counts
+(:class:`~mempa_tui.memory._file.FileMemoryStats`) and the health rule shows:
+
+``repeats`` (the *repeated-sentence rule*)
+    The text is cut into sentences at line breaks and at ``.``, ``!`` or ``?`` followed by a space.
+    Each sentence is compared with numbers ignored (a number, date or time, or several in a row,
+    all count as the same number), case, spacing, end punctuation and Markdown list and heading
+    marks ignored. A sentence of at
+    least :data:`MIN_REPEAT_WORDS` words that occurs :data:`MAX_REPEATS` times or more makes the
+    field repeat itself. Short lines (``- Date: 2026-05-12``) are never counted, so a list of
+    dated entries is not a loop. Applied to ``memory`` and ``history_entry``.
+``placeholder``
+    ``memory`` says only that the file is empty (a short list of fixed phrases such as "empty",
+    "nothing has been remembered yet", "(no notes yet)"): a heuristic.
+``prompt_echo``
+    ``memory`` copies the prompt instead of writing notes: it holds one of the prompt's section
+    headings ("## Current memory file", "## Turns to fold in") or a turn's rendered header (a
+    ``YYYY-MM-DD HH:MM work|personal <step id>`` stamp, brackets optional). Measured on the first
+    run of ``bench_memory.py consolidation``: the 1.5B model's MEMORY.md was the prompt's own
+    headings and turns, and the 0.5B model's held ``2026-05-19 10:00 work A-E01. User: ...``.
+``refusal``
+    ``memory`` or ``history_entry`` is a refusal or a bare apology: a text under
+    :data:`REFUSAL_MAX_CHARS` characters holding one of a few fixed refusal phrases ("can't
+    assist", "unable to help", "as an AI"...), or only "Sorry" / "I'm sorry" / "I apologize". A
+    heuristic: "I'm sorry the library was full. The hall seats 120." is kept, and so is a long
+    file that somewhere says the assistant could not help with something.
+
+The other reason codes of a failed round: ``cut_at_cap`` (the reply hit the completion cap,
+:func:`~mempa_tui.llm.structured.complete_json`'s ``reject_cut``), ``unreadable`` (no JSON object,
+wrong fields), ``erases`` (a blank memory that would wipe a non-empty file) and ``call_failed``
+(the model call itself failed).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+__all__ = [
+    "MAX_REPEATS",
+    "MIN_REPEAT_WORDS",
+    "REASON_TEXT",
+    "REFUSAL_MAX_CHARS",
+    "UnusableReply",
+    "check_content",
+    "repeated_sentence",
+]
+
+MAX_REPEATS = 3
+"""A sentence (numbers ignored) that occurs this many times or more makes a field repeat itself."""
+
+MIN_REPEAT_WORDS = 4
+"""Sentences with fewer words than this are not counted by the repeated-sentence rule."""
+
+REFUSAL_MAX_CHARS = 200
+"""A refusal or apology opening is taken as the whole content only in a text shorter than this."""
+
+REASON_TEXT: dict[str, str] = {
+    "cut_at_cap": "cut at the completion cap",
+    "repeats": "text repeats itself",
+    "placeholder": "memory is an empty-file placeholder",
+    "refusal": "refusal instead of notes",
+    "prompt_echo": "memory copies the prompt",
+    "erases": "blank memory would erase the file",
+    "unreadable": "no usable JSON object",
+    "call_failed": "model call failed",
+}
+"""Reason code -> words, for stats lines and the health rule (every code a failed round can have)."""
+
+_SPLIT = re.compile(r"\n+|(?<=[.!?])\s+")
+_NUMBER = re.compile(r"\d+(?:[-:/.,]\d+)*")
+_NUMBERS = re.compile(r"#(?:\s+#)+")
+_MARKS = re.compile(r"^[\s#>*+\-\u2022]+|[\s*_`]+$")
+_WORD = re.compile(r"[^\W\d_]+")
+
+_PROMPT_HEADINGS = ("## current memory file", "## turns to fold in")
+_TURN_STAMP = re.compile(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2} (?:work|personal) [A-Z]+-[A-Za-z0-9-]+")
+_PLACEHOLDERS = frozenset({
+    "empty", "none", "n/a", "na", "nothing", "no notes", "no notes yet", "no memory", "no memories",
+    "nothing yet", "nothing to remember", "nothing has been remembered", "nothing has been remembered yet",
+    "empty - nothing has been remembered yet", "empty nothing has been remembered yet", "the file is empty",
+    "file is empty", "memory is empty", "the memory file is empty", "empty so far", "no notes have been saved yet",
+    "nothing has been saved yet", "nothing new", "nothing new to remember",
+})
+_REFUSALS = (
+    "can't assist", "cannot assist", "can not assist", "can't help with", "cannot help with", "unable to assist",
+    "unable to help", "not able to assist", "not able to help", "can't do that", "cannot do that",
+    "can't comply", "cannot comply", "as an ai",
+)
+_APOLOGIES = frozenset({"sorry", "i'm sorry", "i am sorry", "i apologize", "i apologise", "my apologies"})
+
+
+class UnusableReply(ValueError):
+    """A consolidation reply that parsed but cannot be stored.
+
+    Attributes:
+        reason: the reason code (a key of :data:`REASON_TEXT`).
+    """
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+def _normal(sentence: str) -> str:
+    """A sentence as the repeated-sentence rule compares it: list and heading marks and end
+    punctuation stripped, lower case, single spaces, each number (a date, a time, digits with
+    ``-:/.,`` between them) and each run of numbers as one ``#``."""
+    text = _MARKS.sub("", sentence).lower().rstrip(".!?;:, ")
+    return _NUMBERS.sub("#", " ".join(_NUMBER.sub("#", text).split()))
+
+
+def repeated_sentence(text: str) -> tuple[str, int] | None:
+    """The most frequent sentence of ``text`` when the repeated-sentence rule is met (module doc).
+
+    Args:
+        text: a memory file or history entry.
+
+    Returns:
+        ``(sentence as compared, occurrences)`` for the most frequent counted sentence occurring at
+        least :data:`MAX_REPEATS` times; None when no sentence does.
+    """
+    counts = Counter(
+        norm for part in _SPLIT.split(text)
+        if (norm := _normal(part)) and len(_WORD.findall(norm)) >= MIN_REPEAT_WORDS
+    )
+    if not counts:
+        return None
+    sentence, times = counts.most_common(1)[0]
+    return (sentence, times) if times >= MAX_REPEATS else None
+
+
+def _bare(text: str) -> str:
+    """``text`` lower-cased without surrounding brackets, quotes, marks and end punctuation."""
+    return " ".join(text.strip().strip("()[]\"'`*_#-. \n").lower().split())
+
+
+def _is_refusal(text: str) -> bool:
+    bare = _bare(text).replace("\u2019", "'")
+    return bare in _APOLOGIES or (len(bare) < REFUSAL_MAX_CHARS and any(p in bare for p in _REFUSALS))
+
+
+def check_content(history_entry: str, memory: str) -> None:
+    """Refuse a parsed consolidation reply whose content is garbage (rules in the module doc).
+
+    Args:
+        history_entry: the reply's log entry.
+        memory: the reply's whole new MEMORY.md.
+
+    Raises:
+        UnusableReply: with reason ``repeats``, ``placeholder``, ``prompt_echo`` or ``refusal`` and a message that
+            names the field and what is wrong (shown to the model on the retry).
+    """
+    for field, text in (("memory", memory), ("history_entry", history_entry)):
+        found = repeated_sentence(text)
+        if found is not None:
+            sentence, times = found
+            raise UnusableReply(
+                "repeats",
+                f"field {field} repeats itself: the sentence {sentence[:80]!r} comes {times} times "
+                "(numbers ignored); say each thing once")
+    if memory.strip() and _bare(memory) in _PLACEHOLDERS:
+        raise UnusableReply(
+            "placeholder",
+            f"field memory is {memory.strip()[:60]!r}, a note that the file is empty, not the file itself; "
+            "write the notes file itself from what the turns hold")
+    lowered = memory.lower()
+    echoed = next((h for h in _PROMPT_HEADINGS if h in lowered), None)
+    stamp = _TURN_STAMP.search(memory)
+    if echoed is not None or stamp is not None:
+        what = repr(echoed) if stamp is None else f"the turn stamp {stamp.group(0)!r}"
+        raise UnusableReply(
+            "prompt_echo",
+            f"field memory copies the prompt ({what}) instead of notes; write the notes themselves, "
+            "without the prompt's headings or the turns' stamps")
+    for field, text in (("memory", memory), ("history_entry", history_entry)):
+        if _is_refusal(text):
+            raise UnusableReply(
+                "refusal",
+                f"field {field} is a refusal or apology ({text.strip()[:60]!r}), not notes; "
+                "summarise the turns as asked")
