@@ -164,12 +164,14 @@ class ConstantCeiling(BaseModel):
         """The line under a table when :attr:`full` (empty otherwise)."""
         if not self.full:
             return ""
-        after = ("so PSA and CS cannot separate memory conditions here; only PET (whose targets change) can"
+        scores = " / ".join(f"{m} {_pct(v)}" for m, v in (("PSA", self.psa), ("CS", self.cs), ("PET", self.pet))
+                            if v is not None)
+        blind = "PSA and CS" if self.cs is not None else "PSA"
+        after = (f"so {blind} cannot separate memory conditions here; only PET (whose targets change) can"
                  if self.changed_cells else
-                 "so PSA and CS cannot separate memory conditions here, and no probe here tests a change (no PET)")
+                 f"so {blind} cannot separate memory conditions here, and no probe here tests a change (no PET)")
         return (f"every final probe here has the same target per attribute: a PA that always picks "
-                f"{self.choice_text()} scores PSA {_pct(self.psa)} / CS {_pct(self.cs)} / PET {_pct(self.pet)} "
-                f"on these cells with no memory at all, {after}")
+                f"{self.choice_text()} scores {scores} on these cells with no memory at all, {after}")
 
 
 def _score(passing: list[bool]) -> float | None:
@@ -240,17 +242,14 @@ class ConstantChoice(BaseModel):
         """True when the probes' targets differ: one choice for them all cannot follow the target."""
         return len(self.targets) > 1
 
-    def text(self, ceiling: ConstantCeiling | None = None) -> str:
-        """``the PA selected High in all 3 probes of solution_breadth (targets Low, High) ...``; with
-        a :attr:`ConstantCeiling.full` ceiling, what that choice scores on the table's cells."""
-        line = f"the PA selected {self.setting} in all {self.probes} probes of {self.attribute}"
+    def text(self) -> str:
+        """``selected High in all 3 probes of solution_breadth although their targets differ (Low,
+        High)``, or ``selected Terse in both probes of verbosity (every target Terse)``."""
+        probes = "both probes" if self.probes == 2 else f"all {self.probes} probes"
+        line = f"selected {self.setting} in {probes} of {self.attribute}"
         if self.ignores_target:
-            line += f" although their targets differ ({', '.join(self.targets)}): its choice did not follow the target"
-        else:
-            line += f" (every target {self.targets[0]})"
-        if ceiling is not None and ceiling.full and ceiling.settings.get(self.attribute) == self.setting:
-            line += f"; that choice alone scores PSA {_pct(ceiling.psa)} / CS {_pct(ceiling.cs)} on these cells"
-        return line
+            return line + f" although their targets differ ({', '.join(self.targets)})"
+        return line + f" (every target {self.targets[0]})"
 
 
 def constant_choices(outcomes: Iterable[ProbeOutcome]) -> list[ConstantChoice]:
@@ -263,8 +262,9 @@ def constant_choices(outcomes: Iterable[ProbeOutcome]) -> list[ConstantChoice]:
 
     Returns:
         One entry per such attribute of a run, in condition, model, user and attribute order;
-        the caller decides which to show (:attr:`ConstantChoice.ignores_target`, or a full
-        :class:`ConstantCeiling`).
+        the caller decides which to show (:func:`outcome_validity_lines` shows those that
+        :attr:`ConstantChoice.ignores_target`, and those that pick a full
+        :class:`ConstantCeiling`'s setting, whose PSA and CS 100 then say nothing about memory).
     """
     groups: dict[tuple[str, str, str, str], list[ProbeOutcome]] = defaultdict(list)
     for o in outcomes:
@@ -367,9 +367,19 @@ def outcome_validity_lines(outcomes: Sequence[ProbeOutcome], run_of: dict[tuple[
     def name(memory: str, model: str, user: str) -> str:
         return (run_of or {}).get((memory, model, user)) or f"{condition_label(memory)} · {model} · user {user}"
 
+    by_run: dict[tuple[str, str, str], list[ConstantChoice]] = defaultdict(list)
     for choice in constant_choices(outcomes):
-        if choice.ignores_target or ceiling.full:
-            lines.append(f"{name(choice.memory, choice.model, choice.user)}: {choice.text(ceiling)}")
+        by_run[(choice.memory, choice.model, choice.user)].append(choice)
+    for run, choices in by_run.items():
+        fixed = [c for c in choices if ceiling.full and ceiling.settings.get(c.attribute) == c.setting]
+        shown = [c for c in choices if c.ignores_target or c in fixed]
+        if not shown:
+            continue
+        why = ["a choice that does not follow the target"] if any(c.ignores_target for c in shown) else []
+        if fixed:
+            scores = " / ".join(f"{m} {_pct(v)}" for m, v in (("PSA", ceiling.psa), ("CS", ceiling.cs)) if v is not None)
+            why.append(f"the fixed choice above, which scores {scores} on these cells without memory")
+        lines.append(f"{name(*run)}: the PA " + "; ".join(c.text() for c in shown) + ": " + ", and ".join(why))
     for check in oracle_checks(outcomes):
         lines.append(f"{name('oracle', check.model, check.user)}: {check.text()}")
     return lines
