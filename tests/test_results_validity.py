@@ -28,7 +28,7 @@ from mempa_tui.scoring import (
 )
 from mempa_tui.scripts.schema import ProbeKind
 from mempa_tui.store import ProbeResultRecord, RunRecord, RunStatus, RunStore, utc_now
-from mempa_tui.taxonomy import Context
+from mempa_tui.taxonomy import ATTRIBUTES, Context, chance_of, chance_psa
 
 
 def _o(context: str, attr: str, kind: str, target: str, selection: str | None, *, memory: str = "file",
@@ -61,6 +61,14 @@ def test_random_reference_is_the_exact_expectation_over_the_tables_cells() -> No
     empty = random_reference([])
     assert (empty.psa, empty.cs, empty.pet) == (None, None, None)
     assert "PSA N/A, CS N/A, PET N/A" in empty.text()
+
+
+def test_random_reference_over_every_cell_is_the_papers_chance() -> None:
+    # one user, every attribute in both contexts: the paper's 28 cells (Appendix A.1: 45.2 %)
+    outcomes = [_o(c, a.key, "final", a.setting_names[0], None) for a in ATTRIBUTES for c in ("work", "personal")]
+    ref = random_reference(outcomes)
+    assert ref.cells == 28 and ref.psa == pytest.approx(float(chance_psa())) and round(100 * ref.psa, 1) == 45.2
+    assert ref.pairs == 14 and ref.cs == pytest.approx(sum(float(chance_of(a.key)) ** 2 for a in ATTRIBUTES) / 14)
 
 
 def _quick(memory: str, selections: tuple[str, str, str]) -> list[ProbeOutcome]:

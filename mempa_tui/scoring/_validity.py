@@ -29,7 +29,7 @@ from pydantic import BaseModel, ConfigDict
 from mempa_tui.scoring._outcome import ProbeOutcome, ProbeStatus, condition_label
 from mempa_tui.scoring._units import cs_pairs
 from mempa_tui.scripts.schema import ProbeKind
-from mempa_tui.taxonomy import Context, attribute
+from mempa_tui.taxonomy import Context, attribute, chance_of
 
 __all__ = [
     "ORACLE_FLOOR",
@@ -62,10 +62,6 @@ ORACLE_PAPER_RANGE = "96.4-100"
 
 def _pct(value: float | None) -> str:
     return "N/A" if value is None else f"{100 * value:.1f}"
-
-
-def _settings_count(attr: str) -> int:
-    return len(attribute(attr).setting_names)
 
 
 class RandomReference(BaseModel):
@@ -125,9 +121,9 @@ def random_reference(outcomes: Iterable[ProbeOutcome]) -> RandomReference:
              if (u, Context.WORK, a) in finals and (u, Context.PERSONAL, a) in finals]
     changed = sorted(pres & finals, key=lambda c: (c[0], c[1].value, c[2]))
     return RandomReference(
-        psa=_mean([Fraction(1, _settings_count(a)) for _, _, a in finals]),
-        cs=_mean([Fraction(1, _settings_count(a) ** 2) for _, a in pairs]),
-        pet=_mean([Fraction(1, _settings_count(a) ** 2) for _, _, a in changed]),
+        psa=_mean([chance_of(a) for _, _, a in finals]),
+        cs=_mean([chance_of(a) ** 2 for _, a in pairs]),  # two independent picks, one per context
+        pet=_mean([chance_of(a) ** 2 for _, _, a in changed]),  # the pre-event pick and the final one
         cells=len(finals), pairs=len(pairs), changed=len(changed),
     )
 
@@ -377,7 +373,8 @@ def outcome_validity_lines(outcomes: Sequence[ProbeOutcome], run_of: dict[tuple[
             continue
         why = ["a choice that does not follow the target"] if any(c.ignores_target for c in shown) else []
         if fixed:
-            scores = " / ".join(f"{m} {_pct(v)}" for m, v in (("PSA", ceiling.psa), ("CS", ceiling.cs)) if v is not None)
+            scores = " / ".join(f"{m} {_pct(v)}" for m, v in (("PSA", ceiling.psa), ("CS", ceiling.cs))
+                                if v is not None)
             why.append(f"the fixed choice above, which scores {scores} on these cells without memory")
         lines.append(f"{name(*run)}: the PA " + "; ".join(c.text() for c in shown) + ": " + ", and ".join(why))
     for check in oracle_checks(outcomes):
