@@ -133,6 +133,14 @@ async def test_results_screen_groups_charts_and_exports(tmp_path: Path) -> None:
         chart = screen.query_one("#chart", Static)
         shown = str(chart.render())
         assert "PSA by row" in shown and "100.0%" in shown and "50.0%" in shown
+        # under the table, as `mempa results` prints them (issue 12): random selection on these
+        # cells, the fixed choice that scores PSA 100 here, and the command that runs Oracle
+        validity = str(screen.query_one("#results-validity", Static).render())
+        assert "random selection on these cells: PSA 50.0, CS N/A, PET N/A" in validity
+        assert "a PA that always picks Low for solution_breadth, Terse for verbosity scores PSA 100.0" in validity
+        assert ("R-file-scripted-s0: the PA selected Low in both probes of solution_breadth (every target Low); "
+                "selected Terse in both probes of verbosity (every target Terse): the fixed choice above") in validity
+        assert "`mempa run --user R --memory oracle --model scripted --repeats 2`" in validity
 
         await pilot.press("g")  # by user
         await _wait_workers(app, pilot, "results")

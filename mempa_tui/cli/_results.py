@@ -65,6 +65,8 @@ async def print_results(
         stored_outcomes,
     )
     from mempa_tui.runner._settings import donor_mismatches, settings_lines
+    from mempa_tui.runner._validity import validity_lines
+    from mempa_tui.scoring._report import VALIDITY_HEADING
     from mempa_tui.runner._health import row_annotations, runs_health, runs_pa_repeats
     from mempa_tui.memory import CONDITION_SOURCES, source_notes
     from mempa_tui.scoring import INTERVAL_LEGEND, condition_label
@@ -95,6 +97,9 @@ async def print_results(
         print(results_text(rows, by, notes.columns()), file=out)
         for note in notes.notes:
             print(f"  {note}", file=out)
+        validity = await validity_lines(store, group_runs, outcomes)  # chance, fixed choices, Oracle (issue 12)
+        if validity:
+            print(f"\n{VALIDITY_HEADING}:\n" + "\n".join(f"  {line}" for line in validity), file=out)
         settings = settings_lines([records[i] for i in group.run_ids], list(records.values()))  # issue 11.4
         print("\nrun settings (donor, File memory thresholds, decoding):\n"
               + "\n".join(f"  {line}" for line in settings), file=out)
@@ -128,7 +133,7 @@ async def print_results(
         if export_to is not None:
             try:
                 exported = export_results(outcomes, export_to, by=by, resamples=resamples, settings=settings,
-                                          extra=notes.columns())
+                                          extra=notes.columns(), validity=validity)
             except OSError as exc:
                 raise unwritable(exc, "the exported tables") from exc
             print(f"\nexported: {exported.report.main_md} (with intervals; CSV tables in {exported.folder})",

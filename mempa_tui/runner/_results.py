@@ -38,9 +38,11 @@ from mempa_tui.scoring import (
     condition_label,
     condition_sort_key,
     differences_from,
+    outcome_validity_lines,
     score_conditions,
     write_reports,
 )
+from mempa_tui.scoring._report import validity_section
 from mempa_tui.store import RunRecord, RunStatus, RunStore
 
 __all__ = [
@@ -279,7 +281,7 @@ class ExportedResults(BaseModel):
 def export_results(
     outcomes: Sequence[ProbeOutcome], saves_dir: Path, *, by: Grouping = "condition",
     resamples: int = 5000, stamp: datetime | None = None, settings: Sequence[str] = (),
-    extra: ExtraColumns | None = None,
+    extra: ExtraColumns | None = None, validity: Sequence[str] | None = None,
 ) -> ExportedResults:
     """Write the results as Markdown and CSV into ``<saves_dir>/results-<UTC stamp>[-N]/`` (a new
     folder each time: two exports in the same second get ``-2``, ``-3``..., never one folder).
@@ -293,6 +295,9 @@ def export_results(
         settings: each run's settings line (``<run>: donor ...; thresholds; decoding``, from
             :func:`~mempa_tui.runner._settings.settings_lines`), written under both tables.
         extra: extra columns of ``screen.md`` (memory health, coverage), as in :func:`results_text`.
+        validity: the lines on what the scores could reach without memory and the Oracle check
+            (:func:`~mempa_tui.runner._validity.validity_lines`), under both tables; default the
+            outcomes' own (:func:`~mempa_tui.scoring.outcome_validity_lines`, runs not named).
 
     Raises:
         ValueError: no outcomes.
@@ -302,7 +307,8 @@ def export_results(
         raise ValueError("no probe results to export: finish a run's probes first")
     when = stamp or datetime.now(UTC)
     folder = _new_folder(Path(saves_dir), f"results-{when:%Y%m%d-%H%M%S}")
-    report = write_reports(outcomes, folder, resamples=resamples)
+    notes = list(validity) if validity is not None else outcome_validity_lines(outcomes)
+    report = write_reports(outcomes, folder, resamples=resamples, validity=notes)
     users = results_rows(outcomes, "user")
     by_user = folder / "by_user.csv"
     with by_user.open("w", newline="", encoding="utf-8") as fh:
@@ -321,7 +327,8 @@ def export_results(
               + "".join(f"- {line}\n" for line in settings)) if settings else ""
     screen = folder / "screen.md"
     screen.write_text(
-        f"# MemPABench results by {by}\n\n" + results_markdown(results_rows(outcomes, by), by, extra) + footer,
+        f"# MemPABench results by {by}\n\n" + results_markdown(results_rows(outcomes, by), by, extra)
+        + ("\n" + validity_section(notes) if notes else "") + footer,
         encoding="utf-8",
     )
     if footer:

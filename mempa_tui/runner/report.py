@@ -15,7 +15,7 @@ from pydantic import BaseModel
 from mempa_tui.runner._scoring import matrix_differing
 from mempa_tui.runner._settings import settings_lines
 from mempa_tui.scoring import ProbeOutcome, ProbeStatus, score_conditions
-from mempa_tui.scoring._report import ReportPaths, format_table, write_reports
+from mempa_tui.scoring._report import VALIDITY_HEADING, ReportPaths, format_table, write_reports
 from mempa_tui.scripts._yamldoc import WorldFileError
 from mempa_tui.scripts.schema import ProbeKind
 from mempa_tui.store import ProbeResultRecord, RunRecord, RunStore, StoreError
@@ -124,12 +124,17 @@ async def write_run_report(
     if not outcomes:
         return None
     folder = Path(reports_root) / run_id
-    paths = write_reports(outcomes, folder, resamples=resamples)
+    from mempa_tui.runner._validity import validity_lines
+
+    validity = await validity_lines(store, [run], outcomes)  # chance, fixed choices, Oracle (issue 12)
+    paths = write_reports(outcomes, folder, resamples=resamples, validity=validity)
     rows = score_conditions(outcomes, resamples=resamples)
     table = format_table(rows)
     if run.memory != "none" and all(r.carry_over is None for r in rows):
         table += ("\nCarry-over is N/A in a one-run report: it compares with the model's No Memory answers "
                   "(Appendix F.3); `mempa results` computes it with this user and model's No Memory run.")
+    if validity:
+        table += f"\n{VALIDITY_HEADING}:" + "".join(f"\n  {line}" for line in validity)
     donor = await store.get_run(run.donor_run) if run.donor_run else None
     # donor, File memory thresholds, decoding (issue 11.4), then a quick start's smaller tool offer
     # (issue 12.2): every line settings_lines gives, as `mempa results` prints them

@@ -29,9 +29,21 @@ from mempa_tui.scoring._metrics import (
 )
 from mempa_tui.scoring._outcome import ProbeOutcome, ProbeStatus, condition_label
 from mempa_tui.scoring._stats import DEFAULT_RESAMPLES, INTERVAL_LEGEND, MetricSummary
+from mempa_tui.scoring._validity import outcome_validity_lines
 from mempa_tui.taxonomy import ATTRIBUTES, Dimension, RealizationGroup
 
-__all__ = ["ReportPaths", "format_table", "write_reports"]
+__all__ = ["VALIDITY_HEADING", "ReportPaths", "format_table", "validity_section", "write_reports"]
+
+VALIDITY_HEADING = "Reading these scores (without memory: random and fixed choices; the Oracle check)"
+"""The heading of the validity lines under every results table (CLI, report.md, the app)."""
+
+
+def validity_section(lines: Sequence[str]) -> str:
+    """The validity lines as a Markdown section (``### <VALIDITY_HEADING>`` and a list); empty
+    without lines."""
+    if not lines:
+        return ""
+    return f"### {VALIDITY_HEADING}\n\n" + "".join(f"- {line}\n" for line in lines)
 
 
 class ReportPaths(BaseModel):
@@ -190,6 +202,7 @@ def write_reports(
     resamples: int = DEFAULT_RESAMPLES,
     seed: int = 0,
     no_memory: str = "none",
+    validity: Sequence[str] | None = None,
 ) -> ReportPaths:
     """Score the outcomes and write the report files into ``folder``.
 
@@ -202,6 +215,10 @@ def write_reports(
         folder: output folder (created if missing).
         resamples / seed: bootstrap settings (5,000 resamples in the paper).
         no_memory: the No Memory condition's name.
+        validity: the lines written under the main table on what its scores could reach without
+            memory and the Oracle check (the runner's :func:`~mempa_tui.runner._validity.
+            validity_lines`, which name runs); default :func:`~mempa_tui.scoring._validity.
+            outcome_validity_lines` of the outcomes.
 
     Returns:
         The written paths.
@@ -226,6 +243,9 @@ def write_reports(
         "BRS, PRS on 1-5.\n"
     )
     md.append(_markdown(*_main_rows(main)))
+    notes = list(validity) if validity is not None else outcome_validity_lines(items)
+    if notes:
+        md.append("\n" + validity_section(notes))
     paths = ReportPaths(
         main_md=folder / "report.md",
         main_csv=_scores_csv(folder / "main.csv", main),

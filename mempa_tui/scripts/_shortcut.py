@@ -40,7 +40,7 @@ from dataclasses import dataclass
 
 from mempa_tui.scripts.loader import UserBundle
 from mempa_tui.scripts.schema import AccumulationSession, Probe, ProbeKind
-from mempa_tui.taxonomy import ATTRIBUTES, Context, attribute
+from mempa_tui.taxonomy import ATTRIBUTES, Context, attribute, chance_of
 
 __all__ = [
     "CUE_RULE",
@@ -259,16 +259,14 @@ def naive_bayes_accuracy(items: Sequence[ShortcutItem]) -> float:
     total = 0.0
     for i in items:
         train = [t for t in by_attr[i.attribute] if t.user != i.user]
-        total += _tied_score(_nb_scores(train, i), i.target) if train else 1.0 / len(
-            attribute(i.attribute).setting_names
-        )
+        total += _tied_score(_nb_scores(train, i), i.target) if train else float(chance_of(i.attribute))
     return total / len(items)
 
 
 def _chance(items: Sequence[ShortcutItem]) -> float:
     if not items:
         return 0.0
-    return sum(1.0 / len(attribute(i.attribute).setting_names) for i in items) / len(items)
+    return sum(float(chance_of(i.attribute)) for i in items) / len(items)
 
 
 @dataclass(frozen=True)

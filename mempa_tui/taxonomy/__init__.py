@@ -10,6 +10,7 @@ from mempa_tui.taxonomy._catalog import (
     Setting,
     attribute,
     attribute_by_ix_tool,
+    chance_of,
     chance_psa,
     setting_names,
 )
@@ -24,6 +25,7 @@ __all__ = [
     "Setting",
     "attribute",
     "attribute_by_ix_tool",
+    "chance_of",
     "chance_psa",
     "setting_names",
 ]

@@ -25,6 +25,7 @@ __all__ = [
     "Setting",
     "attribute",
     "attribute_by_ix_tool",
+    "chance_of",
     "chance_psa",
     "setting_names",
 ]
@@ -500,6 +501,16 @@ def setting_names() -> tuple[str, ...]:
     return tuple(f"{a.name}: {s.name}" for a in ATTRIBUTES for s in a.settings)
 
 
+def chance_of(key_or_name: str) -> Fraction:
+    """Chance that a uniform random pick among an attribute's settings is its target:
+    ``1 / len(settings)`` (paper Appendix A.1), the unit of every random-selection reference.
+
+    Raises:
+        KeyError: no such attribute (the message lists the valid keys).
+    """
+    return Fraction(1, len(attribute(key_or_name).settings))
+
+
 def chance_psa() -> Fraction:
     """Expected PSA of a PA that picks uniformly at random in every cell (paper Appendix A.1).
 
@@ -509,4 +520,4 @@ def chance_psa() -> Fraction:
     Returns:
         The exact fraction (``float(chance_psa())`` rounds to 0.452).
     """
-    return sum((Fraction(1, len(a.settings)) for a in ATTRIBUTES), Fraction(0)) / len(ATTRIBUTES)
+    return sum((chance_of(a.key) for a in ATTRIBUTES), Fraction(0)) / len(ATTRIBUTES)

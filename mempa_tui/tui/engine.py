@@ -69,6 +69,7 @@ from mempa_tui.runner._stepper import (
     stepper_choices,
 )
 from mempa_tui.runner._settings import thresholds_text
+from mempa_tui.runner._validity import validity_lines
 from mempa_tui.runner.config import offered_tools_text
 from mempa_tui.runner.play import PlayOutcome, PlayRequest, play_offer, play_step
 from mempa_tui.runner.setup import DATABASE_NAME, build_run_config, pa_prefix
@@ -113,6 +114,7 @@ __all__ = [
     "play_from_record",
     "request_from_record",
     "results_annotations",
+    "results_validity",
     "where_choices",
 ]
 
@@ -454,6 +456,34 @@ async def results_annotations(
     runs = [r for r in await store.list_runs() if r.id in wanted]
     return row_annotations(runs, await runs_health(store, runs), outcomes, by=by,
                            repeats=await runs_pa_repeats(store, runs))
+
+
+async def results_validity(
+    service: RunService, outcomes: Sequence[ProbeOutcome], *, run_ids: Sequence[str] | None = None,
+) -> list[str]:
+    """The lines under the Results screen's table on what its scores could reach without memory
+    and the Oracle check (:func:`~mempa_tui.runner._validity.validity_lines`, as ``mempa results``
+    prints them): the random-selection reference, a fixed choice that scores PSA and CS 100, runs
+    whose PA picked one setting throughout an attribute, and the Oracle run's hit rate or the
+    command that plays one.
+
+    Args:
+        service: the app's engine service.
+        outcomes: the probe outcomes the screen shows.
+        run_ids: the runs they come from (one timeline's group); default every shown run.
+
+    Returns:
+        The lines; empty without outcomes or a database.
+
+    Raises:
+        StoreError: the database is not readable.
+    """
+    if not outcomes or (service._store is None and not service.database.is_file()):
+        return []
+    store = await service.store()
+    wanted = set(run_ids if run_ids is not None else await service.result_run_ids())
+    runs = [r for r in await store.list_runs() if r.id in wanted]
+    return await validity_lines(store, runs, outcomes)
 
 
 def play_from_record(config_json: str) -> PlayRequest | None:

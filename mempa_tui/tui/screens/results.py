@@ -10,7 +10,11 @@ Each row also carries its memory health (:mod:`mempa_tui.runner._health`: a run 
 broken is marked ``BROKEN`` on its row and named under the table, never averaged in silently) and
 what it covers (users, probes x repeats; ``*`` marks a row that pools other users, probes or repeat
 counts than the rest), the cells ``mempa results`` prints (:func:`~mempa_tui.tui.engine.
-results_annotations`).
+results_annotations`). Under the table, the same validity lines as ``mempa results`` (issue 12;
+:func:`~mempa_tui.tui.engine.results_validity`): what random selection scores on these cells
+(Appendix A.1), a fixed choice that would score PSA and CS 100, runs whose PA picked one setting
+throughout an attribute, and the Oracle check against the paper's Table 2 (or the command that
+plays Oracle).
 
 Layout (issue 16.6): the metric columns come right after the memory condition and every part
 scrolls in one column, so at 80x24 PRS and the differences are on screen, never cut off; the
@@ -56,7 +60,8 @@ from mempa_tui.runner._results import (
 )
 from mempa_tui.runner._health import RowAnnotations
 from mempa_tui.scoring import ConditionScores, Difference, MetricSummary, ProbeOutcome, condition_label, interval_note
-from mempa_tui.tui.engine import error_line, results_annotations
+from mempa_tui.scoring._report import VALIDITY_HEADING
+from mempa_tui.tui.engine import error_line, results_annotations, results_validity
 from mempa_tui.tui.plain import PlainNotify
 from mempa_tui.tui.widgets.tables import fill_table
 
@@ -143,6 +148,9 @@ class ResultsScreen(PlainNotify, Screen[None]):
         plays and archived runs are not shown)."""
         self.annotations = RowAnnotations(health={}, covers={}, notes=[])
         """The Health and Covers cells of the rows and the notes under the table."""
+        self.validity: list[str] = []
+        """The lines under the table on what its scores could reach without memory (random and
+        fixed choices) and the Oracle check, as ``mempa results`` prints them (issue 12)."""
         self.groups: list[RunGroup] = []
         """The shown runs split by the timeline they played (one table each, never pooled)."""
         self.timeline: str | None = None
@@ -174,6 +182,8 @@ class ResultsScreen(PlainNotify, Screen[None]):
             yield Static("", id="results-notes")
             yield Static("", id="diff-title", classes="results-title")
             yield DataTable(id="diff-table", zebra_stripes=True, cursor_type="row")
+            # under the tables, not between them: at 80x24 the differences stay on screen (16.6)
+            yield Static("", id="results-validity")
             yield Static("", id="results-settings")
             yield Static(id="chart")
         yield Footer()
@@ -252,6 +262,16 @@ class ResultsScreen(PlainNotify, Screen[None]):
             self.annotations = RowAnnotations(health={}, covers={}, notes=[f"memory health not read: {error_line(exc)}"])
             self.notify(error_line(exc), severity="error", title="Results: memory health")
 
+    async def _validity(self, outcomes: list[ProbeOutcome]) -> None:
+        """The validity lines (a failed read is shown in their place and notified, not swallowed)."""
+        try:
+            group = self._group()
+            self.validity = await results_validity(
+                self.mempa.service, outcomes, run_ids=group.run_ids if group is not None else [])
+        except Exception as exc:  # noqa: BLE001 - shown under the table and as a notification
+            self.validity = [f"not read: {error_line(exc)}"]
+            self.notify(error_line(exc), severity="error", title="Results: reading these scores")
+
     async def _settings(self, shown: set[str]) -> list[str]:
         """The settings line of every shown run (of ``shown``) that has probe results (none
         without a database)."""
@@ -268,6 +288,7 @@ class ResultsScreen(PlainNotify, Screen[None]):
         resamples = self.mempa.service.options.resamples
         self.rows = await anyio.to_thread.run_sync(lambda: results_rows(outcomes, by))
         await self._annotate(outcomes, by)
+        await self._validity(outcomes)
         conditions = {o.memory for o in outcomes}
         if "none" in conditions and len(conditions) > 1:
             self.differences, self.unpaired = await anyio.to_thread.run_sync(
@@ -307,6 +328,10 @@ class ResultsScreen(PlainNotify, Screen[None]):
         notes.update(Text("\n".join(self.annotations.notes), style="bold red" if any(
             n.startswith("BROKEN") for n in self.annotations.notes) else ""))
         notes.display = bool(self.annotations.notes)
+        validity = self.query_one("#results-validity", Static)
+        validity.update(Text(f"{VALIDITY_HEADING}:\n" + "\n".join(f"  {line}" for line in self.validity)
+                             if self.validity else ""))
+        validity.display = bool(self.validity)
         self._show_differences()
         self.query_one("#results-settings", Static).update(Text(
             "run settings (donor, File memory thresholds, decoding):\n"
@@ -422,8 +447,9 @@ class ResultsScreen(PlainNotify, Screen[None]):
         outcomes, by = list(self.outcomes), self.grouping
         saves: Path = self.mempa.settings.saves_dir
         resamples = self.mempa.service.options.resamples
+        validity = list(self.validity)
         done = await anyio.to_thread.run_sync(
-            lambda: export_results(outcomes, saves, by=by, resamples=resamples)
+            lambda: export_results(outcomes, saves, by=by, resamples=resamples, validity=validity or None)
         )
         self.last_export = done
         self.notify(f"wrote {len(done.all())} files to {done.folder}", title="Results exported", timeout=10)

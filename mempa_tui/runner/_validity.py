@@ -1,0 +1,100 @@
+"""The lines under every results table that say what its scores could reach without memory, and
+whether they measure the memory or the model (issue 12, validity).
+
+Built from :mod:`mempa_tui.scoring._validity` (pure, outcomes only) plus what only stored runs
+know: which run a row comes from (constant choices are named per run), and where an Oracle run
+of the same user, profile and tool offer is stored outside the table, or the command that plays
+one. ``mempa results``, the end of ``mempa run``, the run's ``report.md``, exported reports and
+the app's Results screen all print :func:`validity_lines`, so they say the same thing.
+
+* The random-selection reference (paper Appendix A.1; Section 5, Finding 1).
+* A fixed-choice ceiling, when every final probe of an attribute has one target (a PA that
+  always picks it scores PSA and CS 100 with no memory), and each run whose PA did pick one
+  setting in every probe of an attribute.
+* The Oracle check (paper Table 2: Oracle PSA 96.4-100; :data:`~mempa_tui.scoring._validity.
+  ORACLE_FLOOR`), or the command that runs Oracle when no Oracle run is stored.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from mempa_tui.runner.report import backbone_label, memory_label, outcome_of
+from mempa_tui.scoring import ProbeOutcome
+from mempa_tui.scoring._validity import ORACLE_PAPER_RANGE, oracle_checks, outcome_validity_lines
+from mempa_tui.store import RunRecord, RunStore
+
+__all__ = ["oracle_command", "validity_lines"]
+
+
+def _config(run: RunRecord) -> dict[str, Any]:
+    try:
+        data = json.loads(run.config_json)
+    except (json.JSONDecodeError, AttributeError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def oracle_command(run: RunRecord) -> str:
+    """The command line that plays the Oracle condition on ``run``'s user, profile, seed,
+    timeline and repeats (it probes from the File memory donor, as No Memory does).
+
+    Returns:
+        e.g. ``mempa run --user A --quick --memory oracle --model embedded --repeats 1``.
+    """
+    config = _config(run)
+    flag = " --quick" if config.get("quick") else " --slice" if config.get("slice") else ""
+    seed = f" --seed {run.seed}" if run.seed else ""
+    repeats = config.get("repeats")
+    times = f" --repeats {repeats}" if isinstance(repeats, int) and repeats != 3 else ""
+    return f"mempa run --user {run.user}{flag} --memory oracle --model {run.profile}{seed}{times}"
+
+
+async def validity_lines(store: RunStore, runs: Sequence[RunRecord], outcomes: Sequence[ProbeOutcome]) -> list[str]:
+    """Every validity line of one results table (see the module docstring).
+
+    When the table holds no Oracle run for a (user, model) it shows, a stored Oracle run of the
+    same user, profile, timeline (whole, slice, quick start) and tool offer is checked instead and
+    named as outside the table; without one, the line gives the command that plays it.
+
+    Args:
+        store: the open run store (searched for Oracle runs outside the table).
+        runs: the table's runs.
+        outcomes: the table's probe outcomes (of ``runs``).
+
+    Returns:
+        The lines, in print order; empty without outcomes.
+    """
+    run_of = {(memory_label(r), backbone_label(r), r.user): r.id for r in runs}
+    lines = outcome_validity_lines(outcomes, run_of)
+    if not lines:
+        return lines
+    covered = {(o.model, o.user) for o in outcomes if o.memory == "oracle"}
+    shown = {(o.model, o.user) for o in outcomes}
+    everything = None
+    for run in runs:
+        key = (backbone_label(run), run.user)
+        if key in covered or key not in shown:
+            continue
+        covered.add(key)  # one line per user and model, whatever the number of its runs
+        if everything is None:
+            everything = await store.list_runs()
+        mine = _config(run)
+        found = [r for r in everything if r.memory == "oracle" and "~" not in r.id and r.user == run.user
+                 and r.profile == run.profile and backbone_label(r) == key[0]
+                 and bool(_config(r).get("quick")) == bool(mine.get("quick"))
+                 and bool(_config(r).get("slice")) == bool(mine.get("slice"))
+                 and _config(r).get("offered_tool_domains") == mine.get("offered_tool_domains")]
+        checks = []
+        for other in found:
+            stored = [outcome_of(p, other) for p in await store.probe_results(other.id)]
+            checks += [(other.id, c) for c in oracle_checks(stored)]
+        if checks:
+            lines += [f"{rid} (stored, not in this table): {c.text()}" for rid, c in checks]
+        else:
+            lines.append(f"no Oracle run for user {run.user} on {key[0]}: `{oracle_command(run)}` measures whether "
+                         f"this model applies a setting it is handed (the paper's Oracle PSA: {ORACLE_PAPER_RANGE}, "
+                         "Table 2), which says whether differences here can be the memory's")
+    return lines

@@ -1,0 +1,233 @@
+"""What a results table's scores could reach without memory, and the Oracle check (issue 12).
+
+Engine (mempa_tui.scoring._validity) on hand-made outcomes with known numbers of settings, then
+``mempa results`` and ``mempa report`` on a hand-made store shaped like the quick start of user R:
+one Solution Breadth cell per context, work changed Low -> High (a pre-event probe with target
+Low, both final probes with target High).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from test_runner_support import WORLDS
+
+from mempa_tui.cli.main import main
+from mempa_tui.runner import RunConfig
+from mempa_tui.scoring import (
+    ORACLE_FLOOR,
+    ProbeOutcome,
+    ProbeStatus,
+    constant_ceiling,
+    constant_choices,
+    oracle_checks,
+    outcome_validity_lines,
+    random_reference,
+    write_reports,
+)
+from mempa_tui.scripts.schema import ProbeKind
+from mempa_tui.store import ProbeResultRecord, RunRecord, RunStatus, RunStore, utc_now
+from mempa_tui.taxonomy import ATTRIBUTES, Context, chance_of, chance_psa
+
+
+def _o(context: str, attr: str, kind: str, target: str, selection: str | None, *, memory: str = "file",
+       repeat: int = 1, user: str = "R", status: ProbeStatus = ProbeStatus.COMPLETED) -> ProbeOutcome:
+    return ProbeOutcome(user=user, context=Context(context), attribute=attr, probe_kind=ProbeKind(kind),
+                        repeat=repeat, target=target, selection=selection, status=status, memory=memory,
+                        model="m", differs_in_matrix=True)
+
+
+def test_random_reference_is_the_exact_expectation_over_the_tables_cells() -> None:
+    # verbosity: 2 settings, tone_formality: 3, autonomy_level: 3
+    outcomes = [
+        _o("work", "verbosity", "final", "Terse", "Terse"),
+        _o("personal", "verbosity", "final", "Detailed", "Terse"),
+        _o("work", "tone_formality", "final", "Formal", "Casual"),
+        _o("work", "tone_formality", "pre_event", "Casual", "Casual"),
+        _o("personal", "autonomy_level", "final", "Reactive", None),
+        # another condition and repeat of the same cells: each cell still counts once
+        _o("work", "verbosity", "final", "Terse", "Detailed", memory="none", repeat=2),
+        # an incomplete probe is in no score, so its cell is not either
+        _o("work", "guidance_level", "final", "Guided", None, status=ProbeStatus.INCOMPLETE),
+    ]
+    ref = random_reference(outcomes)
+    assert (ref.cells, ref.pairs, ref.changed) == (4, 1, 1)
+    assert ref.psa == pytest.approx((1 / 2 + 1 / 2 + 1 / 3 + 1 / 3) / 4)
+    assert ref.cs == pytest.approx(1 / 4)  # verbosity's pair: both contexts right, 1/2 * 1/2
+    assert ref.pet == pytest.approx(1 / 9)  # tone_formality at work: pre and final right, 1/3 * 1/3
+    assert ref.text().startswith("random selection on these cells: PSA 41.7, CS 25.0, PET 11.1")
+    assert "Appendix A.1" in ref.text()
+    empty = random_reference([])
+    assert (empty.psa, empty.cs, empty.pet) == (None, None, None)
+    assert "PSA N/A, CS N/A, PET N/A" in empty.text()
+
+
+def test_random_reference_over_every_cell_is_the_papers_chance() -> None:
+    # one user, every attribute in both contexts: the paper's 28 cells (Appendix A.1: 45.2 %)
+    outcomes = [_o(c, a.key, "final", a.setting_names[0], None) for a in ATTRIBUTES for c in ("work", "personal")]
+    ref = random_reference(outcomes)
+    assert ref.cells == 28 and ref.psa == pytest.approx(float(chance_psa())) and round(100 * ref.psa, 1) == 45.2
+    assert ref.pairs == 14 and ref.cs == pytest.approx(sum(float(chance_of(a.key)) ** 2 for a in ATTRIBUTES) / 14)
+
+
+def _quick(memory: str, selections: tuple[str, str, str]) -> list[ProbeOutcome]:
+    """R's quick-start cells: pre-event work Low, final work High, final personal High."""
+    pre, work, personal = selections
+    return [_o("work", "solution_breadth", "pre_event", "Low", pre, memory=memory),
+            _o("work", "solution_breadth", "final", "High", work, memory=memory),
+            _o("personal", "solution_breadth", "final", "High", personal, memory=memory)]
+
+
+def test_a_constant_choice_is_named_for_the_run_that_made_it_and_not_for_one_that_varied() -> None:
+    outcomes = _quick("file", ("High", "High", "High")) + _quick("none", ("Low", "High", "Low"))
+    ceiling = constant_ceiling(outcomes)
+    assert ceiling.full and ceiling.settings == {"solution_breadth": "High"}
+    assert (ceiling.psa, ceiling.cs, ceiling.pet) == (1.0, 1.0, 0.0)
+    choices = constant_choices(outcomes)
+    assert [(c.memory, c.setting, c.probes, c.targets) for c in choices] == [("file", "High", 3, ("Low", "High"))]
+    lines = outcome_validity_lines(outcomes, {("file", "m", "R"): "R-file-run"})
+    assert lines[1].startswith("every final probe here has the same target per attribute: a PA that always "
+                               "picks High for solution_breadth scores PSA 100.0 / CS 100.0 / PET 0.0")
+    assert "only PET (whose targets change) can" in lines[1]
+    named = [line for line in lines if line.startswith("R-file-run: ")]
+    assert len(named) == 1 and "the PA selected High in all 3 probes of solution_breadth" in named[0]
+    assert "targets differ (Low, High): a choice that does not follow the target" in named[0]
+    assert named[0].endswith("the fixed choice above, which scores PSA 100.0 / CS 100.0 on these cells without memory")
+    assert not any("No Memory" in line or "none" in line.split(":")[0] for line in lines)
+
+
+def test_a_fixed_choice_that_cannot_score_full_marks_is_not_claimed() -> None:
+    # the final targets differ between contexts: no single choice scores 100, and a PA that varies
+    # its choice is not named
+    outcomes = [_o("work", "solution_breadth", "final", "Low", "Low"),
+                _o("personal", "solution_breadth", "final", "High", "High")]
+    assert not constant_ceiling(outcomes).full and constant_ceiling(outcomes).psa == pytest.approx(0.5)
+    assert outcome_validity_lines(outcomes) == [random_reference(outcomes).text()]
+
+
+def test_a_constant_choice_over_differing_targets_is_named_even_when_no_fixed_choice_scores_full() -> None:
+    outcomes = [_o("work", "solution_breadth", "final", "Low", "High"),
+                _o("personal", "solution_breadth", "final", "High", "High")]
+    lines = outcome_validity_lines(outcomes)
+    assert len(lines) == 2 and lines[1].startswith("File memory · m · user R: the PA selected High in both probes")
+    assert lines[1].endswith("although their targets differ (Low, High): a choice that does not follow the target")
+    assert "fixed choice" not in lines[1]  # no fixed choice scores full marks here
+
+
+def test_a_constant_wrong_choice_on_one_target_is_not_named() -> None:
+    # both final targets High, the PA picks Low in both: it scores 0, nothing to warn about
+    outcomes = [_o("work", "solution_breadth", "final", "High", "Low"),
+                _o("personal", "solution_breadth", "final", "High", "Low")]
+    assert constant_ceiling(outcomes).full and len(constant_choices(outcomes)) == 1
+    lines = outcome_validity_lines(outcomes)
+    assert len(lines) == 2 and lines[1].startswith("every final probe here has the same target")
+    assert "and no probe here tests a change (no PET)" in lines[1]
+
+
+def test_oracle_verdict_below_the_floor_and_not_above() -> None:
+    missed = oracle_checks(_quick("oracle", ("High", "High", "High")))  # the Low pre-event probe missed
+    assert len(missed) == 1 and (missed[0].applied, missed[0].probes, missed[0].psa) == (2, 3, 1.0)
+    assert missed[0].below_floor
+    text = missed[0].text()
+    assert text.startswith("Oracle PSA 100.0 (paper: 96.4-100, Table 2)")
+    assert "2 of 3 probes (66.7%" in text
+    assert "this model often does not apply a setting it is handed" in text
+    assert "measure the model, not the memory" in text
+    right = oracle_checks(_quick("oracle", ("Low", "High", "High")))
+    assert not right[0].below_floor and "measure the model" not in right[0].text()
+    assert "3 of 3 probes (100.0%" in right[0].text()
+    # nine of ten is at the floor, not below it
+    tenth = [_o("work", "verbosity", "final", "Terse", "Terse" if r < 10 else "Detailed", memory="oracle", repeat=r)
+             for r in range(1, 11)]
+    assert ORACLE_FLOOR == pytest.approx(0.9) and not oracle_checks(tenth)[0].below_floor
+    # a floored probe counts as not applied
+    floored = _quick("oracle", ("Low", "High", "High"))[:2] + [
+        _o("personal", "solution_breadth", "final", "High", None, memory="oracle", status=ProbeStatus.FLOORED)]
+    assert oracle_checks(floored)[0].below_floor
+    assert oracle_checks(_quick("file", ("High", "High", "High"))) == []
+
+
+def test_report_md_holds_the_lines_under_its_main_table(tmp_path: Path) -> None:
+    paths = write_reports(_quick("file", ("High", "High", "High")), tmp_path, resamples=50)
+    text = paths.main_md.read_text()
+    main, rest = text.split("### Reading these scores", 1)
+    assert "| File memory |" in main
+    assert "- random selection on these cells: PSA 50.0, CS 25.0, PET 25.0" in rest.split("## By dimension")[0]
+
+
+# ---- stored runs: mempa results / mempa report -------------------------------------------------
+
+PROBES = (  # probe id, kind, context, target
+    ("R-PE-work-solution_breadth", "pre_event", "work", "Low"),
+    ("R-PF-personal-solution_breadth", "final", "personal", "High"),
+    ("R-PF-work-solution_breadth", "final", "work", "High"),
+)
+SELECTIONS = {"file": ("High", "High", "High"), "none": ("Low", "High", "Low"), "oracle": ("High", "High", "High")}
+
+
+async def _seed(db: Path, memories: tuple[str, ...]) -> None:
+    async with RunStore(db) as store:
+        for memory in memories:
+            config = RunConfig(user="R", profile="scripted", memory=memory, repeats=1, worlds_dir=WORLDS, quick=True,
+                               donor_run=None if memory == "file" else "R-file-scripted-s0-quick")
+            await store.create_run(RunRecord(
+                id=config.run_id, user="R", profile="scripted", memory=memory, seed=0, repeats=1,
+                config_json=config.model_dump_json(), config_hash=config.config_hash(),
+                status=RunStatus.COMPLETED, total_probes=3, donor_run=config.donor_run,
+            ))
+            for (probe_id, kind, context, target), selection in zip(PROBES, SELECTIONS[memory], strict=True):
+                await store.save_probe_result(config.run_id, ProbeResultRecord(
+                    probe_id=probe_id, repeat=1, kind=kind, context=context, attribute="solution_breadth",
+                    target=target, selection=selection, status="completed", brs=4, prs=4,
+                    started_at=utc_now(), finished_at=utc_now(),
+                ))
+
+
+def test_results_cli_prints_the_reference_lines_and_the_oracle_command(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import asyncio
+
+    saves = tmp_path / "saves"
+    saves.mkdir()
+    asyncio.run(_seed(saves / "mempa.sqlite", ("file", "none")))
+    assert main(["results", "--saves", str(saves), "--resamples", "100"]) == 0
+    out = capsys.readouterr().out
+    below = out.split("Reading these scores (without memory: random and fixed choices; the Oracle check):", 1)[1]
+    assert "  random selection on these cells: PSA 50.0, CS 25.0, PET 25.0" in below
+    assert "a PA that always picks High for solution_breadth scores PSA 100.0 / CS 100.0 / PET 0.0" in below
+    assert "  R-file-scripted-s0-quick: the PA selected High in all 3 probes of solution_breadth" in below
+    assert "R-none-scripted-s0-quick: the PA selected" not in below
+    assert ("no Oracle run for user R on scripted: `mempa run --user R --quick --memory oracle --model scripted "
+            "--repeats 1` measures whether this model applies a setting it is handed") in below
+    assert below.index("random selection") < below.index("run settings (donor")  # under the table, before settings
+
+
+def test_results_cli_checks_an_oracle_run_in_the_table_or_stored_beside_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import asyncio
+
+    saves = tmp_path / "saves"
+    saves.mkdir()
+    asyncio.run(_seed(saves / "mempa.sqlite", ("file", "none", "oracle")))
+    assert main(["results", "--saves", str(saves), "--resamples", "100"]) == 0
+    out = capsys.readouterr().out
+    line = next(x for x in out.splitlines() if x.startswith("  R-oracle-scripted-s0-quick: Oracle PSA"))
+    assert "Oracle PSA 100.0 (paper: 96.4-100, Table 2)" in line and "2 of 3 probes (66.7%" in line
+    assert "differences between memory conditions here measure the model, not the memory" in line
+    assert "no Oracle run for user R" not in out
+    # a table without the Oracle run: the stored one of the same user, profile and tool offer is checked
+    assert main(["results", "R-file-scripted-s0-quick", "R-none-scripted-s0-quick", "--saves", str(saves),
+                 "--resamples", "100"]) == 0
+    named = capsys.readouterr().out
+    assert "  R-oracle-scripted-s0-quick (stored, not in this table): Oracle PSA 100.0" in named
+    assert "measure the model, not the memory" in named
+    # the one-run report says the same, and so does its report.md
+    assert main(["report", "R-file-scripted-s0-quick", "--saves", str(saves)]) == 0
+    printed = capsys.readouterr().out
+    assert "R-oracle-scripted-s0-quick (stored, not in this table)" in printed
+    report = (saves / "R-file-scripted-s0-quick" / "report.md").read_text()
+    assert "- random selection on these cells: PSA 50.0, CS 25.0, PET 25.0" in report
+    assert "- R-file-scripted-s0-quick: the PA selected High in all 3 probes" in report
