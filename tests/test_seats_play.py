@@ -174,3 +174,59 @@ async def test_two_plays_of_one_step_started_in_the_same_second_get_their_own_id
         assert len(await store.probe_results(play_id)) == 1
     with pytest.raises(ValueError, match="counts from 1"):
         play_id_for(request("R-s1", "user"), second, 0)
+
+
+async def test_a_play_carries_its_source_runs_memory_options_and_consolidates_at_session_end(
+    client: LLMClient, store: RunStore, tmp_path: Path
+) -> None:
+    """Issue 12 follow-up: a play built File memory with default options, so a play from a quick
+    start (``consolidate_at_session_end``) never consolidated at its session's end and used other
+    thresholds than its run. The source run here sets session-end consolidation and thresholds no
+    three-turn session reaches: only the session end can consolidate."""
+    from mempa_tui.memory._file import FileMemoryState
+    from mempa_tui.runner.config import RunConfig
+    from mempa_tui.store import CheckpointData, RunRecord
+
+    config = RunConfig(user="R", profile="scripted", memory="file", repeats=1, worlds_dir=WORLDS,
+                       memory_options={"consolidate_at_session_end": True},
+                       file_memory_budget={"consolidate_at_tokens": 50000, "consolidate_to_tokens": 20000,
+                                           "consolidate_at_session_end": 1, "scaled": 0, "set_by_option": 0})
+    await store.create_run(RunRecord(
+        id=config.run_id, user="R", profile="scripted", memory="file", seed=0, repeats=1,
+        config_json=config.model_dump_json(), config_hash=config.config_hash(), status=RunStatus.COMPLETED,
+        total_steps=1, total_probes=0))
+    world = load_user(WORLDS, "R").world_state()
+    await store.write_initial_checkpoint(config.run_id, CheckpointData(
+        step_index=-1, world_files=dict(world.files), world_manifest=world.manifest()))
+
+    plan = [UserAction(kind="say", text="Can you find the boiler inspection email?"), UserAction(kind="advance"),
+            UserAction(kind="say", text="What's the gist of it?"), UserAction(kind="advance"),
+            UserAction(kind="say", text="Good, Friday it is."), UserAction(kind="advance")]
+    seat = HumanUserSeat(client, load_user(WORLDS, "R").persona)
+
+    def person(panel: UserPanel) -> None:
+        if panel.waiting and plan:
+            seat.submit(plan.pop(0))
+
+    seat.on_change = person
+    outcome = await play_step(request("R-s1", "user", memory="file", source_run=config.run_id), store, client,
+                              default_registry(), user_seat=seat, memory_root=tmp_path / "mem")
+    assert outcome.status == "completed", outcome.reason
+    # the header says which options apply and where they came from
+    assert outcome.memory_settings.startswith(f"memory options of run {config.run_id}: ")
+    assert "50,000 -> 20,000" in outcome.memory_settings
+    assert "at the end of every session" in outcome.memory_settings
+    ckpt = await store.latest_checkpoint(outcome.play_id)
+    assert ckpt is not None and ckpt.memory_blob
+    state = FileMemoryState.model_validate_json(await store.load_blob(ckpt.memory_blob))
+    assert state.stats.turns_written > 0
+    assert state.stats.consolidations == 1 and not state.pending  # consolidated at the session's end
+    assert state.memory_md.strip()
+    # from the fixture world, or with another condition than the run's, the defaults apply, and it says so
+    from mempa_tui.runner.play import play_memory
+
+    plain = await play_memory(request("R-s1", "user", memory="file"), store)
+    assert plain.options == {} and "default options (played from the fixture world)" in plain.text
+    other = await play_memory(request("R-s1", "user", memory="prefstate", source_run=config.run_id), store)
+    assert other.options == {} and "it used file" in other.text
+    assert (await play_memory(request("R-s1", "user", source_run=config.run_id), store)).text == ""

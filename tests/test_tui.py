@@ -574,8 +574,8 @@ async def test_the_launcher_starts_one_run_per_chosen_combination(env: Env) -> N
         await pilot.pause()
         requests = screen.requests()
         assert sorted((r.key, r.repeats) for r in requests) == [("R-file-scripted-s0", 2), ("R-none-scripted-s0", 2)]
-        assert screen.query_one("#slice", Checkbox).value  # on by default, but R's timeline names no slice
-        assert not any(r.slice for r in requests)
+        assert screen.query_one("#quick", Checkbox).value  # on by default, but R's timeline names no quick list
+        assert not any(r.slice or r.quick for r in requests)
         assert "2 run(s) chosen" in str(screen.query_one("#run-count", Static).render())
 
 

@@ -222,6 +222,32 @@ async def test_a_model_call_opens_to_its_prompt_and_reply(env: Env) -> None:
         assert "tools offered: " in shown and "IX_" in shown and "-- reply (finish:" in shown
 
 
+async def test_c_opens_the_model_calls_list_from_the_keyboard_and_the_footer_names_it(env: Env) -> None:
+    """Issue 12 follow-up: the Detail tab's "Model calls (N)" list opened only with the mouse (or by
+    tabbing to its title). ``c`` opens it on the Detail tab with its first call focused (enter
+    opens that call), a second ``c`` closes it; the footer and the ``?`` list name the key."""
+    app = env.app()
+    async with app.run_test(size=(160, 48)) as pilot:
+        screen = await _loaded(app, pilot)
+        screen.open_run(FILE_RUN, "step:R-s1")
+        await until(pilot, lambda: screen.memory_view is not None)
+        await settle(app, pilot)
+        box = screen.query_one("#detail-calls-box", Collapsible)
+        assert box.collapsed
+        assert any(b.binding.key == "c" and b.binding.description == "Model calls"
+                   for b in screen.active_bindings.values() if b.binding.show)
+        await pilot.press("c")
+        first = screen.query(CallFold).first()
+        await until(pilot, lambda: app.focused is first.query_one(CollapsibleTitle))
+        assert not box.collapsed and screen.query_one("#browser-tabs", TabbedContent).active == "tab-detail"
+        await pilot.press("enter")
+        await until(pilot, lambda: first.loaded)
+        assert not first.collapsed
+        await pilot.press("c")
+        await pilot.pause()
+        assert box.collapsed
+
+
 async def test_probe_filters(env: Env) -> None:
     app = env.app()
     async with app.run_test(size=(160, 48)) as pilot:

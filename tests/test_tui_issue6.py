@@ -73,6 +73,7 @@ async def test_the_pick_lists_have_a_highlighted_row_and_n_says_why_nothing_star
         assert isinstance(launcher, LauncherScreen)
         for field in ("user", "memory", "profile"):
             assert launcher.query_one(f"#{field}", SelectionList).highlighted == 0, field
+        launcher.query_one("#memory", SelectionList).deselect_all()  # none and file start ticked
         users: SelectionList[str] = launcher.query_one("#user", SelectionList)
         users.deselect_all()
         await pilot.pause()

@@ -91,7 +91,7 @@ def test_launcher_at_80x24_shows_start_several_columns_and_check_marks(tmp_path:
             lines = {str(memory.get_option_at_index(i).prompt): memory.render_line(i).text
                      for i in range(memory.option_count)}
             assert TICKED in lines["file"] and TICKED not in lines["none"], lines
-            box = screen.query_one("#slice", MarkedCheckbox)
+            box = screen.query_one("#quick", MarkedCheckbox)  # ticked by default (the README's quick start)
             assert box.value and TICKED in str(box.render())
             box.value = False
             await pilot.pause()

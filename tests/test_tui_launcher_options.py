@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from test_tui_keys import _saved_loaded, _seeded_app
+from textual.widgets import Label, Select, SelectionList
 
 from mempa_tui.runner import RunConfig
 from mempa_tui.tui import MempaApp, RunRequest
@@ -35,21 +36,59 @@ async def _boxes(app: MempaApp) -> None:
             screen.query_one(f"#{field}").select_all()  # type: ignore[attr-defined]
         await pilot.pause()
         sliced, quick, fresh = (screen.query_one(f"#{i}", MarkedCheckbox) for i in ("slice", "quick", "fresh"))
-        assert sliced.value and not quick.value and not fresh.value
+        assert quick.value and not sliced.value and not fresh.value  # the README's quick start
+        # R's timeline names no quick list: it plays its whole timeline, and the count says so
         assert not any(r.quick or r.fresh for r in screen.requests())
-        quick.focus()
-        await pilot.press("space")
+        assert "(R: no quick list, whole timeline)" in str(screen.query_one("#run-count", Label).render())
         fresh.focus()
         await pilot.press("space")
-        await pilot.pause()
-        assert quick.value and fresh.value and not sliced.value  # one of slice / quick, as `mempa run`
-        requests = screen.requests()
-        assert requests and all(r.quick and r.fresh and not r.slice for r in requests)
-        assert requests[0].key.endswith("-quick")
         sliced.focus()
         await pilot.press("space")
         await pilot.pause()
-        assert sliced.value and not quick.value
+        assert sliced.value and fresh.value and not quick.value  # one of slice / quick, as `mempa run`
+        requests = screen.requests()
+        assert requests and all(r.fresh and not r.quick for r in requests)
+        quick.focus()
+        await pilot.press("space")
+        await pilot.pause()
+        assert quick.value and not sliced.value
+
+
+def test_the_launcher_starts_as_the_readme_quick_start_with_its_boxes_on_screen_at_80x24(tmp_path: Path) -> None:
+    """Issue 12 follow-up: the launcher's defaults were the slice and 3 repeats, not the README's
+    quick start (``--quick --memory none,file --repeats 1``), and at 80x24 the boxes were scrolled
+    out of the form while Start stayed on screen."""
+    import shutil
+
+    from test_tui_support import make_folders, settle
+
+    folders = make_folders(tmp_path, worlds=WORLDS)
+    folders.settings.models_dir.mkdir(parents=True)
+    shutil.copy(WORLDS.parent / "models" / "openai-example.yaml", folders.settings.models_dir)
+    app = MempaApp(folders.settings)
+
+    async def check() -> None:
+        async with app.run_test(size=(80, 24)) as pilot:
+            await settle(app, pilot)
+            screen = app.screen
+            assert isinstance(screen, LauncherScreen)
+            assert screen.picked("memory") == ["none", "file"]
+            assert screen.query_one("#repeats", Select).value == 1
+            users: SelectionList[str] = screen.query_one("#user", SelectionList)
+            users.select("A")
+            await pilot.pause()
+            assert [(r.key, r.repeats) for r in screen.requests()] == [
+                ("A-none-openai-example-s0-quick", 1), ("A-file-openai-example-s0-quick", 1)]
+            # every option and Start lie inside the form's view, nothing scrolled away
+            form, start = screen.query_one("#form"), screen.query_one("#start")
+            assert form.max_scroll_y == 0, form.virtual_size
+            for box in ("repeats", "slice", "quick", "fresh", "run-count"):
+                region = screen.query_one(f"#{box}").region
+                assert region.height >= 1 and form.region.contains_region(region), (box, region)
+            assert start.region.y >= screen.query_one("#fresh").region.bottom and start.region.bottom <= 23
+            assert "2 run(s) chosen" in str(screen.query_one("#run-count", Label).render())
+
+    asyncio.run(check())
 
 
 async def test_the_engine_passes_quick_to_the_run_config_and_fresh_to_the_runner(

@@ -40,6 +40,7 @@ __all__ = [
     "pa_base_prompt_tokens",
     "prompt_budget",
     "refuse_small_window",
+    "stored_memory_options",
     "window_problem",
 ]
 
@@ -161,3 +162,27 @@ def file_memory_budget(config: RunConfig, budget: PromptBudget) -> dict[str, int
         "pa_window": budget.window, "tool_tokens": budget.tool_tokens,
         "base_prompt_tokens": budget.base_prompt_tokens,
     }
+
+
+def stored_memory_options(config: RunConfig) -> dict[str, int | float | str | bool]:
+    """The memory options a stored run's memory was built with, for a play or the stepper that
+    continues from its checkpoints (issue 12 follow-up: a play from a quick start must consolidate
+    at its session's end, with the run's thresholds, not the defaults).
+
+    ``memory_options`` as stored, and for File memory the thresholds it used
+    (``file_memory_budget``'s ``consolidate_at_tokens`` / ``consolidate_to_tokens``), so a play
+    that offers the PA another tool set (and so has another room for memory) still consolidates
+    where the run did (paper Section 4, File memory).
+
+    Args:
+        config: the stored run's configuration.
+
+    Returns:
+        Options for :func:`~mempa_tui.memory.make_memory` (empty for a run that set none).
+    """
+    options: dict[str, int | float | str | bool] = dict(config.memory_options)
+    if config.memory == "file":
+        for key in ("consolidate_at_tokens", "consolidate_to_tokens"):
+            if key in config.file_memory_budget:
+                options.setdefault(key, int(config.file_memory_budget[key]))
+    return options

@@ -48,6 +48,7 @@ from mempa_tui.llm.types import (
     ToolSpec,
 )
 from mempa_tui.memory import OracleMemory
+from mempa_tui.runner._budget import stored_memory_options
 from mempa_tui.runner._calls import capture_calls, install_call_routing, probe_sampling_scope
 from mempa_tui.runner._episode_events import EpisodeEvent
 from mempa_tui.runner._scoring import ProbeScorer, RealizationScores, default_scorer, score_final_probe
@@ -446,8 +447,10 @@ class ProbeStepper:
         )
 
     def _run_context(self, memory_root: Path) -> RunContext:
+        # the memory is built as the run built it: its options and File memory's thresholds
+        config = self.config.model_copy(update={"memory_options": stored_memory_options(self.config)})
         return RunContext(
-            config=self.config, store=self._store, client=self.client, registry=self._registry,
+            config=config, store=self._store, client=self.client, registry=self._registry,
             bundle=self._bundle, episodes=EpisodeFunctions.default(), memory_root=memory_root,
         )
 

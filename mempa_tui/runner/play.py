@@ -22,6 +22,11 @@ The PA is offered the tools a run that plays the step would offer (:func:`play_o
 tools; every other play gets all 83, as the slice and the whole timeline do. The outcome says
 which (``tools_offered``, worded as a run's header).
 
+The memory is built with the options the source run's memory was built with
+(:func:`play_memory`: its stored ``memory_options`` and, for File memory, the thresholds it used),
+when the play uses the same condition; so a play from a quick start consolidates at its session's
+end as the quick start does. The outcome says which options apply (``memory_settings``).
+
 A completed session played as the user ends like a simulated one: the simulator writes its dated
 first-person diary entry (paper Appendix D.3) from the dialogue the person had, into the simulator
 memory the step's checkpoint keeps, so a run continued from that checkpoint finds it.
@@ -42,6 +47,7 @@ from mempa_tui.agent.human import HumanAgentSeat
 from mempa_tui.llm import LLMError
 from mempa_tui.memory import MemorySystem
 from mempa_tui.memory._reference import OracleMemory
+from mempa_tui.runner._budget import stored_memory_options
 from mempa_tui.runner._calls import capture_calls, install_call_routing
 from mempa_tui.runner._episode_events import EpisodeEvent
 from mempa_tui.runner._scoring import ProbeScorer, RealizationScores, default_scorer, score_final_probe
@@ -51,7 +57,8 @@ from mempa_tui.runner._simmem import (
     load_simulator_memory,
     new_simulator_memory,
 )
-from mempa_tui.runner.config import RunConfig, offered_tools_text
+from mempa_tui.runner._settings import thresholds_text
+from mempa_tui.runner.config import OptionValue, RunConfig, offered_tools_text
 from mempa_tui.runner.episode import (
     EpisodeContext,
     StepResult,
@@ -82,11 +89,13 @@ if TYPE_CHECKING:
     from mempa_tui.tools import ToolRegistry
 
 __all__ = [
+    "PlayMemory",
     "PlayOutcome",
     "PlayRequest",
     "PlayableStep",
     "PlayedStep",
     "play_id_for",
+    "play_memory",
     "play_offer",
     "play_profile_label",
     "play_step",
@@ -167,6 +176,9 @@ class PlayOutcome(BaseModel):
     tools_offered: str = ""
     """What the PA was offered, worded as a run's header (``tools offered: all 83`` or a quick
     start's domains; :func:`play_offer`)."""
+    memory_settings: str = ""
+    """Which memory options the play's memory was built with and where they came from
+    (:func:`play_memory`); empty for No Memory and Oracle."""
 
     model_config = {"arbitrary_types_allowed": True}
 
@@ -291,6 +303,57 @@ async def play_offer(request: PlayRequest, store: RunStore, bundle: UserBundle |
     return quick_tool_domains(bundle)
 
 
+class PlayMemory(BaseModel):
+    """The memory options of a play (:func:`play_memory`)."""
+
+    options: dict[str, OptionValue] = Field(default_factory=dict)
+    """Options for :func:`~mempa_tui.memory.make_memory`."""
+    text: str = ""
+    """One line for the play's header: the options and where they came from (empty for No
+    Memory and Oracle, which take none)."""
+
+
+async def play_memory(request: PlayRequest, store: RunStore) -> PlayMemory:
+    """The memory options a play is built with, and the line that says so (issue 12 follow-up).
+
+    A play from a stored run's checkpoint continues that run's memory, so when it uses the run's
+    memory condition it gets the options that memory was built with
+    (:func:`~mempa_tui.runner._budget.stored_memory_options`: ``memory_options`` as stored and File
+    memory's thresholds, paper Section 4), ``consolidate_at_session_end`` of a quick start
+    included. A play from the fixture world, or with another condition than its source run's, gets
+    the condition's defaults.
+
+    Args:
+        request: the play.
+        store: the run store holding ``request.source_run``.
+
+    Returns:
+        The options and a line such as ``memory options of run A-file-embedded-s0-quick: File
+        memory consolidates at 13,401 -> 6,700 tokens ...``.
+    """
+    if request.memory in ("none", "oracle"):
+        return PlayMemory()
+    label = "File memory" if request.memory == "file" else f"{request.memory} memory"
+    if request.source_run is None:
+        return PlayMemory(text=f"{label}: the condition's default options (played from the fixture world)")
+    record = await store.get_run(request.source_run)
+    try:
+        source = RunConfig.model_validate_json(record.config_json) if record is not None else None
+    except ValueError:  # a play or an unreadable record: it has no memory options to carry
+        source = None
+    if source is None or source.memory != request.memory:
+        used = f"it used {source.memory}" if source is not None else "its options are not readable"
+        return PlayMemory(text=f"{label}: the condition's default options (run {request.source_run}: {used})")
+    options = stored_memory_options(source)
+    if source.memory == "file" and source.file_memory_budget:
+        what = thresholds_text(source.file_memory_budget)
+    elif options:
+        what = ", ".join(f"{k}={v}" for k, v in sorted(options.items()))
+    else:
+        what = "none set (the condition's defaults)"
+    return PlayMemory(options=options, text=f"memory options of run {request.source_run}: {what}")
+
+
 async def play_step(
     request: PlayRequest,
     store: RunStore,
@@ -332,8 +395,10 @@ async def play_step(
     start = await _start_state(store, request, bundle, script.starts_at)
     offer = await play_offer(request, store, bundle)
     registry = registry.restricted(offer)
+    memory_setup = await play_memory(request, store)
     config = RunConfig(user=request.user, profile=request.profile, memory=request.memory,
-                       worlds_dir=request.worlds_dir, repeats=1, offered_tool_domains=offer)
+                       worlds_dir=request.worlds_dir, repeats=1, offered_tool_domains=offer,
+                       memory_options=memory_setup.options)
     run = RunContext(config=config, store=store, client=client, registry=registry, bundle=bundle,
                      episodes=EpisodeFunctions.default(), memory_root=memory_root)
     started = utc_now()
@@ -398,7 +463,7 @@ async def play_step(
             status=result.status, reason=result.reason, selection=result.selection,
             target=targets[script.attribute], fidelity=played.fidelity, source=start.source,
             simulator_entry=result.simulator_entry, entry_problem=entry_problem,
-            tools_offered=offered_tools_text(offer),
+            tools_offered=offered_tools_text(offer), memory_settings=memory_setup.text,
         )
         if isinstance(script, Probe):
             outcome.scores = await _store_probe(run, play_id, script, targets[script.attribute], played,

@@ -34,6 +34,7 @@ __all__ = [
     "UserBundle",
     "UserScan",
     "WorldFileError",
+    "has_quick",
     "has_slice",
     "list_users",
     "load_user",
@@ -62,12 +63,22 @@ def has_slice(worlds_dir: str | Path, label: str) -> bool:
     """Whether the user's ``timeline.yaml`` names a non-empty quick-start ``slice`` (a cheap read of
     that one file, for pickers; an unreadable or missing file counts as no slice, and
     :func:`load_user` reports it properly)."""
+    return _names_list(worlds_dir, label, "slice")
+
+
+def has_quick(worlds_dir: str | Path, label: str) -> bool:
+    """Whether the user's ``timeline.yaml`` names a non-empty ``quick`` list (the quick start), read
+    as cheaply as :func:`has_slice`."""
+    return _names_list(worlds_dir, label, "quick")
+
+
+def _names_list(worlds_dir: str | Path, label: str, key: str) -> bool:
     path = Path(worlds_dir) / "users" / label / "timeline.yaml"
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, yaml.YAMLError):
         return False
-    return isinstance(data, dict) and bool(data.get("slice"))
+    return isinstance(data, dict) and bool(data.get(key))
 
 
 def list_users(worlds_dir: str | Path) -> list[str]:

@@ -71,7 +71,7 @@ from mempa_tui.runner._stepper import (
 from mempa_tui.runner._settings import thresholds_text
 from mempa_tui.runner._validity import validity_lines
 from mempa_tui.runner.config import offered_tools_text
-from mempa_tui.runner.play import PlayOutcome, PlayRequest, play_offer, play_step
+from mempa_tui.runner.play import PlayOutcome, PlayRequest, play_memory, play_offer, play_step
 from mempa_tui.runner.setup import DATABASE_NAME, build_run_config, pa_prefix
 from mempa_tui.scoring import ProbeOutcome
 from mempa_tui.scripts.loader import list_users
@@ -741,7 +741,8 @@ class RunService:
             say: receives progress lines while the runtime comes up, then the tools the PA is
                 offered (:func:`~mempa_tui.runner.play.play_offer`: a quick start's step played
                 from that quick start's checkpoint offers its domains; otherwise all 83), whose
-                PA prefix is the one warmed on the embedded server.
+                PA prefix is the one warmed on the embedded server, and the memory options the
+                play carries from its source run (:func:`~mempa_tui.runner.play.play_memory`).
 
         Raises:
             ProfileError / WorldFileError / ValueError / LLMError / StoreError: as
@@ -751,7 +752,8 @@ class RunService:
         store = await self.store()
         offer = await play_offer(request, store)
         client = await self._client(request.profile, say, offer)
-        say(offered_tools_text(offer))
+        memory = await play_memory(request, store)
+        say(offered_tools_text(offer) + (f"; {memory.text}" if memory.text else ""))
         live = (request, utc_now())
         self._live_plays.append(live)
         try:

@@ -149,6 +149,8 @@ def outcome_text(outcome: PlayOutcome) -> Text:
     text.append(f"\nstarted from {outcome.source}; stored as {outcome.play_id}\n")
     if outcome.tools_offered:
         text.append(outcome.tools_offered + "\n")
+    if outcome.memory_settings:
+        text.append(outcome.memory_settings + "\n")
     text.append(f"PA's selection: {outcome.selection or '—'} · the user's setting: {outcome.target or '—'}\n")
     scores = outcome.scores
     if outcome.kind == "probe" and (scores.brs is not None or scores.prs is not None or scores.brs_reason):

@@ -175,6 +175,9 @@ class BrowserScreen(PlainNotify, Screen[None]):
                 tooltip="Open the previous row of the Steps list"),
         Binding("right_square_bracket", "neighbour(1)", "Next step", key_display="]", id="browser.next",
                 tooltip="Open the next row of the Steps list"),
+        Binding("c", "model_calls", "Model calls", id="browser.calls",
+                tooltip="Open (or close) the Detail tab's Model calls list and focus its first call "
+                        "(enter opens one; tab moves to the next)"),
         Binding("e", "toggle_expanded", "Open/close calls", id="browser.expand",
                 tooltip="Open or close every tool call of the transcript (j/k and enter: one call)"),
         Binding("f5", "refresh", "Refresh", id="browser.refresh",
@@ -548,6 +551,20 @@ class BrowserScreen(PlainNotify, Screen[None]):
         table = self.query_one("#browser-steps", DataTable)
         row = max(0, min(len(self.row_keys) - 1, table.cursor_row + step))
         self.open_row(self.row_keys[row])
+
+    def action_model_calls(self) -> None:
+        """Show the Detail tab with its Model calls list opened and its first call focused; a second
+        press closes the list (issue 12 follow-up: the list opened only with the mouse)."""
+        self.query_one(TabbedContent).active = "tab-detail"
+        box = self.query_one("#detail-calls-box", Collapsible)
+        box.collapsed = not box.collapsed
+        if box.collapsed:
+            self.query_one("#detail-transcript").focus()
+            return
+        folds = list(box.query(CallFold))
+        target = (folds[0] if folds else box).query_one("CollapsibleTitle")  # enter opens it
+        self.call_after_refresh(target.focus)
+        self.call_after_refresh(box.scroll_visible)
 
     def action_toggle_expanded(self) -> None:
         """Open or close every tool call of the transcript."""

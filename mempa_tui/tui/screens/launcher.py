@@ -2,6 +2,10 @@
 and repeats; start one run per combination. Runs stored in ``saves/`` are listed with their
 progress and can be resumed or viewed.
 
+The form starts as the README's quick start (``mempa run --quick --memory none,file --repeats
+1``): *Quick start only* ticked, No Memory and File memory ticked, one repeat. At 80x24 the whole
+form, its boxes included, shows above *Start runs* without scrolling (issue 12 follow-up).
+
 The form's boxes match ``mempa run``'s flags: *Slice only* is ``--slice``, *Quick start only*
 ``--quick`` (the two exclude each other), *Start over* ``--fresh`` (a stored run with the same id
 is moved aside as ``<id>~N`` by the runner, as the command does); all come before Start in the
@@ -11,7 +15,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, ClassVar, cast
 
-from textual import work
+from textual import events, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
@@ -27,7 +31,7 @@ from textual.widgets import (
 )
 from textual.worker import Worker, WorkerState
 
-from mempa_tui.scripts.loader import has_slice
+from mempa_tui.scripts.loader import has_quick, has_slice
 from mempa_tui.store import RunSummary, StoreError
 from mempa_tui.tui.book import RunRequest
 from mempa_tui.tui.engine import (
@@ -60,14 +64,24 @@ SAVED_RUN_DROP = ("updated", "tokens", "timeline")
 about 40 cells beside the form): the run id, its status and its probes stay readable."""
 
 _RUN_BOXES = (
-    ("slice", "Quick-start slice", True,
+    ("slice", "Quick-start slice", False,
      "mempa run --slice: the timeline's slice and its probes (a full timeline is 94 sessions)"),
-    ("quick", "Quick start only", False,
+    ("quick", "Quick start only", True,
      "mempa run --quick: one attribute in both contexts, its change event, and those cells' probes"),
     ("fresh", "Start over (--fresh)", False,
      "mempa run --fresh: a stored run with the same id is moved aside as <id>~N and started again"),
 )
-"""The form's run boxes: id, label (short enough for the 80-column form), ticked, tooltip."""
+"""The form's run boxes: id, label (short enough for the 80-column form), ticked, tooltip. Ticked
+as the README's quick start: only *Quick start only*."""
+
+DEFAULT_MEMORIES = ("none", "file")
+"""Memory conditions ticked when the launcher first lists them (the README's quick start)."""
+
+DEFAULT_REPEATS = 1
+"""Repeats chosen when the launcher opens (the README's quick start; the paper uses three)."""
+
+_TALL_FROM = 32
+"""Screen rows from which the launcher's form has room for bordered pickers (``-tall``)."""
 
 _FIELD_NAMES = {"user": "user", "memory": "memory condition", "profile": "model profile"}
 """How the launcher's pick lists are named in its messages."""
@@ -80,7 +94,7 @@ class LauncherScreen(PlainNotify, Screen[None]):
     # at 80 columns the form narrows so Saved runs shows several columns; below 32 rows the pick
     # lists shrink and Start is docked at the form's foot, always on screen (issue 16.6)
     HORIZONTAL_BREAKPOINTS: ClassVar[list[tuple[int, str]] | None] = [(0, "-narrow"), (100, "-wide")]
-    VERTICAL_BREAKPOINTS: ClassVar[list[tuple[int, str]] | None] = [(0, "-short"), (32, "-tall")]
+    VERTICAL_BREAKPOINTS: ClassVar[list[tuple[int, str]] | None] = [(0, "-short"), (_TALL_FROM, "-tall")]
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("n", "start", "Start runs", id="launcher.start",
                 tooltip="Start (or resume) one run per chosen user x memory condition x profile"),
@@ -113,6 +127,7 @@ class LauncherScreen(PlainNotify, Screen[None]):
         self.choices = LauncherChoices()
         self.saved: list[RunSummary] = []
         self._told = ""  # the empty-picker note last notified (said once, not on every refresh)
+        self._filled = False  # the pick lists were filled once (defaults are ticked only then)
 
     @property
     def mempa(self) -> MempaApp:
@@ -133,15 +148,16 @@ class LauncherScreen(PlainNotify, Screen[None]):
                     yield SelectionList[str](id="memory", classes="picks")
                     yield Label("Model profiles", classes="field-label")
                     yield SelectionList[str](id="profile", classes="picks")
-                    yield Label("", id="profile-note")
                     yield Label("Repeats per probe", classes="field-label")
-                    yield Select[int]([(str(n), n) for n in REPEAT_CHOICES], id="repeats", value=3,
+                    yield Select[int]([(str(n), n) for n in REPEAT_CHOICES], id="repeats", value=DEFAULT_REPEATS,
                                       allow_blank=False)
                     for box_id, label, ticked, tip in _RUN_BOXES:
                         box = Checkbox(label, value=ticked, id=box_id)
                         box.tooltip = tip
                         yield box
                     yield Label("", id="run-count")
+                    # the chosen profiles' descriptions come last: they never push the boxes away
+                    yield Label("", id="profile-note")
                 # outside the scrolling form: always on screen, and last in the focus order
                 yield Button("Start runs", id="start", variant="primary")
             with Vertical(id="saved"):
@@ -149,6 +165,13 @@ class LauncherScreen(PlainNotify, Screen[None]):
                 yield FitTable(id="saved-runs", cursor_type="row", zebra_stripes=True, drop=SAVED_RUN_DROP)
                 yield Label("r resume · v view · f5 refresh", id="saved-hint")
         yield Footer()
+
+    def on_resize(self, event: events.Resize) -> None:
+        """Below 32 rows the repeats picker and Start drop their borders (one row each), so the
+        whole form shows above Start at 80x24 (issue 12 follow-up)."""
+        short = event.size.height < _TALL_FROM
+        self.query_one("#repeats", Select).compact = short
+        self.query_one("#start", Button).compact = short
 
     def on_mount(self) -> None:
         """Fill the pickers, list the saved runs, follow run updates."""
@@ -174,10 +197,12 @@ class LauncherScreen(PlainNotify, Screen[None]):
         """Read users, conditions and profiles from the folders; keep current picks if still valid."""
         self.choices = discover_choices(self.mempa.settings)
         self._set_options("#user", [(u, u) for u in self.choices.users])
-        self._set_options("#memory", [(m, m) for m in self.choices.memories])
+        self._set_options("#memory", [(m, m) for m in self.choices.memories],
+                          defaults=() if self._filled else DEFAULT_MEMORIES)
         self._set_options("#profile", [
             (p.name if p.valid else f"{p.name} (invalid)", p.name) for p in self.choices.profiles
         ])
+        self._filled = True
         self.set_class(not self.choices.users, "-no-users")
         note = "\n".join(empty_pickers(self.mempa.settings, self.choices))
         self.query_one("#choices-note", Label).update(note)
@@ -188,9 +213,9 @@ class LauncherScreen(PlainNotify, Screen[None]):
             self.notify(note, severity="warning", title="Nothing to pick", markup=False)
         self._told = note
 
-    def _set_options(self, selector: str, options: list[tuple[str, str]]) -> None:
+    def _set_options(self, selector: str, options: list[tuple[str, str]], defaults: tuple[str, ...] = ()) -> None:
         picks: SelectionList[str] = self.query_one(selector, SelectionList)
-        current = set(picks.selected)
+        current = set(picks.selected) | set(defaults)
         values = [v for _, v in options]
         keep = [v for v in values if v in current] or (values if len(values) == 1 else [])
         highlighted = picks.highlighted
@@ -211,7 +236,17 @@ class LauncherScreen(PlainNotify, Screen[None]):
         if not self.is_mounted:
             return
         n = len(self.picked("user")) * len(self.picked("memory")) * len(self.picked("profile"))
-        self.query_one("#run-count", Label).update(f"{n} run(s) chosen" if n else "")
+        self.query_one("#run-count", Label).update(f"{n} run(s) chosen{self._whole_note()}" if n else "")
+
+    def _whole_note(self) -> str:
+        """`` (R: no quick list, whole timeline)`` for ticked users whose timeline lacks the list
+        the ticked box plays (they play their whole timeline, as :meth:`requests` builds them)."""
+        quick, sliced = (self.query_one(f"#{i}", Checkbox).value for i in ("quick", "slice"))
+        if not (quick or sliced):
+            return ""
+        has, what = (has_quick, "quick list") if quick else (has_slice, "slice")
+        lacking = [u for u in self.picked("user") if not has(self.mempa.settings.worlds_dir, u)]
+        return f" ({', '.join(lacking)}: no {what}, whole timeline)" if lacking else ""
 
     def on_selection_list_selected_changed(self, event: SelectionList.SelectedChanged[str]) -> None:
         """Update the run count; show the chosen profiles' descriptions (or why they are invalid)."""
@@ -221,6 +256,7 @@ class LauncherScreen(PlainNotify, Screen[None]):
         chosen = [p for p in self.choices.profiles if p.name in self.picked("profile")]
         note = self.query_one("#profile-note", Label)
         note.update("\n".join(f"{p.name}: {p.description}" for p in chosen))
+        note.set_class(bool(chosen), "-shown")
         note.set_class(any(not p.valid for p in chosen), "-invalid")
 
     def requests(self) -> list[RunRequest]:
@@ -242,9 +278,10 @@ class LauncherScreen(PlainNotify, Screen[None]):
         quick = self.query_one("#quick", Checkbox).value
         sliced = self.query_one("#slice", Checkbox).value and not quick  # as `mempa run`: one of the two
         fresh = self.query_one("#fresh", Checkbox).value
-        return [
-            RunRequest(user=u, memory=m, profile=p, repeats=int(str(repeats)), fresh=fresh, quick=quick,
-                       slice=sliced and has_slice(self.mempa.settings.worlds_dir, u))
+        worlds = self.mempa.settings.worlds_dir
+        return [  # a user whose timeline names no quick list (or slice) plays the whole timeline
+            RunRequest(user=u, memory=m, profile=p, repeats=int(str(repeats)), fresh=fresh,
+                       quick=quick and has_quick(worlds, u), slice=sliced and has_slice(worlds, u))
             for u in picked["user"] for m in picked["memory"] for p in picked["profile"]
         ]
 
@@ -254,6 +291,7 @@ class LauncherScreen(PlainNotify, Screen[None]):
         other = {"slice": "#quick", "quick": "#slice"}.get(event.checkbox.id or "")
         if other is not None and event.value:
             self.query_one(other, Checkbox).value = False
+        self._show_count()
 
     def request(self) -> RunRequest | None:
         """The first of :meth:`requests` (None when the form is incomplete)."""
