@@ -284,7 +284,8 @@ def print_report(rows: Sequence[CallReuse], *, print_: Callable[[str], None] = p
 
 def replay_slot_cache(ordered: Sequence[StoredCall], tokens: Mapping[int, Sequence[int]], *,
                       restored: Mapping[str, Sequence[int]] | None = None,
-                      similarity: Mapping[str, float] | float = 0.1) -> dict[int, int]:
+                      similarity: Mapping[str, float] | float = 0.1,
+                      generated: Mapping[int, Sequence[int]] | None = None) -> dict[int, int]:
     """The reused tokens of each call on one-slot llama.cpp servers with a host prompt cache.
 
     A model of what the server does (its ``get_available_slot`` and ``server_prompt_cache``), to
@@ -310,6 +311,8 @@ def replay_slot_cache(ordered: Sequence[StoredCall], tokens: Mapping[int, Sequen
         restored: model -> the tokens a saved prefix state puts into the slot at server start.
         similarity: the servers' ``slot_prompt_similarity``, one for all or per model (missing
             models: 0.1).
+        generated: call id -> the tokens its reply left in the slot where they are known (to price
+            a reply written exactly as the next prompt renders it); others never match.
 
     Returns:
         call id -> reused prompt tokens.
@@ -341,5 +344,6 @@ def replay_slot_cache(ordered: Sequence[StoredCall], tokens: Mapping[int, Sequen
                 cache.remove(best)
                 slot = best
         out[call.call_id] = min(common_prefix(slot, want), max(0, len(want) - 1))
-        slots[call.model] = want + [-1] * call.completion_tokens
+        reply = list((generated or {}).get(call.call_id, ()))
+        slots[call.model] = want + reply + [-1] * max(0, call.completion_tokens - len(reply))
     return out
