@@ -283,24 +283,36 @@ def print_report(rows: Sequence[CallReuse], *, print_: Callable[[str], None] = p
 
 
 def replay_slot_cache(ordered: Sequence[StoredCall], tokens: Mapping[int, Sequence[int]], *,
-                      restored: Mapping[str, Sequence[int]] | None = None) -> dict[int, int]:
+                      restored: Mapping[str, Sequence[int]] | None = None,
+                      similarity: Mapping[str, float] | float = 0.1,
+                      generated: Mapping[int, Sequence[int]] | None = None) -> dict[int, int]:
     """The reused tokens of each call on one-slot llama.cpp servers with a host prompt cache.
 
-    A model of what the server does, to price prompt layouts and call orders that were not run
-    (checked against the stored counts of a real run: docs/prompt-reuse.md). One server per
-    model, one slot each. A request first looks at the slot: when the common prefix covers more
-    than a tenth of the request and at least half of what the slot holds, the slot keeps that
-    prefix and reads the rest, and the host cache is not consulted. Otherwise the slot's state
-    is saved to the cache and the cached state that keeps a larger share of itself and covers a
-    larger share of the request than the slot does (skipping any that would keep under a quarter
-    of itself) is loaded instead. The last prompt token is always read. After a call the slot
-    holds its prompt and as many tokens again as it generated (never matched: a reply is not
-    re-sent verbatim in these prompts, except a judge retry, which this undercounts).
+    A model of what the server does (its ``get_available_slot`` and ``server_prompt_cache``), to
+    price prompt layouts, call orders and settings that were not run (checked against the stored
+    counts of real runs: docs/prompt-reuse.md). One server per model, one slot each. A request
+    first looks at the slot: when the common prefix covers more than ``similarity`` of the request
+    (llama.cpp's ``slot_prompt_similarity``, 0.1 by default) and at least half of what the slot
+    holds, the slot keeps that prefix and reads the rest, and the host cache is not consulted.
+    Otherwise (and so on every request when ``similarity`` is 1.0 or more: no prefix covers more
+    than all of a request) the slot's state is saved to the cache, unless a cached state already
+    holds all of it, and cached states that the slot's holds whole are dropped; then the cached
+    state that keeps a larger share of itself and covers a larger share of the request than the
+    slot does (skipping any that would keep under a quarter of itself; oldest first, each next
+    one must beat the best so far on both) is moved into the slot. The last prompt token is
+    always read. After a call the slot holds its prompt and as many tokens again as it generated
+    (never matched: a reply is not re-sent verbatim in these prompts, except a judge retry, which
+    this undercounts). The cache's size limit is not modelled (4 GiB holds every state of a quick
+    start).
 
     Args:
         ordered: calls in the order they ran.
         tokens: call id -> prompt tokens.
         restored: model -> the tokens a saved prefix state puts into the slot at server start.
+        similarity: the servers' ``slot_prompt_similarity``, one for all or per model (missing
+            models: 0.1).
+        generated: call id -> the tokens its reply left in the slot where they are known (to price
+            a reply written exactly as the next prompt renders it); others never match.
 
     Returns:
         call id -> reused prompt tokens.
@@ -312,11 +324,13 @@ def replay_slot_cache(ordered: Sequence[StoredCall], tokens: Mapping[int, Sequen
         want = list(tokens[call.call_id])
         slot = slots.get(call.model, [])
         cache = caches.setdefault(call.model, [])
+        threshold = similarity if isinstance(similarity, (int, float)) else similarity.get(call.model, 0.1)
         common = common_prefix(slot, want)
         keep = common / len(slot) if slot else 0.0
         cover = common / len(want) if want else 0.0
-        if not slot or cover <= 0.1 or keep < 0.5:
-            if slot and slot not in cache:
+        if not slot or cover <= threshold or keep < 0.5:
+            if slot and not any(common_prefix(state, slot) == len(slot) for state in cache):
+                cache[:] = [state for state in cache if common_prefix(state, slot) < len(state)]
                 cache.append(slot)
             best: list[int] | None = None
             for state in cache:
@@ -330,5 +344,6 @@ def replay_slot_cache(ordered: Sequence[StoredCall], tokens: Mapping[int, Sequen
                 cache.remove(best)
                 slot = best
         out[call.call_id] = min(common_prefix(slot, want), max(0, len(want) - 1))
-        slots[call.model] = want + [-1] * call.completion_tokens
+        reply = list((generated or {}).get(call.call_id, ()))
+        slots[call.model] = want + reply + [-1] * max(0, call.completion_tokens - len(reply))
     return out

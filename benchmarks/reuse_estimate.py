@@ -3,7 +3,9 @@
 Replays the stored calls of runs played before the fixes on
 :func:`prompt_reuse.replay_slot_cache` (llama.cpp's one-slot server with a host prompt cache, as
 its source reads; first checked against the server's own counts of the same calls), then again
-with each fix applied to the stored prompts, cumulatively:
+with each fix applied, cumulatively. Two sets (``--fixes``):
+
+``first`` (runs played before them, e.g. the quick run stored in ``/tmp/q20``):
 
 1. ``forced calls keep the tool block``: a PA call whose offer lacks the reply tool gets it (the
    client now offers it on forced calls too; only the grammar narrows);
@@ -13,12 +15,32 @@ with each fix applied to the stored prompts, cumulatively:
    no-tools rule, output format, rules, memory, session; user: the beat's part, the dialogue,
    then waiting items and the turn count), rebuilt from the stored text by moving its sections.
 
+``second`` (runs played with the first set, e.g. ``/tmp/q23``; their probes already ran one at a
+time on each server, so the calls are replayed in that order):
+
+1. ``simulator server through the host cache``: the simulator's server with llama.cpp's
+   ``slot_prompt_similarity`` at 1.0 (``options.embedded.slot_prompt_similarity``), the PA's at
+   0.1;
+
+2. ``PA memory before the date``: the PA's second system message with the memory (or Oracle)
+   section first and the story date last (``agent/prompt.context_prompt``), rebuilt from the
+   stored text by swapping its two sections;
+
+then, priced but not made (levers left, each on top of the above, not of each other):
+
+- ``PA calls written as rendered``: each PA tool call generated exactly as the chat template
+  writes it back into the next prompt (``<tool_call>`` tags, the template's JSON spacing), so
+  the slot's generated tokens are the next prompt's;
+- ``simulator prefix restored``: the simulator's persona, no-tools rule, output format and
+  session rules saved to disk and restored at server start, like the PA's prefix.
+
 The model calls themselves are not replayed: every reply stays as stored, so the estimate
 assumes the same conversations (sampling on a different cached share can change words).
-Needs a running llama.cpp server of the model for its template and tokenizer::
+Needs a running llama.cpp server of the model for its template and tokenizer (the 0.5B and
+1.5B Qwen2.5-Coder models share both)::
 
     python benchmarks/reuse_estimate.py --saves saves --runs A-file-embedded-s0-quick,A-none-embedded-s0-quick \\
-        --tokenizer-url http://127.0.0.1:8080
+        --tokenizer-url http://127.0.0.1:8080 [--fixes second]
 """
 
 from __future__ import annotations
@@ -90,6 +112,18 @@ def new_simulator_layout(call: pr.StoredCall) -> pr.StoredCall:
     return replace(call, messages=messages)
 
 
+def memory_before_date(call: pr.StoredCall) -> pr.StoredCall:
+    """Fix 2 of ``second``: a PA call's second system message as memory section, then date."""
+    if call.role != "pa" or len(call.messages) < 2 or call.messages[1].role != "system":
+        return call
+    text = call.messages[1].content
+    if not text.startswith("Current date and time\n"):
+        return call
+    date, rest = text.split("\n\n", 1)
+    moved = ChatMessage(role="system", content=f"{rest}\n\n{date}")
+    return replace(call, messages=[call.messages[0], moved, *call.messages[2:]])
+
+
 async def restored_prefix(root: str, calls: Sequence[pr.StoredCall]) -> list[int]:
     """The tokens the saved PA prefix state holds: instructions and the first PA call's world tools
     with a one-character user message (as :meth:`EmbeddedServer.warm_prefix` reads it)."""
@@ -102,11 +136,47 @@ async def restored_prefix(root: str, calls: Sequence[pr.StoredCall]) -> list[int
         return list((await http.post(f"{root}/tokenize", json={"content": text, "parse_special": True})).json()["tokens"]) + [-1]
 
 
+IM_END = 151645
+"""``<|im_end|>`` in the Qwen2.5 vocabulary (the end of a rendered message)."""
+
+
+def rendered_replies(calls: Sequence[pr.StoredCall], tokens: dict[int, list[int]]) -> dict[int, list[int]]:
+    """Lever ``PA calls written as rendered``: for each PA call whose next PA call of the same
+    unit re-sends its tool call, the tokens of that call as the next prompt renders it (up to
+    the message's end), as if the model had generated exactly them."""
+    out: dict[int, list[int]] = {}
+    last: dict[tuple[str, tuple[str, int]], pr.StoredCall] = {}
+    for call in calls:
+        if call.role != "pa":
+            continue
+        key = (call.run_id, call.unit)
+        previous = last.get(key)
+        last[key] = call
+        if previous is None:
+            continue
+        mine, theirs = tokens[call.call_id], tokens[previous.call_id]
+        if mine[: len(theirs)] != theirs or IM_END not in mine[len(theirs):]:
+            continue
+        reply = mine[len(theirs): mine.index(IM_END, len(theirs))]
+        out[previous.call_id] = reply
+    return out
+
+
+def priced(current: Sequence[pr.StoredCall], tokens: dict[int, list[int]], **replay: Any) -> tuple[int, int, str]:
+    """``(prompt tokens, new tokens, new by role)`` of ``current`` on the cache model."""
+    reused = pr.replay_slot_cache(current, tokens, **replay)
+    prompt = sum(len(tokens[c.call_id]) for c in current)
+    by_role: dict[str, int] = {}
+    for c in current:
+        by_role[c.role] = by_role.get(c.role, 0) + len(tokens[c.call_id]) - reused[c.call_id]
+    return prompt, sum(by_role.values()), ", ".join(f"{r} {n:,}" for r, n in sorted(by_role.items()))
+
+
 async def main(args: argparse.Namespace) -> None:
     """Check the cache model on the stored run, then price the fixes one after another."""
     calls, starts, runs = await bench.load_stored_calls(args.saves, args.runs)
     root = args.tokenizer_url.rstrip("/").removesuffix("/v1")
-    as_ran = pr.time_order(calls, starts)
+    as_ran = pr.time_order(calls, starts) if args.fixes == "first" else one_probe_at_a_time(calls, starts)
     tokens, _ = await bench.tokenize_calls(as_ran, lambda role: root)
     pa_model = next(c.model for c in as_ran if c.role == "pa")
     restored = {pa_model: await restored_prefix(root, as_ran)}
@@ -118,23 +188,51 @@ async def main(args: argparse.Namespace) -> None:
     print(f"runs {', '.join(runs)}: {len(as_ran)} calls, {total:,} prompt tokens")
     print(f"as run: server {server_new:,} new ({1 - server_new / total:.1%} reused); cache model {model_new:,} new; "
           f"model off by more than a token on {len(off)} calls: {off}")
-    steps: list[tuple[str, Any]] = [
-        ("forced calls keep the tool block", lambda cs: [keep_tool_block(c) for c in cs]),
-        ("probes one at a time", lambda cs: one_probe_at_a_time(cs, starts)),
-        ("simulator layout", lambda cs: [new_simulator_layout(c) for c in cs]),
+    if args.fixes == "first":
+        steps: list[tuple[str, Any]] = [
+            ("forced calls keep the tool block", lambda cs: [keep_tool_block(c) for c in cs]),
+            ("probes one at a time", lambda cs: one_probe_at_a_time(cs, starts)),
+            ("simulator layout", lambda cs: [new_simulator_layout(c) for c in cs]),
+        ]
+        current = as_ran
+        for name, fix in steps:
+            current = fix(current)
+            tokens, _ = await bench.tokenize_calls(current, lambda role: root)
+            prompt, new, roles = priced(current, tokens, restored=restored)
+            print(f"+ {name}: {prompt:,} prompt tokens, {new:,} new ({1 - new / prompt:.1%} reused); new by role: {roles}")
+        return
+    sim_model = next(c.model for c in as_ran if c.role == "simulator")
+    similarity = {pa_model: 0.1, sim_model: 1.0}
+    prompt, new, roles = priced(as_ran, tokens, restored=restored, similarity=similarity)
+    print(f"+ simulator server through the host cache: {prompt:,} prompt tokens, {new:,} new "
+          f"({1 - new / prompt:.1%} reused); new by role: {roles}")
+    as_ran = [memory_before_date(c) for c in as_ran]
+    tokens, _ = await bench.tokenize_calls(as_ran, lambda role: root)
+    prompt, new, roles = priced(as_ran, tokens, restored=restored, similarity=similarity)
+    print(f"+ PA memory before the date: {prompt:,} prompt tokens, {new:,} new ({1 - new / prompt:.1%} reused); "
+          f"new by role: {roles}")
+    levers: list[tuple[str, dict[str, Any]]] = [
+        ("PA calls written as rendered", {"generated": rendered_replies(as_ran, tokens)}),
     ]
-    current = as_ran
-    for name, fix in steps:
-        current = fix(current)
-        tokens, _ = await bench.tokenize_calls(current, lambda role: root)
-        reused = pr.replay_slot_cache(current, tokens, restored=restored)
-        prompt = sum(len(tokens[c.call_id]) for c in current)
-        new = sum(len(tokens[c.call_id]) - reused[c.call_id] for c in current)
-        by_role: dict[str, int] = {}
-        for c in current:
-            by_role[c.role] = by_role.get(c.role, 0) + len(tokens[c.call_id]) - reused[c.call_id]
-        roles = ", ".join(f"{r} {n:,}" for r, n in sorted(by_role.items()))
-        print(f"+ {name}: {prompt:,} prompt tokens, {new:,} new ({1 - new / prompt:.1%} reused); new by role: {roles}")
+    first_turns = [c for c in as_ran if c.role == "simulator" and "# Your memory" in c.messages[0].content]
+    if first_turns:
+        system = first_turns[0].messages[0].content
+        fixed = system[: system.index("\n\n# Your memory")]
+        text = (await _post(root, "/apply-template", {"messages": [{"role": "system", "content": fixed}]}))["prompt"]
+        head = text[: text.index(fixed) + len(fixed)]
+        prefix = (await _post(root, "/tokenize", {"content": head, "add_special": False, "parse_special": True}))["tokens"]
+        levers.append(("simulator prefix restored", {"restored": {**restored, sim_model: list(prefix)}}))
+    for name, change in levers:
+        replay: dict[str, Any] = {"restored": restored, "similarity": similarity, **change}
+        prompt, lever_new, roles = priced(as_ran, tokens, **replay)
+        print(f"  lever {name}: {lever_new:,} new ({1 - lever_new / prompt:.1%} reused, {new - lever_new:,} fewer); "
+              f"new by role: {roles}")
+
+
+async def _post(root: str, path: str, body: dict[str, Any]) -> Any:
+    """One JSON POST to the tokenizer server."""
+    async with httpx.AsyncClient(timeout=600) as http:
+        return (await http.post(f"{root}{path}", json=body)).json()
 
 
 def _parse() -> argparse.Namespace:
@@ -142,6 +240,8 @@ def _parse() -> argparse.Namespace:
     parser.add_argument("--saves", default="saves")
     parser.add_argument("--runs", default="A-file-embedded-s0-quick,A-none-embedded-s0-quick")
     parser.add_argument("--tokenizer-url", required=True, help="a running llama.cpp server of the model")
+    parser.add_argument("--fixes", choices=["first", "second"], default="second",
+                        help="which set of fixes to price (see above)")
     return parser.parse_args()
 
 

@@ -96,3 +96,35 @@ def test_the_slot_cache_model_keeps_a_slot_unless_it_would_lose_half(pr: ModuleT
     assert reused[5] == len(x2) - 1  # the judge kept nothing of x2: x2 was saved, and comes back
     restored = pr.replay_slot_cache(calls[:1], tokens, restored={"m": pre + [-1]})
     assert restored[1] == 100
+
+
+def test_with_similarity_one_every_request_goes_through_the_host_cache(pr: ModuleType) -> None:
+    """Issue 12, the simulator's server: a rating prompt that opens with the persona card holds
+    the slot after a probe's turns; the next probe's turn keeps over half of it (the card), so
+    with llama.cpp's 0.1 the slot keeps the card alone, while with 1.0 the request saves the slot
+    and loads the previous turn from the cache, which shares the card and the rules too."""
+    card, rules = list(range(100)), list(range(500, 560))
+    turn_a = card + rules + [1000 + i for i in range(30)]
+    rating = card + [2000 + i for i in range(40)]
+    turn_b = card + rules + [3000 + i for i in range(30)]
+    tokens = {1: turn_a, 2: rating, 3: turn_b}
+    calls = [_call(pr, i, "U", i, "simulator") for i in tokens]
+    assert pr.replay_slot_cache(calls, tokens)[3] == 100
+    assert pr.replay_slot_cache(calls, tokens, similarity=1.0)[3] == 160
+    assert pr.replay_slot_cache(calls, tokens, similarity={"m": 1.0})[3] == 160
+    assert pr.replay_slot_cache(calls, tokens, similarity={"other": 1.0})[3] == 100
+
+
+def test_the_cache_model_drops_saved_states_the_slot_holds_whole(pr: ModuleType) -> None:
+    """llama.cpp saves a slot's state only when no cached state holds all of it, and then drops
+    the cached states it holds whole: a conversation saved at each of its calls leaves one state,
+    so an older, shorter copy of it cannot win the cache's choice (which takes, oldest first,
+    each state that keeps more of itself and covers more of the request than the best so far)."""
+    pre = list(range(100))
+    x1 = pre + [1000 + i for i in range(20)]
+    x2 = x1 + [1100 + i for i in range(20)]
+    judge = [9000 + i for i in range(10)]
+    tokens = {1: x1, 2: x2, 3: judge, 4: x2 + [1200]}
+    calls = [_call(pr, i, "U", i, "pa") for i in tokens]  # no completion: the slot holds the prompt only
+    reused = pr.replay_slot_cache(calls, tokens, similarity=1.0)
+    assert reused[2] == len(x1) and reused[4] == len(x2)

@@ -69,7 +69,7 @@ async def test_the_demo_user_says_what_it_wants_on_the_message_after_the_decisio
 def _pa_request(memory: str, user: str = "Could you help me with this, please?") -> ScriptedRequest:
     return _request("scripted-pa", [
         ChatMessage(role="system", content="instructions"),
-        ChatMessage(role="system", content=f"Current date and time\nIt is now.\n\nWhat your memory holds about this person\n{memory}"),
+        ChatMessage(role="system", content=f"What your memory holds about this person\n{memory}\n\nCurrent date and time\nIt is now."),
         ChatMessage(role="user", content=user)])
 
 

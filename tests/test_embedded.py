@@ -135,6 +135,10 @@ def test_the_launcher_maps_flags_to_llama_cpp_params(tmp_path: Path) -> None:
     assert params.cache_ram_mib == 512 and params.cont_batching and params.use_jinja
     assert params.slot_save_path.endswith("/")  # llama.cpp joins folder and file name without a separator
     assert params.cpuparams.n_threads == 2 and params.port == 9
+    assert params.slot_prompt_similarity == pytest.approx(0.1)  # llama.cpp's own default
+    always = build_params(parse_args(["--model", "m.gguf", "--port", "9", "--n-ctx", "4096", "--threads", "2",
+                                      "--slot-prompt-similarity", "1.0"]))
+    assert always.slot_prompt_similarity == pytest.approx(1.0)
 
 
 FAKE_SERVER = """\
@@ -782,6 +786,31 @@ def started_servers(log: Path) -> list[dict[str, str]]:
         argv = json.loads(line)["argv"]
         out.append(dict(zip(argv[::2], argv[1::2], strict=False)))
     return out
+
+
+def test_slot_prompt_similarity_is_passed_only_to_the_server_of_the_model_it_names(tmp_path: Path) -> None:
+    """Issue 12: the simulator's server sends every request through the host cache (1.0), the
+    PA's keeps llama.cpp's default (no flag); a model no role runs on, or a share outside 0-1,
+    is refused with the option named."""
+    profile = two_model_profile(slot_prompt_similarity={LARGE: 1.0})
+    small_command = server_command(profile, tmp_path / "s.gguf", 1, alias=SMALL)
+    large_command = server_command(profile, tmp_path / "l.gguf", 2, alias=LARGE)
+    small = dict(zip(small_command[3::2], small_command[4::2], strict=False))
+    large = dict(zip(large_command[3::2], large_command[4::2], strict=False))
+    assert "--slot-prompt-similarity" not in small
+    assert large["--slot-prompt-similarity"] == "1.0"
+    with pytest.raises(EmbeddedError, match=r"slot_prompt_similarity names qwen2\.5-coder-1\.5b-instruct, which no role"):
+        EmbeddedServer(embedded_profile(slot_prompt_similarity={LARGE: 1.0}))
+    with pytest.raises(ValueError, match="slot_prompt_similarity: each value is a share from 0 to 1"):
+        EmbeddedOptions(slot_prompt_similarity={LARGE: 1.5})
+
+
+def test_the_shipped_profile_sends_every_simulator_request_through_the_host_cache() -> None:
+    from mempa_tui.llm.profile import load_profile
+
+    profile = load_profile("embedded")
+    assert profile.spec_for(Role.SIMULATOR).model == f"openai/{LARGE}"
+    assert profile.options.embedded.slot_prompt_similarity == {LARGE: 1.0}
 
 
 async def test_a_role_on_another_model_gets_a_server_with_that_models_weights(

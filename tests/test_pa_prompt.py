@@ -36,3 +36,29 @@ def test_the_instructions_name_no_setting() -> None:
         if re.search(rf"\b{re.escape(s)}\b", text)
     ]
     assert named == []
+
+
+def test_probes_on_other_dates_share_the_memory_section_as_a_prompt_prefix() -> None:
+    """Issue 12: the second system message puts the memory (or Oracle) section before the story
+    date, so two probes after the same sessions, or two Oracle probes of one cell, differ only
+    from the date on and a prompt cache reuses the memory section between them."""
+    from datetime import datetime
+
+    from mempa_tui.agent.prompt import context_prompt, system_prompt
+    from mempa_tui.agent.seat import OracleHint
+    from mempa_tui.memory.base import Evidence
+
+    memory = Evidence(system_text="# MEMORY.md\n- Ingrid wants one clear recommendation at work.")
+    first = context_prompt(datetime(2026, 6, 30, 10, 30), memory)
+    second = context_prompt(datetime(2026, 7, 2, 19, 15), memory)
+    shared = next(i for i, (a, b) in enumerate(zip(first, second, strict=False)) if a != b)
+    assert first[:shared].startswith("What your memory holds about this person\n# MEMORY.md\n")
+    assert memory.system_text in first[:shared]
+    assert first[:shared].endswith("\n\nCurrent date and time\nIt is T")  # Tuesday / Thursday: only the date differs
+    assert first.endswith("It is Tuesday, 2026-06-30, 10:30.")
+    oracle = OracleHint(attribute="solution_breadth", setting="High")
+    a, b = (context_prompt(when, Evidence(), oracle) for when in (datetime(2026, 6, 30), datetime(2026, 7, 2)))
+    assert a.split("\n\nCurrent date and time")[0] == b.split("\n\nCurrent date and time")[0]
+    assert a.startswith("What this person wants for the decision at hand\n")
+    assert system_prompt(datetime(2026, 6, 30), memory).index("What your memory holds") < \
+        system_prompt(datetime(2026, 6, 30), memory).index("Current date and time")

@@ -110,4 +110,8 @@ async def test_every_pa_call_of_sessions_and_probes_starts_with_the_warmed_prefi
     for request in pa:
         assert request.messages[0].role == "system" and request.messages[0].content == fixed.messages[0].content
         assert request.tool_names[: len(fixed_tools)] == fixed_tools  # world tools first, in the prefix's order
-        assert request.messages[1].role == "system" and request.messages[1].content.startswith("Current date and time")
+        assert request.messages[1].role == "system"
+        # memory first, the date last: probes after the same sessions share the memory section
+        assert request.messages[1].content.startswith("What your memory holds about this person\n")
+        assert "\n\nCurrent date and time\nIt is " in request.messages[1].content
+        assert request.messages[1].content.rsplit("\n\n", 1)[1].startswith("Current date and time")

@@ -10,10 +10,13 @@ reply, and that IX_ fields take their material only when such a tool
 is on offer (no ban on ordinary clarifying questions). They name no setting and favour none.
 
 Layout for KV-cache reuse (SPEC section 7): the fixed instructions are the first system message,
-which chat templates (Qwen's, Ollama's) follow with the tool schemas; the story date and the
-memory section come in a second system message after them, so the long instructions-plus-tools
+which chat templates (Qwen's, Ollama's) follow with the tool schemas; the memory section and the
+story date come in a second system message after them, so the long instructions-plus-tools
 prefix is evaluated once per server and reused by every later PA call, in sessions and probes
-alike. Within a turn the prompt only grows at its end.
+alike. In that second message the memory (or Oracle) section comes before the date: probes after
+the same sessions see the same memory on different dates, so a prompt cache keeps the memory
+section too and reads only the date anew (issue 12: about 0.8k of the embedded quick start's 44k
+new prompt tokens, docs/prompt-reuse.md). Within a turn the prompt only grows at its end.
 """
 
 from __future__ import annotations
@@ -111,7 +114,11 @@ def instructions() -> str:
 def context_prompt(
     starts_at: datetime, evidence: Evidence, oracle: OracleHint | None = None
 ) -> str:
-    """The PA's second system message: the story date and the memory (or Oracle) section.
+    """The PA's second system message: the memory (or Oracle) section and the story date.
+
+    The section that is the same across steps (one memory after the same sessions, one Oracle
+    target for a cell) comes first and the date, which differs from step to step, last, so a
+    prompt cache reuses the section between probes (see the module docstring).
 
     Args:
         starts_at: story date and time at the step's start.
@@ -119,16 +126,16 @@ def context_prompt(
         oracle: the probed cell's target, only in an Oracle probe; it replaces the memory section.
 
     Returns:
-        Date, then the memory (or Oracle) section, separated by a blank line.
+        The memory (or Oracle) section, then the date, separated by a blank line.
     """
-    last = _oracle_section(oracle) if oracle is not None else _memory_section(evidence)
-    return "\n\n".join([_date_section(starts_at), last])
+    first = _oracle_section(oracle) if oracle is not None else _memory_section(evidence)
+    return "\n\n".join([first, _date_section(starts_at)])
 
 
 def system_prompt(
     starts_at: datetime, evidence: Evidence, oracle: OracleHint | None = None
 ) -> str:
-    """The whole system prompt as one text (instructions, date, memory), for display and export.
+    """The whole system prompt as one text (instructions, memory, date), for display and export.
 
     The PA itself sends it as two system messages (see the module docstring).
     """

@@ -44,6 +44,8 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parser.add_argument("--n-ubatch", type=int, default=512)
     parser.add_argument("--flash-attn", choices=["auto", "on", "off"], default="auto")
     parser.add_argument("--ctx-checkpoints", type=int, default=8)
+    parser.add_argument("--slot-prompt-similarity", type=float, default=0.1,
+                        help="share of a request a slot's prefix must cover to skip the host cache; 1.0: never skip it")
     parser.add_argument("--verbosity", type=int, default=0)
     return parser.parse_args(list(argv))
 
@@ -72,6 +74,7 @@ def build_params(args: argparse.Namespace) -> Any:
     params.cache_prompt = True
     params.cache_ram_mib = args.cache_ram_mib
     params.cache_idle_slots = True
+    params.slot_prompt_similarity = args.slot_prompt_similarity
     # llama.cpp joins this and a file name with no separator of its own
     params.slot_save_path = args.slot_save_path.rstrip("/") + "/" if args.slot_save_path else ""
     params.n_ctx_checkpoints = args.ctx_checkpoints

@@ -367,8 +367,9 @@ def server_command(
 
     ``n_ctx`` is the largest ``context_window`` of the profile's specs (per slot). For
     ``llama_cpp`` (the default) the command runs :mod:`mempa_tui.llm._llama_server` with the
-    profile's slots, prompt-cache size, batch and flash-attention settings, and the prefix-cache
-    folder as llama.cpp's ``slot_save_path``. For ``llama_cpp_python`` it runs
+    profile's slots, prompt-cache size, batch and flash-attention settings, the served model's
+    ``slot_prompt_similarity`` where the profile sets one, and the prefix-cache folder as
+    llama.cpp's ``slot_save_path``. For ``llama_cpp_python`` it runs
     ``python -m llama_cpp.server``, whose ``--cache`` RAM cache is left off: it saves the logits of
     every prompt token with each state (n_tokens x 151,936 floats for Qwen, gigabytes per state),
     which measured here made the first session take minutes and the server grow past 16 GB.
@@ -406,6 +407,8 @@ def server_command(
             "--n-ubatch", str(options.n_ubatch),
             "--flash-attn", options.flash_attn,
         ]  # fmt: skip
+        if alias in options.slot_prompt_similarity:
+            command += ["--slot-prompt-similarity", str(options.slot_prompt_similarity[alias])]
         if options.prefix_cache_dir:
             command += ["--slot-save-path", str(Path(options.prefix_cache_dir).resolve())]
         return command + list(options.extra_args)
@@ -503,13 +506,20 @@ class EmbeddedServer:
                 joined by :func:`ensure_weights` from its part packages.
 
         Raises:
-            EmbeddedError: a role names a model alias that is not packaged (:func:`role_models`).
+            EmbeddedError: a role names a model alias that is not packaged (:func:`role_models`),
+                or ``options.embedded.slot_prompt_similarity`` names a model no role runs on.
         """
         self.profile = profile
         self.weights = weights
         self.python = python
         self.role_models = role_models(profile)
         """Roles on another model than the default spec's -> its alias."""
+        served = {_alias(profile.default.model), *self.role_models.values()}
+        unknown = sorted(set(profile.options.embedded.slot_prompt_similarity) - served)
+        if unknown:
+            raise EmbeddedError(
+                f"options.embedded.slot_prompt_similarity names {', '.join(unknown)}, which no role of the profile "
+                f"runs on; served: {', '.join(sorted(served))}")
         self.model_weights: dict[str, Path] = dict(model_weights or {})
         """Alias -> GGUF path of each other model (filled in at start)."""
         self._server_of: dict[Role, str] = {}

@@ -191,6 +191,16 @@ class EmbeddedOptions(BaseModel):
     """Host-memory prompt cache of the llama.cpp server, in MiB (``llama_cpp`` only; 0: off).
     It keeps the evaluated prompts of earlier requests, so a PA call after a simulator call on the
     same slot re-reads only what differs from the PA's last prompt."""
+    slot_prompt_similarity: dict[str, float] = Field(default_factory=dict)
+    """Model alias -> llama.cpp's ``slot_prompt_similarity`` for the server of that model
+    (``llama_cpp`` only; a model not named keeps llama.cpp's 0.1). A request whose common prefix
+    with what a slot holds covers more than this share of the request, and at least half of the
+    slot, continues in the slot without looking at the host-memory prompt cache; any other
+    request saves the slot's state to that cache and loads the cached state that fits it best.
+    1.0 makes every request go through the cache (no prefix covers more than all of a request):
+    a server whose roles switch between prompts that share a long opening (the simulator's turn,
+    rating and diary prompts all open with the persona card) then gets back each conversation's
+    own tail instead of keeping only the shared opening (issue 12, docs/prompt-reuse.md)."""
     prefix_cache_dir: str | None = "models/kv-cache"
     """Folder for the saved KV state of the PA's fixed prefix (instructions plus tool schemas),
     keyed by model, chat template, tools, instructions, window and slot count (``llama_cpp`` only;
@@ -221,6 +231,14 @@ class EmbeddedOptions(BaseModel):
     extra_args: list[str] = Field(default_factory=list)
     """Further server flags, appended as given (``python -m llama_cpp.server`` flags, or the
     launcher's flags of :mod:`mempa_tui.llm._llama_server`)."""
+
+    @field_validator("slot_prompt_similarity")
+    @classmethod
+    def _similarity_range(cls, value: dict[str, float]) -> dict[str, float]:
+        bad = {alias: share for alias, share in value.items() if not 0.0 <= share <= 1.0}
+        if bad:
+            raise ValueError(f"options.embedded.slot_prompt_similarity: each value is a share from 0 to 1, got {bad}")
+        return value
 
 
 class ProfileOptions(BaseModel):

@@ -171,6 +171,8 @@ DEMO_WISH_LEAD = "For the record, this is how I like it done: "
 """Opens the demo user's plain-words statement of the wanted behaviour."""
 
 _MEMORY_HEADING = "What your memory holds about this person"
+_DATE_HEADING = "\n\nCurrent date and time\n"
+"""Opens the date section that follows the memory section in the PA's second system message."""
 _WANTED_MARK = "  (this is the way you want it)"
 _WANTED_LINE = re.compile(r"^- When the reply looks like this: (.+?)" + re.escape(_WANTED_MARK) + r"$", re.M)
 _SPACES = re.compile(r"\s+")
@@ -246,7 +248,7 @@ def demo_task(request: ScriptedRequest) -> str | None:
 def _memory_section(request: ScriptedRequest) -> str:
     for message in request.messages:
         if message.role == "system" and _MEMORY_HEADING in message.content:
-            return message.content.split(_MEMORY_HEADING, 1)[1]
+            return message.content.split(_MEMORY_HEADING, 1)[1].split(_DATE_HEADING, 1)[0]
     return ""
 
 
