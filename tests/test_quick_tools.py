@@ -91,13 +91,13 @@ def test_the_quick_starts_prefix_is_cached_under_its_own_key() -> None:
 
 @pytest.fixture
 async def recording() -> AsyncIterator[tuple[LLMClient, list[tuple[str, list[str]]]]]:
-    """A scripted model playing every role that records each PA request's date line and tools."""
+    """A scripted model playing every role that records each PA request's context message (with its date) and tools."""
     seen: list[tuple[str, list[str]]] = []
 
     def responder(request):  # type: ignore[no-untyped-def]
         if request.model == "scripted-pa":
             context = request.messages[1].content if len(request.messages) > 1 else ""
-            seen.append((context.splitlines()[1] if "\n" in context else context, request.tool_names))
+            seen.append((context, request.tool_names))  # the date line sits after the memory section
         return protocol_responder(request)
 
     async with ScriptedModelServer(responder) as server:
