@@ -20,7 +20,8 @@ from typing import Any
 from mempa_tui.runner.config import offered_tools_text
 from mempa_tui.store import RunRecord
 
-__all__ = ["decoding_text", "donor_mismatches", "settings_line", "settings_lines", "thresholds_text"]
+__all__ = ["decoding_text", "donor_mismatches", "settings_line", "settings_lines", "thresholds_text",
+           "timeline_kind"]
 
 _ROLES = ("pa", "simulator", "judge", "checker", "memory")
 
@@ -67,8 +68,29 @@ def decoding_text(profile_models: dict[str, str]) -> str:
     return ", ".join(roles) + f"; LLM message checker {switch}{capped}"
 
 
-def thresholds_text(budget: dict[str, Any]) -> str:
-    """File memory's thresholds as stored in a run's config (``file_memory_budget``)."""
+def timeline_kind(config: dict[str, Any]) -> str:
+    """What a stored run's configuration plays, as :attr:`RunConfig.timeline_kind
+    <mempa_tui.runner.config.RunConfig.timeline_kind>` words it: ``quick start``,
+    ``quick-start slice`` or ``whole timeline`` (a config without ``quick``/``slice`` played the
+    whole timeline: runs stored before the fields existed did)."""
+    return "quick start" if config.get("quick") else "quick-start slice" if config.get("slice") else "whole timeline"
+
+
+def thresholds_text(budget: dict[str, Any], *, kind: str | None = None) -> str:
+    """File memory's thresholds as stored in a run's config (``file_memory_budget``).
+
+    Args:
+        budget: the run's ``file_memory_budget``
+            (:func:`~mempa_tui.runner._budget.file_memory_budget`).
+        kind: what the run played (:func:`timeline_kind`), which says why a run consolidated at
+            every session's end: a quick start does so by default (issue 12), a slice or the whole
+            timeline only when ``--memory-option consolidate_at_session_end=true`` asked for it.
+            None: not known (the reason is then left out).
+
+    Returns:
+        ``File memory consolidates at 13,401 -> 6,700 tokens of PA prompt (<why>)``, followed by
+        `` and at the end of every session (...)`` when the run did that too.
+    """
     if not budget:
         return "File memory thresholds not recorded (run stored before they were)"
     at, to = budget.get("consolidate_at_tokens"), budget.get("consolidate_to_tokens")
@@ -81,18 +103,25 @@ def thresholds_text(budget: dict[str, Any]) -> str:
         why = "the paper's values"
     text = f"File memory consolidates at {at:,} -> {to:,} tokens of PA prompt ({why})"
     if budget.get("consolidate_at_session_end"):
-        text += (" and at the end of every session (not the paper's rule: a quick start never reaches "
-                 "the threshold, and probes see only MEMORY.md)")
+        if kind == "quick start":  # setup turns it on for a quick start unless the options say
+            reason = "a quick start never reaches the threshold, and probes see only MEMORY.md"
+        elif kind is not None:  # only an option turns it on outside a quick start
+            reason = f"set by --memory-option consolidate_at_session_end for this {kind}"
+        else:
+            reason = "probes see only MEMORY.md"
+        text += f" and at the end of every session (not the paper's rule: {reason})"
     return text
 
 
-def settings_line(config: dict[str, Any], *, donor_budget: dict[str, Any] | None = None) -> str:
+def settings_line(config: dict[str, Any], *, donor_budget: dict[str, Any] | None = None,
+                  donor_kind: str | None = None) -> str:
     """One run's settings: donor (reference runs), thresholds (File memory, own or donor's), decoding.
 
     Args:
         config: the run's stored configuration (``RunConfig`` as JSON data).
         donor_budget: for a reference run, its donor's ``file_memory_budget`` (the memory that
             wrote the checkpoints it probes from).
+        donor_kind: what the donor played (:func:`timeline_kind` of its config; None: not known).
     """
     memory = config.get("memory", "?")
     parts: list[str] = []
@@ -100,9 +129,9 @@ def settings_line(config: dict[str, Any], *, donor_budget: dict[str, Any] | None
         donor = config.get("donor_run")
         parts.append(f"donor {donor}" if donor else "no donor (not probed yet)")
         if donor_budget is not None:
-            parts.append("donor's " + thresholds_text(donor_budget))
+            parts.append("donor's " + thresholds_text(donor_budget, kind=donor_kind))
     elif memory == "file":
-        parts.append(thresholds_text(config.get("file_memory_budget") or {}))
+        parts.append(thresholds_text(config.get("file_memory_budget") or {}, kind=timeline_kind(config)))
     parts.append("decoding: " + decoding_text(config.get("profile_models") or {}))
     return "; ".join(parts)
 
@@ -130,7 +159,8 @@ def settings_lines(records: Sequence[RunRecord], donors: Sequence[RunRecord] = (
         config = _config(record)
         donor = by_id.get(str(config.get("donor_run"))) if config.get("donor_run") else None
         donor_budget = (_config(donor).get("file_memory_budget") or {}) if donor is not None else None
-        lines.append(f"{record.id}: {settings_line(config, donor_budget=donor_budget)}")
+        donor_kind = timeline_kind(_config(donor)) if donor is not None else None
+        lines.append(f"{record.id}: {settings_line(config, donor_budget=donor_budget, donor_kind=donor_kind)}")
         if config.get("offered_tool_domains") is not None:  # a quick start's smaller offer (issue 12)
             lines.append(f"{record.id}: {offered_tools_text(config['offered_tool_domains'])}")
     return lines

@@ -346,7 +346,7 @@ async def play_memory(request: PlayRequest, store: RunStore) -> PlayMemory:
         return PlayMemory(text=f"{label}: the condition's default options (run {request.source_run}: {used})")
     options = stored_memory_options(source)
     if source.memory == "file" and source.file_memory_budget:
-        what = thresholds_text(source.file_memory_budget)
+        what = thresholds_text(source.file_memory_budget, kind=source.timeline_kind)
     elif options:
         what = ", ".join(f"{k}={v}" for k, v in sorted(options.items()))
     else:

@@ -352,13 +352,14 @@ class Runner:
     async def _settings(self, config: RunConfig) -> str:
         """The header's settings line: donor, File memory thresholds, decoding (issue 11.4)."""
         donor = await self.store.get_run(config.donor_run) if config.donor_run else None
-        donor_budget = None
+        donor_budget, donor_kind = None, None
         if donor is not None:
             try:
-                donor_budget = RunConfig.model_validate_json(donor.config_json).file_memory_budget
+                donor_config = RunConfig.model_validate_json(donor.config_json)
+                donor_budget, donor_kind = donor_config.file_memory_budget, donor_config.timeline_kind
             except ValidationError:
                 donor_budget = {}
-        return settings_line(config.model_dump(mode="json"), donor_budget=donor_budget)
+        return settings_line(config.model_dump(mode="json"), donor_budget=donor_budget, donor_kind=donor_kind)
 
     async def _open(self, config: RunConfig, notes: list[str]) -> RunRecord:
         existing = await self.store.get_run(config.run_id)

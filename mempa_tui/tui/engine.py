@@ -538,12 +538,14 @@ def _stored_offer(config_json: str) -> tuple[str, ...] | None:
         return None
 
 
-def _stored_budget(config_json: str) -> dict[str, int] | None:
-    """A stored run's ``file_memory_budget`` (None: not a run's configuration)."""
+def _stored_budget(config_json: str) -> tuple[dict[str, int], str] | None:
+    """A stored run's ``file_memory_budget`` and what it played (``timeline_kind``; None: not a
+    run's configuration)."""
     try:
-        return RunConfig.model_validate_json(config_json).file_memory_budget
+        config = RunConfig.model_validate_json(config_json)
     except ValidationError:
         return None
+    return config.file_memory_budget, config.timeline_kind
 
 
 def _stored_donor(config_json: str) -> str | None:
@@ -571,11 +573,11 @@ def memory_thresholds(run: RunRecord, donor: RunRecord | None) -> str:
         and ``""`` for other conditions (no thresholds) or a configuration that is not a run's.
     """
     if run.memory == "file":
-        budget = _stored_budget(run.config_json)
-        return thresholds_text(budget) if budget is not None else ""
+        stored = _stored_budget(run.config_json)
+        return thresholds_text(stored[0], kind=stored[1]) if stored is not None else ""
     if run.memory in ("none", "oracle") and donor is not None:
-        budget = _stored_budget(donor.config_json)
-        return "donor's " + thresholds_text(budget) if budget is not None else ""
+        stored = _stored_budget(donor.config_json)
+        return "donor's " + thresholds_text(stored[0], kind=stored[1]) if stored is not None else ""
     return ""
 
 
@@ -852,7 +854,8 @@ class RunService:
 
         options: dict[str, Any] = dict(request.memory_options)
         if request.memory == "file":  # the run's thresholds (scaled to its window), not the defaults
-            budget = _stored_budget(record.config_json) or {}
+            stored = _stored_budget(record.config_json)
+            budget = stored[0] if stored is not None else {}
             for key in ("consolidate_at_tokens", "consolidate_to_tokens"):
                 if key in budget:
                     options.setdefault(key, budget[key])
