@@ -26,9 +26,13 @@ from mempa_tui.scoring import (
     random_reference,
     write_reports,
 )
+from mempa_tui.scripts.loader import load_user
 from mempa_tui.scripts.schema import ProbeKind
 from mempa_tui.store import ProbeResultRecord, RunRecord, RunStatus, RunStore, utc_now
 from mempa_tui.taxonomy import ATTRIBUTES, Context, chance_of, chance_psa
+
+
+SHIPPED_WORLDS = Path(__file__).parent.parent / "worlds"
 
 
 def _o(context: str, attr: str, kind: str, target: str, selection: str | None, *, memory: str = "file",
@@ -69,6 +73,40 @@ def test_random_reference_over_every_cell_is_the_papers_chance() -> None:
     ref = random_reference(outcomes)
     assert ref.cells == 28 and ref.psa == pytest.approx(float(chance_psa())) and round(100 * ref.psa, 1) == 45.2
     assert ref.pairs == 14 and ref.cs == pytest.approx(sum(float(chance_of(a.key)) ** 2 for a in ATTRIBUTES) / 14)
+
+
+def test_random_reference_on_user_a_full_timeline_is_worked_out_by_hand() -> None:
+    """Every probe of user A's full timeline (worlds/users/A: 28 final probes, 5 pre-event probes),
+    scored as the runner stores them (``differs_in_matrix`` from A's preference matrix), against
+    numbers worked out by hand from the settings counts (10 attributes have 2 settings, 4 have 3)."""
+    bundle = load_user(SHIPPED_WORLDS, "A")
+    two = {a.key for a in ATTRIBUTES if len(a.settings) == 2}
+    assert len(two) == 10 and len(ATTRIBUTES) == 14  # the counts the numbers below are worked from
+    matrix = bundle.matrix
+    outcomes = [
+        _o(p.context.value, p.attribute, p.probe_kind.value, bundle.targets_at(p.context, p.starts_at)[p.attribute],
+           None, user="A")
+        .model_copy(update={"differs_in_matrix": matrix.setting(Context.WORK, p.attribute)
+                            != matrix.setting(Context.PERSONAL, p.attribute)})
+        for p in bundle.probes.values()
+    ]
+    # A's world, as the hand numbers assume it: the events change 4 two-setting cells and one
+    # three-setting cell (information_elicitation at work); the matrix sets 8 attributes apart
+    # between work and personal, 2 of them with 3 settings (tone_formality, information_elicitation).
+    changed = {(p.context, p.attribute) for p in bundle.probes.values() if p.probe_kind is ProbeKind.PRE_EVENT}
+    assert len(changed) == 5 and [a for _, a in changed if a not in two] == ["information_elicitation"]
+    apart = {o.attribute for o in outcomes if o.differs_in_matrix}
+    assert len(apart) == 8 and apart - two == {"tone_formality", "information_elicitation"}
+
+    ref = random_reference(outcomes)
+    assert (ref.cells, ref.pairs, ref.changed) == (28, 8, 5)
+    # PSA: 20 cells at 1/2 and 8 at 1/3 -> (10 + 8/3) / 28 = 38/84 = 0.45238 (the paper's 45.2 %)
+    assert ref.psa == pytest.approx(38 / 84)
+    # CS: both contexts right, 1/k * 1/k: 6 pairs at 1/4, 2 at 1/9 -> (3/2 + 2/9) / 8 = 31/144
+    assert ref.cs == pytest.approx(31 / 144)
+    # PET: pre-event and final right: 4 cells at 1/4, 1 at 1/9 -> (1 + 1/9) / 5 = 2/9
+    assert ref.pet == pytest.approx(2 / 9)
+    assert ref.text().startswith("random selection on these cells: PSA 45.2, CS 21.5, PET 22.2")
 
 
 def _quick(memory: str, selections: tuple[str, str, str]) -> list[ProbeOutcome]:
