@@ -151,3 +151,21 @@ def test_withheld_sentences_are_worded_beside_the_other_pa_problems() -> None:
         "PA echoed a harness note as its reply 3 times (withheld: never shown to the user or judged)",
         "PA named its interaction-tool selection in 2 reply sentences (withheld: never shown to the user or stored)",
     ]
+
+
+def test_the_apps_step_summary_and_mempa_show_name_the_withheld_sentences() -> None:
+    from mempa_tui.cli._show import detail_text
+    from mempa_tui.runner._browse import StepDetail
+    from mempa_tui.runner._episode_events import StepStatusEvent
+    from mempa_tui.tui.screens.browser import summary_text
+
+    phrase = ("run problem (warning): PA named its interaction-tool selection in 2 reply sentences "
+              "(withheld: never shown to the user or stored)")
+    status = StepStatusEvent(status="completed", pa_echoed_replies=1, pa_ix_text_withheld=2)
+    detail = StepDetail(run_id="R-file-scripted-s0", step_id="R-s1", repeat=0, kind="accumulation",
+                        status="completed", reason=None, selection=None, events=[status], calls=[])
+    shown = summary_text(detail).plain
+    assert phrase + "\n" in shown and "PA echoed a harness note as its reply 1 time" in shown
+    assert phrase in detail_text(detail).splitlines()
+    clean = detail.model_copy(update={"events": [StepStatusEvent(status="completed")]})
+    assert "interaction-tool selection" not in summary_text(clean).plain

@@ -105,14 +105,16 @@ def _score(value: int | None) -> str:
 
 
 def summary_text(detail: StepDetail) -> Text:
-    """A step's or probe repeat's head: kind, status and reason, cell, IX selection, and for a
-    probe the target, the outcome and BRS / PRS with their reasons (paper Section 3.5)."""
+    """A step's or probe repeat's head: kind, status and reason, cell, the PA's own problems
+    (repeated calls, echoed replies, reply sentences withheld for interaction-tool text, as
+    ``mempa show`` lists them), IX selection, and for a probe the target, the outcome and BRS / PRS
+    with their reasons (paper Section 3.5)."""
     where = detail.step_id + (f" · repeat {detail.repeat}" if detail.repeat else "")
     out = Text(f"{where}\n", style="bold")
     out.append(f"{detail.kind} · {detail.status}" + (f": {detail.reason}" if detail.reason else "") + "\n")
     if detail.context:
         out.append(f"cell: {detail.context} / {detail.attribute}\n")
-    for phrase in pa_problem_phrases(*detail.pa_repeats, detail.pa_echoes):
+    for phrase in pa_problem_phrases(*detail.pa_repeats, detail.pa_echoes, detail.pa_ix_withheld):
         out.append(f"run problem (warning): {phrase}\n", style="yellow")
     out.append(f"IX selection: {detail.selection or '(none)'}\n", style="bold blue")
     if detail.target is not None:
