@@ -25,14 +25,27 @@ from mempa_tui.taxonomy import Context, attribute
 
 __all__ = ["PRSError", "rate_probe", "read_rating"]
 
+REASON_MAX_CHARS = 450
+"""Longest reason a rating reply may hold (about 107 tokens of Qwen's at the 4.2 characters per
+token measured). Chosen by the judge's reasoning for its evidence
+(:data:`mempa_tui.scoring._judge.EVIDENCE_MAX_CHARS`, 480): the capped text at a pessimistic 2.5
+characters per token, plus about 20 tokens for the rest of the object, must fit the role's
+completion cap, so a grammar-constrained server closes the object before the cap cuts it. The
+rater runs under the simulator role, whose cap on the embedded profile is 200 tokens (it bounds
+every simulated user message too, so it stays): (200 - 20) x 2.5 = 450, which is the most that fits;
+the judge's 480 would need 212. Issue 12: at 400, 3 of the embedded quick start's 6 rater replies
+stopped at the cap mid-sentence and were retried as cut (:func:`~mempa_tui.llm.structured.cut_reason`);
+the prompt asks for one or two sentences, and two long ones fit in 450."""
+
 _SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {"score": {"type": "integer", "minimum": 1, "maximum": 5},
-                   "reason": {"type": "string", "maxLength": 400}},
+                   "reason": {"type": "string", "maxLength": REASON_MAX_CHARS}},
     "required": ["score", "reason"],
 }
-"""The rating's reply schema; the reason's length cap lets a grammar-constrained server close the
-object inside the simulator's token budget (uncapped, a cut-off reason lost the PRS)."""
+"""The rating's reply schema; the reason's length cap (:data:`REASON_MAX_CHARS`) lets a
+grammar-constrained server close the object inside the simulator's token budget (uncapped, a
+cut-off reason lost the PRS)."""
 
 
 class PRSError(RuntimeError):
