@@ -215,7 +215,7 @@ async def test_other_callers_still_take_a_reply_their_reader_accepts_when_cut() 
                                     read=lambda t: int(json.loads(t)["n"]))
         assert plain.value == 3 and plain.finish_reasons == ["length"]
         strict = await complete_json(client, Role.JUDGE, messages, schema=schema,
-                                     read=lambda t: int(json.loads(t)["n"]), reject_cut=True)
+                                     read=lambda t: int(json.loads(t)["n"]), on_cut="reject")
         assert strict.value is None and strict.error_reason == "cut_at_cap" and strict.attempts == 2
 
 

@@ -52,27 +52,27 @@ async def _ask(replies: list[ScriptedReply | str], **kw: object) -> tuple[object
 
 
 async def test_a_reply_cut_at_the_token_cap_is_retried_and_the_whole_one_used() -> None:
-    got, requests = await _ask([CUT_TOKENS, WHOLE], retry_cut=True)
+    got, requests = await _ask([CUT_TOKENS, WHOLE], on_cut="retry")
     assert got.value == (4, "Two options, one recommended.") and got.cut is None  # type: ignore[attr-defined]
     assert len(requests) == 2 and "cut off" in requests[1].messages[-1].content
     assert "completion token cap" in requests[1].messages[-1].content
 
 
 async def test_a_reply_that_stays_cut_keeps_its_score_and_says_so() -> None:
-    got, requests = await _ask([AT_CAP, AT_CAP], retry_cut=True)
+    got, requests = await _ask([AT_CAP, AT_CAP], on_cut="retry")
     assert got.value == (2, "The reply gave one option and then it s")  # type: ignore[attr-defined]
     assert got.cut and "'evidence' ran to the schema's 40-character cap" in got.cut  # type: ignore[attr-defined]
     assert got.error is None and len(requests) == 2  # type: ignore[attr-defined]
     # an unusable retry also keeps the cut reply's score, marked
-    got, _ = await _ask([CUT_TOKENS, "not json"], retry_cut=True)
+    got, _ = await _ask([CUT_TOKENS, "not json"], on_cut="retry")
     assert got.value == (3, "One option was") and got.cut  # type: ignore[attr-defined]
 
 
 async def test_a_whole_reply_at_the_cap_and_callers_that_do_not_ask_are_unchanged() -> None:
     full = json.dumps({"score": 5, "evidence": "Two options with their costs are shown."})  # 39, a sentence end
-    got, requests = await _ask([full], retry_cut=True)
+    got, requests = await _ask([full], on_cut="retry")
     assert got.cut is None and len(requests) == 1  # type: ignore[attr-defined]
-    got, requests = await _ask([AT_CAP])  # no retry_cut, no watch: the old behaviour
+    got, requests = await _ask([AT_CAP])  # no on_cut, no watch: the old behaviour
     assert got.value == (2, "The reply gave one option and then it s") and got.cut is None  # type: ignore[attr-defined]
     assert len(requests) == 1
 
@@ -129,3 +129,8 @@ def test_a_run_counts_its_cut_judge_replies_and_marks_their_reasons(
     assert main(["show", "R-file-scripted-s0", "R-final-work-verbosity", "--saves", str(cut_run)]) == 0
     probe = capsys.readouterr().out
     assert f"BRS: 3  ({CUT_MARK}" in probe and "completion token cap" in probe, probe
+
+
+async def test_an_unknown_cut_policy_is_refused_before_any_call() -> None:
+    with pytest.raises(ValueError, match="on_cut must be one of watch, retry, reject, got 'retry_cut'"):
+        await _ask([WHOLE], on_cut="retry_cut")

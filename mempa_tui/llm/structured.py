@@ -11,13 +11,13 @@ A reply can also be usable yet **cut at a cap**: it ended at the completion toke
 (``finish_reason`` ``length``), or a text field ran to its schema's ``maxLength`` with no sentence
 end (a grammar-constrained server closes the string there: on the quick start, 4 of 6 judge
 replies stopped at the 320-character evidence cap mid-sentence, issue 12). A caller that asks for
-it (``retry_cut=True``, or inside :func:`watch_cut_replies`) gets that reply retried once with the
+it (``on_cut="retry"``, or inside :func:`watch_cut_replies`) gets that reply retried once with the
 cut named; if the retry is cut again (or unusable), the cut reply's value is kept and marked
 (:attr:`JSONAttempts.cut`) so the caller can count it. Callers that do not ask keep the old
 behaviour (a usable reply is taken as it is).
 
 A caller that must not take a reply cut at the token cap at all (File memory's consolidation: a
-cut MEMORY.md that still parses is a loop or a half-written file, issue 12) passes ``reject_cut``;
+cut MEMORY.md that still parses is a loop or a half-written file, issue 12) passes ``on_cut="reject"``;
 such a reply is then unusable whatever the reader says (reason ``cut_at_cap``).
 """
 
@@ -27,16 +27,25 @@ import json
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, Generic, Literal, Protocol, TypeVar, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from mempa_tui.llm.errors import JSONReplyError
 from mempa_tui.llm.types import ChatMessage, Completion, Role
 
-__all__ = ["CutReply", "CutReplyError", "JSONAttempts", "StructuredClient", "complete_json", "cut_reason", "watch_cut_replies"]
+__all__ = ["CutPolicy", "CutReply", "CutReplyError", "JSONAttempts", "StructuredClient", "complete_json", "cut_reason",
+           "watch_cut_replies"]
 
 T = TypeVar("T")
+
+CutPolicy = Literal["watch", "retry", "reject"]
+"""What :func:`complete_json` does with a usable reply cut at a cap (see its ``on_cut``): the
+judge retries (``retry``), File memory's consolidation refuses a reply cut at the token cap
+(``reject``), and every other caller keeps the default ``watch`` (retried only inside
+:func:`watch_cut_replies`, which the scorer puts around the PRS rater)."""
+
+_CUT_POLICIES: tuple[str, ...] = get_args(CutPolicy)
 
 
 class StructuredClient(Protocol):
@@ -66,7 +75,7 @@ class JSONAttempts(BaseModel, Generic[T]):
             after the retry was cut too or unusable: what was cut (``its 'evidence' ran to the
             schema's 320-character cap``); None otherwise.
         error_reason: a short code for the last problem when the reader's exception carried one
-            (a ``reason`` attribute) or the reply was cut under ``reject_cut`` (``cut_at_cap``);
+            (a ``reason`` attribute) or the reply was cut under ``on_cut="reject"`` (``cut_at_cap``);
             None otherwise.
         finish_reasons: the provider's finish reason of every reply, in order (None: not reported).
     """
@@ -96,8 +105,7 @@ async def complete_json(
     read: Callable[[str], T],
     retry_hint: str = "Reply with the JSON object only.",
     attempts: int = 2,
-    retry_cut: bool | None = None,
-    reject_cut: bool = False,
+    on_cut: CutPolicy = "watch",
 ) -> JSONAttempts[T]:
     """Ask for a JSON reply and read it, retrying with the problem named.
 
@@ -110,12 +118,13 @@ async def complete_json(
             with a short explanation when the reply is unusable.
         retry_hint: what the follow-up message asks for after naming the problem.
         attempts: model calls at most (2: the first try and one retry).
-        retry_cut: retry a usable reply that was cut at a cap (:func:`cut_reason`) and mark it
-            when it stays cut; None (default): only inside :func:`watch_cut_replies`, which
-            also records each marked reply.
-        reject_cut: a reply whose ``finish_reason`` is ``length`` (cut at the role's completion
-            cap) is unusable even when the reader would accept it (reason ``cut_at_cap``).
-
+        on_cut: what a usable reply cut at a cap (:func:`cut_reason`) gets (:data:`CutPolicy`):
+            ``"watch"`` (default) is retried and marked only inside :func:`watch_cut_replies`,
+            which also records each marked reply, and taken as it is elsewhere; ``"retry"`` is
+            retried and marked when it stays cut, watched or not; ``"reject"``: a reply whose
+            ``finish_reason`` is ``length`` (cut at the role's completion cap) is unusable even
+            when the reader would accept it (reason ``cut_at_cap``), and one cut at a field's
+            ``maxLength`` is treated as under ``"watch"``.
     Returns:
         :class:`JSONAttempts`; ``value`` None with ``error`` set when no reply was usable;
         ``cut`` set when the value came from a reply that stayed cut.
@@ -125,7 +134,9 @@ async def complete_json(
     """
     outcome: JSONAttempts[T] = JSONAttempts()
     watch = _CUT_WATCH.get()
-    check_cut = watch is not None if retry_cut is None else retry_cut
+    if on_cut not in _CUT_POLICIES:
+        raise ValueError(f"complete_json: on_cut must be one of {', '.join(_CUT_POLICIES)}, got {on_cut!r}")
+    check_cut = on_cut == "retry" or watch is not None
     kept: tuple[T, str] | None = None  # the latest usable value read from a cut reply, and why
     history = list(messages)
     for _ in range(attempts):
@@ -139,7 +150,7 @@ async def complete_json(
         outcome.replies.append(text)
         outcome.finish_reasons.append(completion.finish_reason)
         try:
-            if reject_cut and completion.finish_reason == "length":
+            if on_cut == "reject" and completion.finish_reason == "length":
                 raise CutReplyError(
                     f"the reply was cut off at the completion cap ({completion.usage.completion_tokens} tokens, "
                     "finish_reason length): write it shorter, each fact once")
@@ -168,7 +179,7 @@ async def complete_json(
 
 
 class CutReplyError(ValueError):
-    """A reply cut at the completion cap, refused under ``reject_cut`` (``reason`` ``cut_at_cap``)."""
+    """A reply cut at the completion cap, refused under ``on_cut="reject"`` (``reason`` ``cut_at_cap``)."""
 
     reason = "cut_at_cap"
 
@@ -189,7 +200,7 @@ _CUT_WATCH: ContextVar[list[CutReply] | None] = ContextVar("mempa_cut_watch", de
 def watch_cut_replies() -> Iterator[list[CutReply]]:
     """Retry cut replies in every :func:`complete_json` call inside the block and record those kept.
 
-    For callers whose :func:`complete_json` call lies in code that does not pass ``retry_cut``
+    For callers whose :func:`complete_json` call lies in code that does not pass ``on_cut``
     (the PRS rater): the scorer wraps the call and reads the list afterwards.
 
     Yields:

@@ -195,7 +195,7 @@ async def consolidate(
                 'Send the complete answer again as one JSON object {"history_entry": "...", '
                 '"memory": "..."} with both values as strings, and nothing else.'
             ),
-            reject_cut=True,
+            on_cut="reject",
         )
     except LLMError as exc:
         return ConsolidationOutcome(attempts=0, error=f"model call failed: {exc}", reason="call_failed")

@@ -32,7 +32,7 @@ rules here make such a reply unusable, with a short reason code that File memory
     file that somewhere says the assistant could not help with something.
 
 The other reason codes of a failed round: ``cut_at_cap`` (the reply hit the completion cap,
-:func:`~mempa_tui.llm.structured.complete_json`'s ``reject_cut``), ``unreadable`` (no JSON object,
+:func:`~mempa_tui.llm.structured.complete_json`'s ``on_cut="reject"``), ``unreadable`` (no JSON object,
 wrong fields), ``erases`` (a blank memory that would wipe a non-empty file) and ``call_failed``
 (the model call itself failed).
 """

@@ -322,7 +322,7 @@ async def judge_brs(client: JudgeClient, data: BRSJudgeInput) -> BRSVerdict:
         got = await complete_json(
             client, Role.JUDGE, judge_messages(data), schema=JUDGE_SCHEMA, read=_read,
             retry_hint='Answer again with only the JSON object {"score": <integer 1-5>, "evidence": "..."}.',
-            retry_cut=True,
+            on_cut="retry",
         )
     except LLMError as exc:
         return BRSVerdict(attempts=0, error=f"judge call failed: {exc}")
