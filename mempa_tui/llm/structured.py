@@ -24,14 +24,15 @@ such a reply is then unusable whatever the reader says (reason ``cut_at_cap``).
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from contextvars import ContextVar
 from typing import Any, Generic, Literal, Protocol, TypeVar, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from mempa_tui.llm.errors import JSONReplyError
+from mempa_tui.llm.collect import collecting
 from mempa_tui.llm.types import ChatMessage, Completion, Role
 
 __all__ = ["CutPolicy", "CutReply", "CutReplyError", "JSONAttempts", "StructuredClient", "complete_json", "cut_reason",
@@ -196,22 +197,16 @@ class CutReply(BaseModel):
 _CUT_WATCH: ContextVar[list[CutReply] | None] = ContextVar("mempa_cut_watch", default=None)
 
 
-@contextmanager
-def watch_cut_replies() -> Iterator[list[CutReply]]:
+def watch_cut_replies() -> AbstractContextManager[list[CutReply]]:
     """Retry cut replies in every :func:`complete_json` call inside the block and record those kept.
 
     For callers whose :func:`complete_json` call lies in code that does not pass ``on_cut``
     (the PRS rater): the scorer wraps the call and reads the list afterwards.
 
-    Yields:
-        The list that each kept cut reply is appended to.
+    Returns:
+        A context manager whose value is the list that each kept cut reply is appended to.
     """
-    found: list[CutReply] = []
-    token = _CUT_WATCH.set(found)
-    try:
-        yield found
-    finally:
-        _CUT_WATCH.reset(token)
+    return collecting(_CUT_WATCH)
 
 
 _SENTENCE_END = (".", "!", "?", ")", '"', "'", "”")

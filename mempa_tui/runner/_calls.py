@@ -18,12 +18,13 @@ runner has stored that step (where the prompt and reply are kept zlib-compressed
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
-from contextlib import AbstractContextManager, contextmanager
+from collections.abc import Iterable
+from contextlib import AbstractContextManager
 from contextvars import ContextVar
 from typing import SupportsIndex
 
 from mempa_tui.llm.sampling import sampling_scope
+from mempa_tui.llm.collect import collecting
 from mempa_tui.llm.types import LLMCallRecord
 
 __all__ = [
@@ -82,15 +83,13 @@ def install_call_routing(client: object) -> bool:
     return True
 
 
-@contextmanager
-def capture_calls() -> Iterator[list[LLMCallRecord]]:
-    """Collect the model calls the current task (and its children) log inside the block."""
-    sink: list[LLMCallRecord] = []
-    token = _SINK.set(sink)
-    try:
-        yield sink
-    finally:
-        _SINK.reset(token)
+def capture_calls() -> AbstractContextManager[list[LLMCallRecord]]:
+    """Collect the model calls the current task (and its children) log inside the block.
+
+    Returns:
+        A context manager whose value is the list the calls are appended to, in order of logging.
+    """
+    return collecting(_SINK)
 
 
 def step_sampling_scope(run_seed: int, step_id: str, attempt: int) -> AbstractContextManager[str]:
