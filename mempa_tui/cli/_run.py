@@ -114,7 +114,7 @@ async def cmd_run(args: argparse.Namespace, out: TextIO | None = None) -> int:
         UserError: bad user, profile, world files, config mismatch, server not running.
     """
     from mempa_tui.memory import options_per_condition
-    from mempa_tui.runner import batch_donor_problems
+    from mempa_tui.runner import batch_donor_problems, runs_already_complete
     from mempa_tui.tools import default_registry
 
     out = out or sys.stdout
@@ -135,7 +135,11 @@ async def cmd_run(args: argparse.Namespace, out: TextIO | None = None) -> int:
         await _check_batch_donor(store, args, [config], out)  # donor problems before a model server starts
         if problems := await batch_donor_problems([config], store):
             raise UserError("; ".join(problems))
-        profile = await prepare_runtime(profile, stack, out, prefix=pa_prefix(config.offered_tool_domains))
+        if not args.fresh and await runs_already_complete([config], store, profile):
+            print(f"run {config.run_id} is already complete: its results follow (no model started)", file=out,
+                  flush=True)
+        else:
+            profile = await prepare_runtime(profile, stack, out, prefix=pa_prefix(config.offered_tool_domains))
         runner = Runner(
             config, store, LLMClient(profile), default_registry(), ProgressPrinter(out, finish_line=False),
             memory_root=Path(args.local_memory), reports_root=Path(args.saves),
@@ -177,6 +181,7 @@ async def _run_several(args: argparse.Namespace, profile: ModelProfile, configs:
         resume_problems,
         run_is_being_played,
         run_many,
+        runs_already_complete,
     )
     from mempa_tui.tools import default_registry
 
@@ -202,9 +207,13 @@ async def _run_several(args: argparse.Namespace, profile: ModelProfile, configs:
                 if await store.get_run(config.run_id) is not None:
                     archived = await store.archive_run(config.run_id)
                     print(f"moved the stored run {config.run_id} aside as {archived}", file=out, flush=True)
-        offers = {c.offered_tool_domains for c in configs}  # one user's runs: one offer (issue 12)
-        prefix = pa_prefix(offers.pop() if len(offers) == 1 else None)
-        profile = await prepare_runtime(profile, stack, out, prefix=prefix)
+        if not args.fresh and await runs_already_complete(configs, store, profile):
+            print(f"runs {', '.join(c.run_id for c in configs)} are already complete: their results follow "
+                  "(no model started)", file=out, flush=True)
+        else:
+            offers = {c.offered_tool_domains for c in configs}  # one user's runs: one offer (issue 12)
+            prefix = pa_prefix(offers.pop() if len(offers) == 1 else None)
+            profile = await prepare_runtime(profile, stack, out, prefix=prefix)
         print(f"{len(configs)} runs side by side: {', '.join(c.run_id for c in configs)}", file=out, flush=True)
         printer = ProgressPrinter(out, with_run_id=True)
         results = await run_many(

@@ -53,6 +53,7 @@ from mempa_tui.runner.runner import (
     filled_config,
     resume_problems,
     run_many,
+    runs_already_complete,
 )
 
 __all__ = [
@@ -92,6 +93,7 @@ __all__ = [
     "run_is_being_played",
     "run_many",
     "run_probe",
+    "runs_already_complete",
     "settings_lines",
     "worlds_digest",
     "write_run_report",

@@ -60,6 +60,7 @@ __all__ = [
     "play_donor_first",
     "resume_problems",
     "run_many",
+    "runs_already_complete",
 ]
 
 
@@ -157,6 +158,36 @@ def resume_problems(config: RunConfig, stored: RunRecord, profile: ModelProfile)
     if not config.accumulates:
         problems = [p for p in problems if not p.startswith("donor_run")]
     return problems
+
+
+async def runs_already_complete(configs: Sequence[RunConfig], store: RunStore, profile: ModelProfile) -> bool:
+    """Whether playing ``configs`` again would only print their results: each is stored, completed,
+    with the same configuration (:func:`resume_problems` empty) and, for a reference run given a
+    donor (``--donor``), that same donor. A completed run has every step and probe repeat stored,
+    so its rerun makes no model call (README: "rerun the same command to resume"), and the caller
+    can leave the model runtime (the embedded server, the Ollama check) unstarted.
+
+    Args:
+        configs: the runs a command asks for (not ``--fresh``: that plays them over).
+        store: the open run store.
+        profile: the loaded model profile (its models are part of the configuration).
+
+    Returns:
+        True when every run is complete; False when any has something to play or differs (the
+        run itself then says what), or ``configs`` is empty.
+
+    Raises:
+        WorldFileError: the user's world files are invalid.
+    """
+    if not configs:
+        return False
+    for config in configs:
+        stored = await store.get_run(config.run_id)
+        if stored is None or stored.status is not RunStatus.COMPLETED or resume_problems(config, stored, profile):
+            return False
+        if config.donor_run is not None and config.donor_run != stored.donor_run:
+            return False
+    return True
 
 
 def donor_problem(config: RunConfig, donor: RunRecord | None, store_path: Path | None = None) -> str | None:
