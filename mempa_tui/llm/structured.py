@@ -31,8 +31,8 @@ from typing import Any, Generic, Literal, Protocol, TypeVar, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from mempa_tui.llm.errors import JSONReplyError
 from mempa_tui.llm.collect import collecting
+from mempa_tui.llm.errors import JSONReplyError
 from mempa_tui.llm.types import ChatMessage, Completion, Role
 
 __all__ = ["CutPolicy", "CutReply", "CutReplyError", "JSONAttempts", "StructuredClient", "complete_json", "cut_reason",
