@@ -261,7 +261,8 @@ def protocol_responder(request: ScriptedRequest) -> ScriptedReply | str:
         # a new message each turn: one that repeats an earlier user message word for word is sent
         # back (simulator conversation check), and the step would end invalid
         said = request.messages[1].content.count("\nYou: ") if len(request.messages) > 1 else 0
-        message = "Could you sort this out for me, please?" + (f" This is my message number {said + 1}." if said else "")
+        message = "Could you sort this out for me, please?" + (
+            f" This is my message number {said + 1}." if said else "")
         return (
             "<factual_check>none</factual_check>\n<turn_assessment>advance</turn_assessment>\n"
             f"<message>{message}</message>"

@@ -142,7 +142,8 @@ def test_the_phrase_counts_the_reasons_and_invalid_turns() -> None:
     checks = {"rejected_attempts": 4, "stalled_messages": 2, "repeated_messages": 1, "invalid_turns": 0}
     assert pa_problem_phrases(0, 0, 0, 0, checks) == [
         "simulated user's message sent back 4 times (2 stalled, 1 repeated, 1 other)"]
-    assert simulator_phrase(4, 4, 3, 1) == "simulated user's message sent back 4 times (4 stalled, 3 repeated), 1 turn invalid"
+    assert simulator_phrase(4, 4, 3, 1) == ("simulated user's message sent back 4 times (4 stalled, 3 repeated), "
+                                            "1 turn invalid")
     assert simulator_phrase(1) == "simulated user's message sent back 1 time (1 other)"
     assert simulator_phrase(0, invalid=2) == "simulated user: 2 turns invalid"
     assert simulator_phrase(0) == "" and pa_problem_phrases(0, 0, 0, 0, {k: 0 for k in checks}) == []
