@@ -607,6 +607,10 @@ async def test_a_message_repeating_an_earlier_one_word_for_word_is_sent_back(
     assert [p.split(";")[0] for p in second.rejected[0].problems] == [
         "the message repeats word for word what you already said earlier in this conversation"]
     assert sim.check_counts["repeated_messages"] == 1
+    # the note names what the step has the user say (a 1.5B model at temperature 0 wrote its
+    # rejected message again word for word when the note did not)
+    beat = session().beats[0]  # the second message still belongs to the first step (stay)
+    assert f"your message does this: {beat.conveys.rstrip('.')}" in second.rejected[0].problems[0]
 
 
 async def test_a_deferral_after_the_assistant_asks_something_is_delivered(

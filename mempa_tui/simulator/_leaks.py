@@ -237,7 +237,9 @@ _STALL = re.compile(
 _TOKEN = re.compile(r"[a-z0-9]+")
 
 
-def conversation_check(message: str, earlier_user: Sequence[str], last_assistant: str | None) -> list[str]:
+def conversation_check(
+    message: str, earlier_user: Sequence[str], last_assistant: str | None, conveys: str = ""
+) -> list[str]:
     """Check a candidate message against the conversation so far (issue 12: simulator validity).
 
     A simulated user whose turns carry none of the step's content plays no session at all: on the
@@ -256,20 +258,25 @@ def conversation_check(message: str, earlier_user: Sequence[str], last_assistant
         message: the candidate visible message.
         earlier_user: the user's messages delivered so far in this session or probe, oldest first.
         last_assistant: the assistant's latest delivered reply, or None before its first.
+        conveys: what the current step has the user say or ask (the beat's ``conveys``); the notes
+            end with it. At temperature 0 (the paper's simulator setting) a rewrite asked for with
+            a bare note gave the 1.5B model's rejected message back word for word, four times;
+            with the step's words in the note it wrote them (issue 12, replayed on stored prompts).
 
     Returns:
         Problem notes (empty when the message passes); each opens with :data:`REPEATED_PROBLEM` or
         :data:`STALL_PROBLEM`.
     """
     problems: list[str] = []
+    step = conveys.strip().rstrip(".")
+    now = f"; for where you are now, your message does this: {step}" if step else ""
     words = _TOKEN.findall(_plain_words(message))
     if len(words) >= 3 and any(_TOKEN.findall(_plain_words(e)) == words for e in earlier_user):
-        problems.append(f"{REPEATED_PROBLEM}; write what you say now, for where you are now")
+        again = now or "; write what you say now, for where you are now"
+        problems.append(f"{REPEATED_PROBLEM}{again}")
     if _STALL.search(message.lower()) and (last_assistant is None or "?" not in last_assistant):
-        problems.append(
-            f"{STALL_PROBLEM}: the assistant has not asked for anything yet; say or ask what "
-            "'What you want to say or ask' describes"
-        )
+        ask = now or "; say or ask what 'What you want to say or ask' describes"
+        problems.append(f"{STALL_PROBLEM}: the assistant has not asked for anything yet{ask}")
     return problems
 
 

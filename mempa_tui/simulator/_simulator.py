@@ -551,7 +551,7 @@ class UserSimulator:
         """:func:`conversation_check` against this conversation's delivered turns, counted."""
         earlier = [e.text for e in self._dialogue if e.speaker == "user"]
         last = next((e.text for e in reversed(self._dialogue) if e.speaker == "assistant"), None)
-        problems = conversation_check(message, earlier, last)
+        problems = conversation_check(message, earlier, last, self.script.beats[self._index].conveys)
         self._checks["repeated_messages"] += any(p.startswith(REPEATED_PROBLEM) for p in problems)
         self._checks["stalled_messages"] += any(p.startswith(STALL_PROBLEM) for p in problems)
         return problems
