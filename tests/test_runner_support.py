@@ -242,7 +242,8 @@ def protocol_responder(request: ScriptedRequest) -> ScriptedReply | str:
     """A scripted model that plays every role well enough for whole steps to complete.
 
     PA: calls each offered interaction tool once (its attribute's first setting), then replies.
-    Simulator: turns that ask to move on with a plain message; the diary entry; a PRS of 5.
+    Simulator: turns that ask to move on with a plain message (a new one each turn); the diary
+    entry; a PRS of 5.
     Checker: no rule violated. Judge: BRS 4.
     """
     schema = request.json_schema or {}
@@ -257,9 +258,14 @@ def protocol_responder(request: ScriptedRequest) -> ScriptedReply | str:
             return SIM_ENTRY
         if "Rate from 1 to 5" in system:
             return json.dumps({"score": 5, "reason": "It suited me."})
+        # a new message each turn: one that repeats an earlier user message word for word is sent
+        # back (simulator conversation check), and the step would end invalid
+        said = request.messages[1].content.count("\nYou: ") if len(request.messages) > 1 else 0
+        message = "Could you sort this out for me, please?" + (
+            f" This is my message number {said + 1}." if said else "")
         return (
             "<factual_check>none</factual_check>\n<turn_assessment>advance</turn_assessment>\n"
-            "<message>Could you sort this out for me, please?</message>"
+            f"<message>{message}</message>"
         )
     if request.model == "scripted-pa":
         called = {c.name for m in request.messages for c in m.tool_calls}

@@ -111,7 +111,7 @@ async def test_person_as_user_plays_a_session_with_the_fidelity_record_stored(
     assert [p.human_message for p in outcome.fidelity] == [
         "Can you find the boiler inspection email?", "What's the gist of it?", "Good, Friday it is."]
     assert [p.beat_id for p in outcome.fidelity] == ["opening", "ask_summary", "reaction"]
-    assert all(p.simulator.message == USER_MESSAGE for p in outcome.fidelity)
+    assert all(p.simulator.message.startswith(USER_MESSAGE) for p in outcome.fidelity)
     # the deadline fact showed in the panel once its beat began
     asked = next(p for p in panels if p.waiting and p.beat and p.beat.id == "ask_summary")
     assert [f.id for f in asked.released] == ["deadline"]

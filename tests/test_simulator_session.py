@@ -425,7 +425,7 @@ async def test_probe_manner_request_is_sent_back_and_counted(server: ScriptedMod
     assert MANNER_PROBLEM in prompt_text(sim_requests(server)[-1])
     assert sim.check_counts == {
         "rejected_attempts": 1, "manner_requests": 1, "manner_requests_checker": 0,
-        "invalid_turns": 0, "checker_warnings": 0,
+        "repeated_messages": 0, "stalled_messages": 0, "invalid_turns": 0, "checker_warnings": 0,
     }
     sim.start(probe(), {"verbosity": "Terse"})  # counts are per step
     assert set(sim.check_counts.values()) == {0}
@@ -572,3 +572,65 @@ async def test_json_turns_are_asked_for_by_schema_and_read_like_tagged_ones(
     requests = sim_requests(server)
     assert all(r.json_schema and "turn_assessment" in r.json_schema["properties"] for r in requests)
     assert '"consent_decisions"' in prompt_text(requests[-1]) and "<message>" not in prompt_text(requests[-1])
+
+
+# ------------------------------------------------------------------------- conversation checks
+
+
+async def test_a_first_message_that_puts_the_task_off_is_sent_back_and_counted(
+    server: ScriptedModelServer, model: Model
+) -> None:
+    # measured on the packaged 1.5B model (issue 12): the user's first message of every beat was
+    # the withheld-fact rule's deferral, so the PA was never told the task
+    model.queues["scripted-simulator"] = [turn("I'll get to it in a moment."), turn("find the rota email?")]
+    sim = simulator(server, llm_checker=False)
+    sim.start(session(), {"verbosity": "Terse"})
+    first = await sim.next_turn(None)
+    assert first.message == "find the rota email?"
+    assert len(first.rejected) == 1 and "nobody has asked you for" in first.rejected[0].problems[0]
+    assert "nobody has asked you for" in prompt_text(sim_requests(server)[-1])  # the note goes back
+    counts = sim.check_counts
+    assert (counts["rejected_attempts"], counts["stalled_messages"], counts["repeated_messages"]) == (1, 1, 0)
+
+
+async def test_a_message_repeating_an_earlier_one_word_for_word_is_sent_back(
+    server: ScriptedModelServer, model: Model
+) -> None:
+    model.queues["scripted-simulator"] = [
+        turn("find the rota email?"), turn("Find the rota email!"), turn("which shifts move?"),
+    ]
+    sim = simulator(server, llm_checker=False)
+    sim.start(session(), {"verbosity": "Terse"})
+    await sim.next_turn(None)
+    second = await sim.next_turn(reply("I could not find it."))
+    assert second.message == "which shifts move?"
+    assert [p.split(";")[0] for p in second.rejected[0].problems] == [
+        "the message repeats word for word what you already said earlier in this conversation"]
+    assert sim.check_counts["repeated_messages"] == 1
+    # the note names what the step has the user say (a 1.5B model at temperature 0 wrote its
+    # rejected message again word for word when the note did not)
+    beat = session().beats[0]  # the second message still belongs to the first step (stay)
+    assert f"your message does this: {beat.conveys.rstrip('.')}" in second.rejected[0].problems[0]
+
+
+async def test_a_deferral_after_the_assistant_asks_something_is_delivered(
+    server: ScriptedModelServer, model: Model
+) -> None:
+    model.queues["scripted-simulator"] = [turn("find the rota email?"), turn("i'll get to the room code in a moment")]
+    sim = simulator(server, llm_checker=False)
+    sim.start(session(), {"verbosity": "Terse"})
+    await sim.next_turn(None)
+    second = await sim.next_turn(reply("Found it. Which room is the meeting in?"))
+    assert second.message == "i'll get to the room code in a moment" and not second.rejected
+    assert sim.check_counts["stalled_messages"] == 0
+
+
+def test_conversation_check_cases() -> None:
+    from mempa_tui.simulator._leaks import conversation_check
+
+    assert conversation_check("ok", ["ok"], None) == []  # too short to call a repeat
+    assert conversation_check("Yes, send it.", ["yes send it"], "Send it?")[0].startswith("the message repeats")
+    assert conversation_check("I'll get to it in a moment.", ["Ill get to it in a moment"], "Dates?") != []
+    assert conversation_check("I will come back to the booking in a minute", [], "Done.") != []
+    assert conversation_check("I will come back to the booking in a minute", [], "What are the dates?") == []
+    assert conversation_check("booked gull cottage, what dates does it say?", [], None) == []

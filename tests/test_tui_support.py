@@ -97,9 +97,13 @@ def run_responder(request: ScriptedRequest) -> ScriptedReply | str:
             import json
 
             return json.dumps({"entry": SESSION_ENTRY, "impressions": ["The assistant answers plainly."]})
+        # a new message after the first: one that repeats an earlier user message word for word
+        # is sent back (simulator conversation check), and the step would end invalid
+        said = request.messages[1].content.count("\nYou: ") if len(request.messages) > 1 else 0
+        message = USER_MESSAGE + (f" This is my message number {said + 1}." if said else "")
         return (
             "<factual_check>none</factual_check><turn_assessment>advance</turn_assessment>"
-            f"<message>{USER_MESSAGE}</message>"
+            f"<message>{message}</message>"
         )
     return "ok"
 

@@ -145,7 +145,8 @@ def detail_text(detail: StepDetail) -> str:
         lines.append(f"cell: {detail.context} / {detail.attribute}")
     from mempa_tui.runner._health import pa_problem_phrases
 
-    phrases = pa_problem_phrases(*detail.pa_repeats, detail.pa_echoes, detail.pa_ix_withheld)
+    phrases = pa_problem_phrases(*detail.pa_repeats, detail.pa_echoes, detail.pa_ix_withheld,
+                                 detail.simulator_checks)
     lines += [f"run problem (warning): {p}" for p in phrases]
     lines += ["", "transcript:"]
     for event in detail.events:

@@ -140,8 +140,9 @@ class RunListing(BaseModel):
     steps: list[StepLine]
     probes: list[ProbeLine]
     repeats: PARepeats | None = None
-    """The PA's repeated identical calls and echoed replies over the run (a warning beside the
-    memory's health)."""
+    """The run's problems beside the memory's health (the PA's repeated identical calls, echoed
+    replies and withheld IX text, the simulated user's messages sent back, cut judge replies; a
+    warning)."""
 
 
 async def _need_run(store: RunStore, run_id: str) -> RunRecord:
@@ -339,6 +340,14 @@ class StepDetail(BaseModel):
         from the stored ``step_status`` event; 0 for a step stored before they were counted."""
         status = [e for e in self.events if isinstance(e, StepStatusEvent)]
         return status[-1].pa_ix_text_withheld if status else 0
+
+    @property
+    def simulator_checks(self) -> dict[str, int]:
+        """The user simulator's message-check counts (messages sent back, stalled, repeated,
+        invalid turns...; ``CHECK_COUNT_KEYS``) from the stored ``step_status`` event; empty for
+        a person's seat or a step stored before they were carried."""
+        status = [e for e in self.events if isinstance(e, StepStatusEvent)]
+        return dict(status[-1].simulator_checks) if status else {}
 
     @property
     def evidence(self) -> list[EvidenceEvent]:

@@ -204,6 +204,17 @@ class StepStatusEvent(_Event):
         "(accumulation sessions; a probe with such a reply is floored instead); 0 on events "
         "stored before they were counted.",
     )
+    simulator_checks: dict[str, int] = Field(
+        default_factory=dict,
+        description="The user simulator's message-check counts for the step "
+        "(``UserSimulator.check_counts``: rejected_attempts, repeated_messages, stalled_messages, "
+        "invalid_turns, ...; Appendix D.4); empty when a person held the user seat and on events "
+        "stored before they were carried.",
+    )
+
+    def simulator_count(self, key: str) -> int:
+        """One of :attr:`simulator_checks` (a ``CHECK_COUNT_KEYS`` name), 0 when absent."""
+        return int(self.simulator_checks.get(key, 0) or 0)
 
 
 EpisodeEvent = Annotated[

@@ -180,6 +180,25 @@ class SessionDriver:
         """The step's reply sentences withheld for carrying interaction-tool text."""
         return sum(self.ix_text_withheld)
 
+    @property
+    def simulator_checks(self) -> dict[str, int]:
+        """The user simulator's message-check counts for the step (``UserSimulator.check_counts``,
+        keys ``CHECK_COUNT_KEYS``: messages sent back for a rewrite, repeated or stalled ones,
+        invalid turns...; Appendix D.4); empty for a seat that keeps none (a person)."""
+        counts = getattr(self.user, "check_counts", None) or {}
+        return {str(k): int(v) for k, v in dict(counts).items()}
+
+    def status_event(self, outcome: SessionOutcome) -> StepStatusEvent:
+        """The step's ``step_status`` event for ``outcome``, carrying the step's counted problems:
+        the PA's repeated calls, echoed replies and withheld IX sentences, and the simulator's
+        message-check counts (what :mod:`mempa_tui.runner._health` reads back from the store)."""
+        return StepStatusEvent(
+            turn_index=self.turn_index, status=outcome.status, reason=outcome.reason,
+            pa_repeated_calls=self.pa_repeated_calls, pa_repeat_turns=self.pa_repeat_turns,
+            pa_echoed_replies=self.pa_echoed_replies, pa_ix_text_withheld=self.pa_ix_text_withheld,
+            simulator_checks=self.simulator_checks,
+        )
+
     # ---- helpers --------------------------------------------------------------------------------
 
     def _track_beat(self, beat: Beat | None) -> None:
@@ -465,12 +484,8 @@ class SessionDriver:
         return self.wrapper.selection(self.script.attribute)
 
     def floor_event(self, outcome: SessionOutcome) -> None:
-        """Emit the status event of a step that did not complete."""
-        self.emit(
-            StepStatusEvent(
-                turn_index=self.turn_index, status=outcome.status, reason=outcome.reason
-            )
-        )
+        """Emit the status event of a step that did not complete (:meth:`status_event`)."""
+        self.emit(self.status_event(outcome))
 
 
 def _consent_account(consent: dict[str, bool]) -> str:

@@ -55,6 +55,16 @@ the selection (``pa_ix_text_withheld``; :mod:`mempa_tui.runner._episode_session`
 A probe whose reply carries such text is not counted here: it is floored (``interaction-tool text
 in the reply``), counted in the floored column and shown with its reason like the arguments case.
 
+Then the **simulated user's messages sent back** (``simulator_checks`` on the stored
+``step_status`` event: :data:`~mempa_tui.simulator.CHECK_COUNT_KEYS`, Appendix D.4): attempts of
+the user simulator that failed a check and were sent back for a rewrite, with how many of them
+stalled (put off a detail nobody asked for) or repeated an earlier user message word for word,
+and the turns that failed every attempt and were invalid ("simulated user's message sent back 4
+times (2 stalled, 1 repeated, 1 other), 1 turn invalid"). A warning too: a run whose user kept
+stalling looks clean otherwise (issue 12: on the packaged 1.5B simulator the user said "I'll get
+to it in a moment." in every beat of the quick start). Runs stored before the counts were carried
+read none.
+
 Last, **judge replies cut** (``judge_replies_cut``): BRS judge and PRS rater replies that ran to a
 cap (the completion token cap, or a text field's length cap in the reply schema, mid-sentence)
 and stayed cut after their one retry (:func:`mempa_tui.llm.structured.cut_reason`). Their scores
@@ -96,6 +106,8 @@ __all__ = [
     "run_pa_repeats",
     "runs_health",
     "runs_pa_repeats",
+    "simulator_counts",
+    "simulator_phrase",
 ]
 
 BROKEN_RATE = 0.20
@@ -359,29 +371,66 @@ def cut_phrase(replies: int) -> str:
             "(scores kept, reasons marked)")
 
 
-def pa_problem_phrases(calls: int, turns: int, echoes: int, ix_withheld: int = 0) -> list[str]:
-    """The phrases of the PA's own problems with a count above 0: repeated calls, echoes, then
-    sentences withheld for interaction-tool text."""
+def simulator_counts(checks: Mapping[str, int] | None) -> tuple[int, int, int, int]:
+    """``(sent back, stalled, repeated, invalid turns)`` from a step's simulator check counts
+    (``UserSimulator.check_counts``: ``rejected_attempts``, ``stalled_messages``,
+    ``repeated_messages``, ``invalid_turns``); missing keys (a person's seat, an older run) read 0."""
+    checks = checks or {}
+    return tuple(int(checks.get(k, 0) or 0) for k in  # type: ignore[return-value]
+                 ("rejected_attempts", "stalled_messages", "repeated_messages", "invalid_turns"))
+
+
+def simulator_phrase(sent_back: int, stalled: int = 0, repeated: int = 0, invalid: int = 0) -> str:
+    """``simulated user's message sent back 4 times (2 stalled, 1 repeated, 1 other), 1 turn
+    invalid``, or ``""`` when nothing was sent back and no turn was invalid.
+
+    Args:
+        sent_back: the simulator's attempts that failed a check and were rewritten or, after the
+            last rewrite, made the turn invalid (``rejected_attempts``).
+        stalled / repeated: those that put off a detail nobody asked for / repeated an earlier
+            user message word for word. One attempt can do both, so ``other`` (format, leak,
+            manner or checker problems) is what is left of ``sent_back`` after both, never below 0.
+        invalid: turns that failed every attempt (Appendix D.4).
+    """
+    parts = []
+    if sent_back:
+        reasons = [f"{n} {what}" for n, what in ((stalled, "stalled"), (repeated, "repeated"),
+                                                 (max(0, sent_back - stalled - repeated), "other")) if n]
+        parts.append(f"simulated user's message sent back {sent_back} time{'' if sent_back == 1 else 's'}"
+                     + (f" ({', '.join(reasons)})" if reasons else ""))
+    if invalid:
+        parts.append(f"{invalid} turn{'' if invalid == 1 else 's'} invalid")
+    return ", ".join(parts) if sent_back else (f"simulated user: {parts[0]}" if parts else "")
+
+
+def pa_problem_phrases(calls: int, turns: int, echoes: int, ix_withheld: int = 0,
+                       simulator: Mapping[str, int] | None = None) -> list[str]:
+    """The phrases of a step's counted problems with a count above 0: the PA's repeated calls,
+    echoes and sentences withheld for interaction-tool text, then the simulated user's messages
+    sent back (``simulator``: the step's ``simulator_checks``; :func:`simulator_phrase`)."""
+    sim = simulator_phrase(*simulator_counts(simulator))
     return (([repeats_phrase(calls, turns)] if calls else []) + ([echoes_phrase(echoes)] if echoes else [])
-            + ([ix_withheld_phrase(ix_withheld)] if ix_withheld else []))
+            + ([ix_withheld_phrase(ix_withheld)] if ix_withheld else []) + ([sim] if sim else []))
 
 
 def repeats_note(result: object) -> str:
     """`` (warning: PA repeated an identical call 4 times in 4 turns; PA echoed a harness note as
-    its reply 1 time (withheld: never shown to the user or judged))`` for a step's progress line
-    (a :class:`~mempa_tui.runner.episode.StepResult`'s ``pa_repeated_calls``,
-    ``pa_echoed_replies`` and ``pa_ix_text_withheld``), ``""`` when none happened."""
+    its reply 1 time (withheld: never shown to the user or judged); simulated user's message sent
+    back 4 times (4 stalled))`` for a step's progress line (a
+    :class:`~mempa_tui.runner.episode.StepResult`'s ``pa_repeated_calls``, ``pa_echoed_replies``,
+    ``pa_ix_text_withheld`` and ``simulator_checks``), ``""`` when none happened."""
     phrases = pa_problem_phrases(int(getattr(result, "pa_repeated_calls", 0) or 0),
                                  int(getattr(result, "pa_repeat_turns", 0) or 0),
                                  int(getattr(result, "pa_echoed_replies", 0) or 0),
-                                 int(getattr(result, "pa_ix_text_withheld", 0) or 0))
+                                 int(getattr(result, "pa_ix_text_withheld", 0) or 0),
+                                 getattr(result, "simulator_checks", None) or {})
     return f" (warning: {'; '.join(phrases)})" if phrases else ""
 
 
 class PARepeats(BaseModel):
     """A run's problems beside its memory health: repeated PA tool calls, echoed replies, withheld
-    interaction-tool text and cut judge/rater replies (see the module docstring): a warning,
-    never broken."""
+    interaction-tool text, the simulated user's messages sent back and cut judge/rater replies
+    (see the module docstring): a warning, never broken."""
 
     run_id: str
     """The run."""
@@ -406,17 +455,29 @@ class PARepeats(BaseModel):
     reasons open with :data:`~mempa_tui.runner._scoring.CUT_MARK`)."""
     cut_where: dict[str, int] = {}
     """``probe r<repeat>`` -> its cut judge/rater replies, for probe repeats with any."""
+    sim_sent_back: int = 0
+    """The user simulator's attempts sent back for a rewrite (``rejected_attempts``), over the
+    run's stored steps and probe repeats."""
+    sim_stalled: int = 0
+    """Of them, those that put off a detail nobody asked for (``stalled_messages``)."""
+    sim_repeated: int = 0
+    """Of them, those that repeated an earlier user message word for word (``repeated_messages``)."""
+    sim_invalid: int = 0
+    """Simulator turns that failed every attempt (``invalid_turns``)."""
+    sim_where: dict[str, int] = {}
+    """Step id (``probe r2`` for a probe repeat) -> its messages sent back (its invalid turns
+    when none was), for steps with any."""
 
     @property
     def any(self) -> bool:
-        """Whether there is anything to show: a repeated call, an echoed reply, withheld IX text
-        or a cut judge/rater reply."""
-        return bool(self.calls or self.echoes or self.ix_withheld or self.judge_replies_cut)
+        """Whether there is anything to show: a repeated call, an echoed reply, withheld IX text,
+        a simulated user's message sent back or an invalid turn, or a cut judge/rater reply."""
+        return bool(self.calls or self.echoes or self.ix_withheld or self.judge_replies_cut
+                    or self.sim_sent_back or self.sim_invalid)
 
     @property
     def state(self) -> Literal["ok", "warning"]:
-        """``warning`` when the PA repeated any call, echoed any harness note or had IX text
-        withheld, else ``ok``."""
+        """``warning`` when anything of :attr:`any` happened, else ``ok`` (never broken)."""
         return "warning" if self.any else "ok"
 
     def text(self) -> str:
@@ -430,6 +491,9 @@ class PARepeats(BaseModel):
             parts.append(f"{echoes_phrase(self.echoes)} (warning; {_worst(self.echo_where)})")
         if self.ix_withheld:
             parts.append(f"{ix_withheld_phrase(self.ix_withheld)} (warning; {_worst(self.ix_where)})")
+        sim = simulator_phrase(self.sim_sent_back, self.sim_stalled, self.sim_repeated, self.sim_invalid)
+        if sim:
+            parts.append(f"{sim} (warning; {_worst(self.sim_where)})")
         if self.judge_replies_cut:
             parts.append(f"{cut_phrase(self.judge_replies_cut)} (warning; {_worst(self.cut_where)})")
         return "; ".join(parts)
@@ -444,7 +508,8 @@ def _worst(where: Mapping[str, int]) -> str:
 async def run_pa_repeats(store: RunStore, run: RunRecord) -> PARepeats:
     """The repeated PA calls and echoed replies of a stored run, from each step's and probe repeat's stored
     ``step_status`` event (one small row each; events stored before the count read 0), the
-    withheld IX sentences the same way, and the cut judge/rater replies from its probe results.
+    withheld IX sentences and the simulator's messages sent back the same way, and the cut
+    judge/rater replies from its probe results.
 
     Unreadable events are skipped here: ``mempa show RUN STEP`` counts and names them.
     """
@@ -456,6 +521,8 @@ async def run_pa_repeats(store: RunStore, run: RunRecord) -> PARepeats:
     where: dict[str, int] = {}
     echo_where: dict[str, int] = {}
     ix_where: dict[str, int] = {}
+    sim = [0, 0, 0, 0]  # sent back, stalled, repeated, invalid
+    sim_where: dict[str, int] = {}
     for step_id, repeat, row in await store.events_of_kind(run.id, "step_status"):
         try:
             event = StepStatusEvent.model_validate_json(row.event_json)
@@ -472,6 +539,10 @@ async def run_pa_repeats(store: RunStore, run: RunRecord) -> PARepeats:
         if event.pa_ix_text_withheld:
             withheld += event.pa_ix_text_withheld
             ix_where[name] = ix_where.get(name, 0) + event.pa_ix_text_withheld
+        counts = simulator_counts(event.simulator_checks)
+        if counts[0] or counts[3]:
+            sim = [a + b for a, b in zip(sim, counts, strict=True)]
+            sim_where[name] = sim_where.get(name, 0) + (counts[0] or counts[3])
     from mempa_tui.runner._scoring import is_cut_marked
 
     cut_where: dict[str, int] = {}
@@ -482,7 +553,8 @@ async def run_pa_repeats(store: RunStore, run: RunRecord) -> PARepeats:
             cut_where[name] = cut_where.get(name, 0) + n
     return PARepeats(run_id=run.id, calls=calls, turns=turns, where=where, echoes=echoes, echo_where=echo_where,
                      ix_withheld=withheld, ix_where=ix_where, judge_replies_cut=sum(cut_where.values()),
-                     cut_where=cut_where)
+                     cut_where=cut_where, sim_sent_back=sim[0], sim_stalled=sim[1], sim_repeated=sim[2],
+                     sim_invalid=sim[3], sim_where=sim_where)
 
 
 async def runs_pa_repeats(store: RunStore, runs: Iterable[RunRecord]) -> dict[str, PARepeats]:

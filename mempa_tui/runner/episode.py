@@ -135,8 +135,11 @@ class StepResult(BaseModel):
             them.
         simulator_checks: the user simulator's message-check counts for the step
             (``UserSimulator.check_counts``: rejected attempts, manner requests flagged by the
-            rule and by the LLM checker, invalid turns, checker warnings; Table 8 condition 3,
-            D.4); empty when a person held the user seat.
+            rule and by the LLM checker, messages sent back for repeating an earlier one or
+            stalling, invalid turns, checker warnings; Table 8 condition 3, D.4); empty when a
+            person held the user seat. Also on the step's stored ``step_status`` event, and shown
+            as a warning on the progress line and among the run's problems
+            (:mod:`mempa_tui.runner._health`).
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -271,9 +274,10 @@ def _result(
     repeat_turns = driver.pa_repeat_turns if driver else 0
     echoes = driver.pa_echoed_replies if driver else 0
     withheld = driver.pa_ix_text_withheld if driver else 0
-    rec(StepStatusEvent(status=outcome.status, reason=outcome.reason, pa_repeated_calls=repeats,
-                        pa_repeat_turns=repeat_turns, pa_echoed_replies=echoes,
-                        pa_ix_text_withheld=withheld))
+    checks = driver.simulator_checks if driver else {}
+    # the stored status event carries every counted problem of the step (runner._health reads it)
+    rec(driver.status_event(outcome).model_copy(update={"turn_index": 0}) if driver
+        else StepStatusEvent(status=outcome.status, reason=outcome.reason))
     return StepResult(
         step_id=step_id,
         kind=kind,
@@ -286,7 +290,7 @@ def _result(
         traces=driver.traces if driver else [],
         call_log=list(wc.call_log),
         change_log=list(wc.change_log),
-        simulator_checks=dict(getattr(driver.user, "check_counts", {})) if driver else {},
+        simulator_checks=dict(checks),
         pa_repeated_calls=repeats,
         pa_repeat_turns=repeat_turns,
         pa_echoed_replies=echoes,

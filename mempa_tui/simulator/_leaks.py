@@ -23,7 +23,7 @@ from mempa_tui.simulator._blocks import PRIVATE_TAGS
 from mempa_tui.simulator._manner import find_manner_requests, manner_problem
 from mempa_tui.taxonomy import ATTRIBUTES, attribute
 
-__all__ = ["EARLIER_SESSION_PHRASES", "LeakRules", "rule_check"]
+__all__ = ["EARLIER_SESSION_PHRASES", "REPEATED_PROBLEM", "STALL_PROBLEM", "LeakRules", "conversation_check", "rule_check"]
 
 #: (pattern, label, exemption): a term is not a leak when ``exemption`` (default: the pattern
 #: itself) matches the user's own task material.
@@ -221,3 +221,65 @@ def _setting_with_phrase(text: str, attribute_keys: Sequence[str]) -> list[str]:
                     f"'{name.lower()}'); react to what the assistant just did instead"
                 )
     return problems
+
+
+#: Opening of the note for a message that repeats an earlier one of the user word for word.
+REPEATED_PROBLEM = "the message repeats word for word what you already said earlier in this conversation"
+#: Opening of the note for a message that puts the assistant off when nothing was asked.
+STALL_PROBLEM = "the message puts off a detail nobody has asked you for"
+
+#: "I'll get to it in a moment", "I will come back to the booking in a minute": the words the
+#: fact rule gives for a detail the assistant asks for early (Appendix C.3 withheld facts).
+_STALL = re.compile(
+    r"\b(?:i'?ll|i will|let me)\s+(?:get|come)\s+(?:back\s+)?to\s+[^.?!]{0,48}?\bin\s+a\s+"
+    r"(?:moment|minute|bit|sec(?:ond)?)\b"
+)
+_TOKEN = re.compile(r"[a-z0-9]+")
+
+
+def conversation_check(
+    message: str, earlier_user: Sequence[str], last_assistant: str | None, conveys: str = ""
+) -> list[str]:
+    """Check a candidate message against the conversation so far (issue 12: simulator validity).
+
+    A simulated user whose turns carry none of the step's content plays no session at all: on the
+    packaged 1.5B model the user said "I'll get to it in a moment." as the first message of every
+    beat of two sessions, so the PA was never told the task and the memory had nothing to learn.
+    Two rule checks send such a turn back for a rewrite (Appendix D.4: failed checks are rewritten,
+    then the turn is invalid):
+
+    - a message of three words or more identical, word for word (case and punctuation aside), to
+      one the user already sent in this conversation;
+    - a message that defers a detail (the withheld-fact rule's "I'll get to it in a moment",
+      Appendix C.3) when the assistant has not asked anything: no assistant reply yet, or a last
+      reply with no question mark.
+
+    Args:
+        message: the candidate visible message.
+        earlier_user: the user's messages delivered so far in this session or probe, oldest first.
+        last_assistant: the assistant's latest delivered reply, or None before its first.
+        conveys: what the current step has the user say or ask (the beat's ``conveys``); the notes
+            end with it. At temperature 0 (the paper's simulator setting) a rewrite asked for with
+            a bare note gave the 1.5B model's rejected message back word for word, four times;
+            with the step's words in the note it wrote them (issue 12, replayed on stored prompts).
+
+    Returns:
+        Problem notes (empty when the message passes); each opens with :data:`REPEATED_PROBLEM` or
+        :data:`STALL_PROBLEM`.
+    """
+    problems: list[str] = []
+    step = conveys.strip().rstrip(".")
+    now = f"; for where you are now, your message does this: {step}" if step else ""
+    words = _TOKEN.findall(_plain_words(message))
+    if len(words) >= 3 and any(_TOKEN.findall(_plain_words(e)) == words for e in earlier_user):
+        again = now or "; write what you say now, for where you are now"
+        problems.append(f"{REPEATED_PROBLEM}{again}")
+    if _STALL.search(message.lower()) and (last_assistant is None or "?" not in last_assistant):
+        ask = now or "; say or ask what 'What you want to say or ask' describes"
+        problems.append(f"{STALL_PROBLEM}: the assistant has not asked for anything yet{ask}")
+    return problems
+
+
+def _plain_words(text: str) -> str:
+    """Lower case with apostrophes dropped, so "I'll" and "Ill" compare equal."""
+    return text.lower().replace("'", "").replace("\u2019", "")

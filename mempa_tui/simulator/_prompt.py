@@ -165,6 +165,12 @@ _PROBE_SKILL_NOTE = (
     "of every answer to the assistant."
 )
 
+#: The withheld-fact rule (Appendix C.3) is the last bullet of the mode's rules, not the last line of
+#: the system message: there, right before the turn, the packaged 1.5B model took its "say you will
+#: get to it in a moment" as the message to send, and opened every beat of two quick-start sessions
+#: with "I'll get to it in a moment." (issue 12; replayed on the stored prompts, moving it made the
+#: same model state the beat's task). The rule checks catch what is left
+#: (:func:`~mempa_tui.simulator._leaks.conversation_check`).
 _FACT_RULE = (
     "Use only the details given here. Some details of this task are not in front of you yet: if the "
     "assistant asks for something you do not have here, say you will get to it in a moment. Never "
@@ -224,7 +230,6 @@ def _session_block(inp: TurnPromptInput) -> str:
         "# Today's conversation",
         f"It is {script.starts_at:%A %d %B %Y, %H:%M}. This is a {script.context.value} matter.",
         f"Task: {script.task}",
-        _FACT_RULE,
     ])
 
 
@@ -316,10 +321,10 @@ def fixed_system_prompt(inp: TurnPromptInput) -> str:
     """
     sections = [render_persona(inp.persona), _TOOLS_RULE, _output_block(inp)]
     if inp.mode == "accumulation":
-        sections.append("# How you show what you want\n" + _ACCUMULATION_RULES)
+        sections.append("# How you show what you want\n" + _ACCUMULATION_RULES + "\n- " + _FACT_RULE)
         sections.append("# Your memory\n" + (inp.memory or SimulatorMemory()).render())
     else:
-        sections.append("# Ground rules\n" + _PROBE_RULES)
+        sections.append("# Ground rules\n" + _PROBE_RULES + "\n- " + _FACT_RULE)
     sections.append(_session_block(inp))
     return "\n\n".join(sections)
 

@@ -64,7 +64,13 @@ from mempa_tui.scripts.schema import Beat, Fact, Persona, Probe
 from mempa_tui.simulator._blocks import TURN_SCHEMA, ParsedTurn, parse_turn, parse_turn_json
 from mempa_tui.simulator._checker import ModelClient, check_message
 from mempa_tui.simulator._dialogue import DialogueEntry, entry_from_delivered
-from mempa_tui.simulator._leaks import LeakRules, rule_check
+from mempa_tui.simulator._leaks import (
+    REPEATED_PROBLEM,
+    STALL_PROBLEM,
+    LeakRules,
+    conversation_check,
+    rule_check,
+)
 from mempa_tui.simulator._manner import MANNER_PROBLEM
 from mempa_tui.simulator._memory import SessionEntryResult, SimulatorMemory, write_session_entry
 from mempa_tui.simulator._prompt import (
@@ -84,12 +90,17 @@ __all__ = ["CHECK_COUNT_KEYS", "UserSimulator"]
 #: ``rejected_attempts`` every attempt sent back (format, rule or checker problems);
 #: ``manner_requests`` attempts the rule check flagged for asking a manner of reply;
 #: ``manner_requests_checker`` attempts the LLM checker flagged on its manner question;
+#: ``repeated_messages`` attempts sent back for repeating an earlier user message word for word;
+#: ``stalled_messages`` attempts sent back for putting off a detail nobody asked for
+#: (:func:`~mempa_tui.simulator._leaks.conversation_check`, issue 12);
 #: ``invalid_turns`` turns that failed every attempt; ``checker_warnings`` checks skipped
 #: because the checker's output stayed unreadable.
 CHECK_COUNT_KEYS: tuple[str, ...] = (
     "rejected_attempts",
     "manner_requests",
     "manner_requests_checker",
+    "repeated_messages",
+    "stalled_messages",
     "invalid_turns",
     "checker_warnings",
 )
@@ -522,6 +533,8 @@ class UserSimulator:
                 parsed.message or "", self._rules, parsed.private_texts,
                 manner=(decision,) if decision else (),
             )
+            if not problems:
+                problems = self._conversation_problems(parsed.message or "")
             if any(p.startswith(MANNER_PROBLEM) for p in problems):
                 self._checks["manner_requests"] += 1
             if not problems and self._llm_checker:
@@ -533,6 +546,15 @@ class UserSimulator:
             outcome.rejected.append(RejectedAttempt(reply=completion.text, problems=problems))
             rewrites.append((completion.text, "; ".join(problems)))
         return outcome
+
+    def _conversation_problems(self, message: str) -> list[str]:
+        """:func:`conversation_check` against this conversation's delivered turns, counted."""
+        earlier = [e.text for e in self._dialogue if e.speaker == "user"]
+        last = next((e.text for e in reversed(self._dialogue) if e.speaker == "assistant"), None)
+        problems = conversation_check(message, earlier, last, self.script.beats[self._index].conveys)
+        self._checks["repeated_messages"] += any(p.startswith(REPEATED_PROBLEM) for p in problems)
+        self._checks["stalled_messages"] += any(p.startswith(STALL_PROBLEM) for p in problems)
+        return problems
 
     @staticmethod
     def _check_format(parsed: ParsedTurn) -> list[str]:

@@ -114,7 +114,8 @@ def summary_text(detail: StepDetail) -> Text:
     out.append(f"{detail.kind} · {detail.status}" + (f": {detail.reason}" if detail.reason else "") + "\n")
     if detail.context:
         out.append(f"cell: {detail.context} / {detail.attribute}\n")
-    for phrase in pa_problem_phrases(*detail.pa_repeats, detail.pa_echoes, detail.pa_ix_withheld):
+    for phrase in pa_problem_phrases(*detail.pa_repeats, detail.pa_echoes, detail.pa_ix_withheld,
+                                     detail.simulator_checks):
         out.append(f"run problem (warning): {phrase}\n", style="yellow")
     out.append(f"IX selection: {detail.selection or '(none)'}\n", style="bold blue")
     if detail.target is not None:

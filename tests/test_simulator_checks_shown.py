@@ -1,0 +1,180 @@
+"""The simulated user's messages sent back for a rewrite are counted and shown (issue 12).
+
+On the packaged 1.5B simulator the quick start's user said "I'll get to it in a moment." in every
+beat; such a message is sent back (``stalled_messages``), and a run where that happened must not
+look clean. Two whole scripted runs: in the first, the simulator's first attempt of every turn
+stalls and its rewrite says something new; the count is stored on each step's ``step_status``
+event and shown on the step's progress line, in the run's problems (run end, ``report.md``,
+``mempa results``, ``mempa show RUN``) and in ``mempa show RUN STEP``. In the second, every
+message is new and fine, and none of that appears.
+"""
+
+from __future__ import annotations
+
+import io
+import itertools
+import re
+from contextlib import redirect_stdout
+from pathlib import Path
+
+import pytest
+import yaml
+from test_runner_support import SIM_ENTRY, WORLDS, protocol_responder
+
+from mempa_tui.cli.main import main
+from mempa_tui.llm import ScriptedModelServer, ScriptedReply, ScriptedRequest
+from mempa_tui.runner._browse import StepDetail
+from mempa_tui.runner._episode_events import StepStatusEvent, episode_event_adapter
+from mempa_tui.runner._health import PARepeats, pa_problem_phrases, repeats_note, simulator_phrase
+
+RUN = "R-file-scripted-s0"
+STALL = "I'll get to it in a moment."
+SENT_BACK = re.compile(r"simulated user's message sent back (\d+) times? \((\d+) stalled\)")
+
+
+class Simulator:
+    """The protocol model, except that the simulator says something new each turn (so no message
+    repeats an earlier one) and, with ``stall``, first stalls with :data:`STALL` on every turn
+    until it is sent back once. ``stalls`` counts the rewrites asked of it: the stalls that were
+    checked and sent back (a draft that moves on without answering the PA is dropped unchecked)."""
+
+    def __init__(self, stall: bool) -> None:
+        self.stall = stall
+        self.numbers = itertools.count(1)
+        self.stalls = 0
+
+    def __call__(self, request: ScriptedRequest) -> ScriptedReply | str:
+        answer = protocol_responder(request)
+        if request.model != "scripted-simulator" or answer == SIM_ENTRY or '"score"' in str(answer):
+            return answer
+        sent_back = any(m.role == "user" and m.content.startswith("That turn was not sent")
+                        for m in request.messages)
+        self.stalls += sent_back
+        if self.stall and not sent_back:
+            message = STALL
+        else:
+            message = f"Could you sort out errand number {next(self.numbers)} for me, please?"
+        return ("<factual_check>none</factual_check>\n<turn_assessment>advance</turn_assessment>\n"
+                f"<message>{message}</message>")
+
+
+def _play(tmp: Path, stall: bool) -> tuple[Path, str, Simulator]:
+    sim = Simulator(stall)
+    with ScriptedModelServer(sim) as server:
+        path = tmp / "scripted.yaml"
+        path.write_text(yaml.safe_dump(server.profile(context_window=131072).model_dump(mode="json")))
+        out = io.StringIO()
+        with redirect_stdout(out):
+            code = main(["run", "--user", "R", "--memory", "file", "--model", str(path), "--repeats", "1",
+                         "--worlds", str(WORLDS), "--saves", str(tmp / "saves"),
+                         "--local-memory", str(tmp / "local_memory")])
+    assert code == 0, out.getvalue()
+    return tmp, out.getvalue(), sim
+
+
+@pytest.fixture(scope="module")
+def stalling(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, Simulator]:
+    return _play(tmp_path_factory.mktemp("sim_stalls"), stall=True)
+
+
+@pytest.fixture(scope="module")
+def clean(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, Simulator]:
+    return _play(tmp_path_factory.mktemp("sim_clean"), stall=False)
+
+
+def test_each_steps_progress_line_warns_of_the_stalled_messages(stalling: tuple[Path, str, Simulator]) -> None:
+    _, out, sim = stalling
+    lines = [ln for ln in out.splitlines() if re.match(r"(step|probe) \d+/\d+ ", ln)]
+    warned = [ln for ln in lines if "simulated user's message sent back" in ln]
+    assert re.search(r"^step 1/3 R-s1 completed \(warning: simulated user's message sent back \d+ times? "
+                     r"\(\d+ stalled\)\)", out, re.M), out
+    # every sent-back attempt is counted once on its step's line: they add up to the stalls played
+    assert sum(int(SENT_BACK.search(ln)[1]) for ln in warned) == sim.stalls > 0  # type: ignore[index]
+    assert all(m[1] == m[2] for m in (SENT_BACK.search(ln) for ln in warned) if m)  # all of them stalled
+    assert "turn invalid" not in out and "turns invalid" not in out  # each rewrite passed
+    assert not any("sent back" in ln for ln in lines if "R-ev1" in ln)  # a change event has no user
+
+
+def test_the_run_end_and_its_report_name_the_steps(stalling: tuple[Path, str, Simulator]) -> None:
+    tmp, out, sim = stalling
+    line = next(ln for ln in out.splitlines() if ln.startswith("Run problem: "))
+    assert f"simulated user's message sent back {sim.stalls} times ({sim.stalls} stalled) (warning; " in line
+    assert "R-s1 " in line and "BROKEN" not in line
+    report = (tmp / "saves" / RUN / "report.md").read_text()
+    problems = report.split("## Run problems", 1)[1]
+    assert f"simulated user's message sent back {sim.stalls} times ({sim.stalls} stalled) (warning; " in problems
+
+
+def test_results_runs_and_show_carry_the_warning(
+    stalling: tuple[Path, str, Simulator], capsys: pytest.CaptureFixture[str]
+) -> None:
+    tmp, _, sim = stalling
+    saves = str(tmp / "saves")
+    phrase = f"simulated user's message sent back {sim.stalls} times ({sim.stalls} stalled)"
+    assert main(["results", "--saves", saves, "--resamples", "100"]) == 0
+    assert f"  {RUN}: {phrase} (warning; " in capsys.readouterr().out
+    assert main(["runs", "--saves", saves]) == 0
+    assert phrase in capsys.readouterr().out
+    assert main(["show", RUN, "--saves", saves]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    health = next(i for i, ln in enumerate(lines) if ln.startswith("memory health:"))
+    assert phrase in lines[health + 1]
+    assert main(["show", RUN, "R-s1", "--saves", saves]) == 0
+    head = capsys.readouterr().out.split("transcript:")[0]
+    found = re.search(r"^run problem \(warning\): simulated user's message sent back (\d+) times? \((\d+) stalled\)$",
+                      head, re.M)
+    assert found and int(found[1]) == int(found[2]) >= 1, head
+
+
+def test_a_run_whose_user_never_was_sent_back_shows_nothing(
+    clean: tuple[Path, str, Simulator], capsys: pytest.CaptureFixture[str]
+) -> None:
+    tmp, out, sim = clean
+    assert sim.stalls == 0
+    assert "simulated user" not in out and "Run problem" not in out
+    assert re.search(r"^step 1/3 R-s1 completed  \[tokens", out, re.M), out
+    assert main(["show", RUN, "R-s1", "--saves", str(tmp / "saves")]) == 0
+    assert "run problem" not in capsys.readouterr().out
+    assert "Run problems" not in (tmp / "saves" / RUN / "report.md").read_text()
+
+
+def test_the_phrase_counts_the_reasons_and_invalid_turns() -> None:
+    checks = {"rejected_attempts": 4, "stalled_messages": 2, "repeated_messages": 1, "invalid_turns": 0}
+    assert pa_problem_phrases(0, 0, 0, 0, checks) == [
+        "simulated user's message sent back 4 times (2 stalled, 1 repeated, 1 other)"]
+    assert simulator_phrase(4, 4, 3, 1) == ("simulated user's message sent back 4 times (4 stalled, 3 repeated), "
+                                            "1 turn invalid")
+    assert simulator_phrase(1) == "simulated user's message sent back 1 time (1 other)"
+    assert simulator_phrase(0, invalid=2) == "simulated user: 2 turns invalid"
+    assert simulator_phrase(0) == "" and pa_problem_phrases(0, 0, 0, 0, {k: 0 for k in checks}) == []
+
+    class Step:
+        simulator_checks = {"rejected_attempts": 3, "stalled_messages": 3, "invalid_turns": 0}
+
+    assert repeats_note(Step()) == " (warning: simulated user's message sent back 3 times (3 stalled))"
+    problems = PARepeats(run_id=RUN, sim_sent_back=8, sim_stalled=2, sim_repeated=6, sim_invalid=2,
+                         sim_where={"R-s1": 4, "R-s2": 4})
+    assert problems.any and problems.state == "warning"
+    assert problems.text() == ("simulated user's message sent back 8 times (2 stalled, 6 repeated), 2 turns invalid "
+                               "(warning; R-s1 4, R-s2 4)")
+    assert not PARepeats(run_id=RUN).any
+
+
+def test_status_events_stored_before_the_counts_read_none() -> None:
+    status = episode_event_adapter.validate_json('{"type": "step_status", "status": "completed"}')
+    assert isinstance(status, StepStatusEvent) and status.simulator_checks == {}
+    assert status.simulator_count("stalled_messages") == 0
+    detail = StepDetail(run_id=RUN, step_id="R-s1", repeat=0, kind="accumulation", status="completed",
+                        reason=None, selection=None, events=[status], calls=[])
+    assert detail.simulator_checks == {}
+
+
+def test_the_apps_step_summary_warns_of_the_sent_back_messages() -> None:
+    from mempa_tui.tui.screens.browser import summary_text
+
+    status = StepStatusEvent(status="invalid", simulator_checks={"rejected_attempts": 4, "repeated_messages": 4,
+                                                                 "invalid_turns": 1})
+    detail = StepDetail(run_id=RUN, step_id="R-s1", repeat=0, kind="accumulation", status="invalid",
+                        reason=None, selection=None, events=[status], calls=[])
+    text = summary_text(detail).plain
+    assert "run problem (warning): simulated user's message sent back 4 times (4 repeated), 1 turn invalid\n" in text
