@@ -634,3 +634,30 @@ def test_conversation_check_cases() -> None:
     assert conversation_check("I will come back to the booking in a minute", [], "Done.") != []
     assert conversation_check("I will come back to the booking in a minute", [], "What are the dates?") == []
     assert conversation_check("booked gull cottage, what dates does it say?", [], None) == []
+
+
+async def test_rewrites_sample_at_the_rewrite_temperature_and_first_attempts_at_the_simulators(
+    server: ScriptedModelServer, model: Model
+) -> None:
+    # at temperature 0 a small model rewrote its rejected message word for word (issue 12)
+    model.queues["scripted-simulator"] = [
+        turn("I'll get to it in a moment."), turn("find the rota email?"), turn("which shifts move?"),
+    ]
+    sim = simulator(server, llm_checker=False, rewrite_temperature=0.7)
+    sim.start(session(), {"verbosity": "Terse"})
+    await sim.next_turn(None)
+    await sim.next_turn(reply("Which email?"))
+    temperatures = [request.options.get("temperature") for request in sim_requests(server)]
+    own = server.profile().spec_for("simulator").temperature
+    assert temperatures == [own, 0.7, own]
+
+
+async def test_without_a_rewrite_temperature_rewrites_keep_the_simulators(
+    server: ScriptedModelServer, model: Model
+) -> None:
+    model.queues["scripted-simulator"] = [turn("I'll get to it in a moment."), turn("find the rota email?")]
+    sim = simulator(server, llm_checker=False)
+    sim.start(session(), {"verbosity": "Terse"})
+    await sim.next_turn(None)
+    own = server.profile().spec_for("simulator").temperature
+    assert [request.options.get("temperature") for request in sim_requests(server)] == [own, own]

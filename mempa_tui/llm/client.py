@@ -203,6 +203,7 @@ class LLMClient:
         tools: Sequence[ToolSpec] | None = None,
         tool_choice: str | None = None,
         json_schema: dict[str, Any] | None = None,
+        temperature: float | None = None,
     ) -> Completion:
         """Run one model call for ``role``.
 
@@ -217,6 +218,8 @@ class LLMClient:
             json_schema: ask for a JSON object matching this schema (read it with
                 :func:`~mempa_tui.llm.parse_json_reply`); tool calls are not recovered from the
                 text of such replies.
+            temperature: sample this call at this temperature instead of the role's (the
+                simulator's rewrites, ``options.simulator_rewrite_temperature``); None: the role's.
 
         Returns:
             The normalised completion: think blocks stripped into ``thinking``, tool-call
@@ -233,6 +236,8 @@ class LLMClient:
         """
         role = Role(role)
         spec = self.profile.spec_for(role)
+        if temperature is not None and temperature != spec.temperature:
+            spec = spec.model_copy(update={"temperature": temperature})
         wire: WireName = spec.resolved_wire(self.profile.runtime)
         # REPLY_TOOL as the choice: this call must be the reply. Under constrained calling the
         # grammar allows only the reply tool (the offered tools stay in the prompt, so the cached

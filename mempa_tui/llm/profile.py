@@ -263,6 +263,14 @@ class ProfileOptions(BaseModel):
     simulator_output: Literal["tags", "json"] = "tags"
     """How the simulator writes a turn: ``tags`` (<message> and private blocks) or ``json`` (the
     same blocks as one JSON object under a schema, which small local models keep to better)."""
+    simulator_rewrite_temperature: float | None = Field(default=None, ge=0.0, le=2.0)
+    """Sampling temperature of the simulator's rewrites: the attempts after a message failed a
+    check (a leak, a manner request, a repeated or stalled message). None (default) keeps the
+    simulator's own temperature for them (the paper runs the simulator at temperature 0, Section
+    4). At temperature 0 a small model given the same prompt with a short note writes the same
+    rejected message again: the packaged 1.5B model did so four times in a row, or looped one
+    sentence to its cap, and two quick-start sessions ended invalid (issue 12). The first attempt
+    of every turn always samples at the simulator's own temperature."""
     ollama_url: str = DEFAULT_OLLAMA_URL
     """Ollama server URL; ``OLLAMA_HOST`` in the environment overrides it."""
     embedded: EmbeddedOptions = Field(default_factory=EmbeddedOptions)

@@ -65,6 +65,9 @@ def decoding_text(profile_models: dict[str, str]) -> str:
     capped = f"; PA model calls per user turn {cap} (paper: 40)" if cap else ""
     if options.get("pa_repeated_call") == "wrap_up":
         capped += "; a repeated identical PA call wraps the turn up (paper: runs it again)"
+    if options.get("simulator_rewrite_temperature"):
+        capped += (f"; simulator rewrites after a failed check t={options['simulator_rewrite_temperature']} "
+                   "(first attempts at the simulator's own)")
     return ", ".join(roles) + f"; LLM message checker {switch}{capped}"
 
 

@@ -209,7 +209,8 @@ def profile_fingerprint(profile: ModelProfile) -> dict[str, str]:
         Role value -> ``"<model> temperature=.. max_tokens=.. context_window=.. seed=.."`` (and
         `` tool_calling=constrained`` for a spec that calls tools under a grammar), plus
         ``options`` -> the message-checker switch (and the PA's model-call cap per user turn
-        when it is not the paper's 40, and ``pa_repeated_call`` when it is not ``run``).
+        when it is not the paper's 40, ``pa_repeated_call`` when it is not ``run``, and
+        ``simulator_rewrite_temperature`` when set).
     """
     out: dict[str, str] = {}
     for role in Role:
@@ -224,6 +225,8 @@ def profile_fingerprint(profile: ModelProfile) -> dict[str, str]:
         out["options"] += f" pa_max_model_calls={profile.options.pa_max_model_calls}"
     if profile.options.pa_repeated_call != "run":  # likewise: stored runs keep their fingerprint
         out["options"] += f" pa_repeated_call={profile.options.pa_repeated_call}"
+    if profile.options.simulator_rewrite_temperature is not None:  # likewise
+        out["options"] += f" simulator_rewrite_temperature={profile.options.simulator_rewrite_temperature}"
     return out
 
 

@@ -211,6 +211,14 @@ def _simulator_output(ctx: EpisodeContext) -> Literal["tags", "json"]:
     return "json" if getattr(options, "simulator_output", "tags") == "json" else "tags"
 
 
+def _simulator_rewrite_temperature(ctx: EpisodeContext) -> float | None:
+    """The profile's ``options.simulator_rewrite_temperature`` (None: rewrites keep the
+    simulator's own temperature)."""
+    options = getattr(getattr(ctx.client, "profile", None), "options", None)
+    value = getattr(options, "simulator_rewrite_temperature", None)
+    return float(value) if value is not None else None
+
+
 async def _play(
     script: AccumulationSession | Probe,
     ctx: EpisodeContext,
@@ -226,6 +234,7 @@ async def _play(
         memory=None if probe else ctx.simulator_memory,
         llm_checker=_llm_checker(ctx),
         output_format=_simulator_output(ctx),
+        rewrite_temperature=_simulator_rewrite_temperature(ctx),
     )
     oracle = None
     if probe and ctx.oracle:

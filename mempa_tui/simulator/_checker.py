@@ -37,6 +37,7 @@ class ModelClient(Protocol):
         tools: Sequence[ToolSpec] | None = None,
         tool_choice: str | None = None,
         json_schema: dict[str, Any] | None = None,
+        temperature: float | None = None,
     ) -> Completion:
         """One model call; see :meth:`mempa_tui.llm.LLMClient.complete`."""
         ...

@@ -128,6 +128,9 @@ class UserSimulator:
         max_rewrites: rewrites allowed after a failed attempt before the turn is invalid (3).
         output_format: ``tags`` (paper-style blocks) or ``json`` (the same blocks as one JSON
             object, decoded under the client's JSON schema; sturdier with small local models).
+        rewrite_temperature: sampling temperature of the rewrites after a failed check (the
+            profile's ``options.simulator_rewrite_temperature``); None: the simulator's own. The
+            first attempt of a turn always samples at the simulator's own temperature.
 
     Raises:
         ValueError: a memory was given in probe mode (Table 9: probes see no simulator memory).
@@ -144,6 +147,7 @@ class UserSimulator:
         skills: SkillBook | None = None,
         max_rewrites: int = 3,
         output_format: Literal["tags", "json"] = "tags",
+        rewrite_temperature: float | None = None,
     ) -> None:
         if mode == "probe" and memory is not None:
             raise ValueError("UserSimulator: probe mode takes no simulator memory (Table 9)")
@@ -156,6 +160,7 @@ class UserSimulator:
         self._llm_checker = llm_checker
         self._skills = skills or default_skills()
         self._max_rewrites = max_rewrites
+        self._rewrite_temperature = rewrite_temperature
         if output_format not in ("tags", "json"):
             raise ValueError(f"UserSimulator: output_format must be 'tags' or 'json', not {output_format!r}")
         self.output_format: Literal["tags", "json"] = output_format
@@ -518,11 +523,13 @@ class UserSimulator:
         rewrites: list[tuple[str, str]] = []
         for _attempt in range(self._max_rewrites + 1):
             messages = build_turn_messages(self.prompt_input(), rewrites=rewrites)
+            rewrite = bool(rewrites) and self._rewrite_temperature is not None
+            sampling = {"temperature": self._rewrite_temperature} if rewrite else {}
             if self.output_format == "json":
-                completion = await self._client.complete(Role.SIMULATOR, messages, json_schema=TURN_SCHEMA)
+                completion = await self._client.complete(Role.SIMULATOR, messages, json_schema=TURN_SCHEMA, **sampling)
                 parsed = parse_turn_json(completion.text)
             else:
-                completion = await self._client.complete(Role.SIMULATOR, messages)
+                completion = await self._client.complete(Role.SIMULATOR, messages, **sampling)
                 parsed = parse_turn(completion.text)
             outcome.move = allow_move and parsed.assessment in ("advance", "done")
             if outcome.move and not self._answers_pa(parsed):
