@@ -246,7 +246,7 @@ def test_a_no_reply_floor_scores_psa_0_brs_1_and_prs_1_and_stays_scorable() -> N
     from mempa_tui.scoring._outcome import ProbeOutcome, ProbeStatus
     from mempa_tui.scripts.schema import ProbeKind
 
-    reason = "no final reply: no final reply after 8 model calls (model-capability failure, Appendix F.2)"
+    reason = "no reply to judge: no final reply after 8 model calls (model-capability failure, Appendix F.2)"
     assert floor_kind(reason) is FloorKind.NO_FINAL_REPLY
     outcome = ProbeOutcome(
         user="A", context=Context.WORK, attribute="solution_breadth", probe_kind=ProbeKind.FINAL, repeat=1,

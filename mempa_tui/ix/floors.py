@@ -64,7 +64,7 @@ class FloorKind(str, Enum):
     IX_TEXT_IN_TASK_ARGUMENTS = "interaction-tool text in a task tool's arguments"
     NO_OUTREACH_DECISION = "no send-or-suppress decision"
     IX_TEXT_IN_REPLY = "interaction-tool text in the reply"
-    NO_FINAL_REPLY = "no final reply"
+    NO_FINAL_REPLY = "no reply to judge"
 
     @property
     def rerun(self) -> bool:
