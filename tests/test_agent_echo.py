@@ -14,7 +14,7 @@ import pytest
 from test_agent_support import START, PAWorld, call, pa_world
 
 from mempa_tui.agent import AgentTurnInput
-from mempa_tui.agent.echo import harness_echo, own_words
+from mempa_tui.agent.echo import harness_echo, own_sentences, own_words
 from mempa_tui.agent.personal import EMPTY_REPLY_REMINDER
 from mempa_tui.agent.prompt import ECHO_REASK, instructions, repeated_call_message
 from mempa_tui.llm import ScriptedReply
@@ -111,6 +111,7 @@ async def test_a_reply_with_words_of_its_own_around_the_copy_keeps_only_those(ri
     result = await agent.respond(_turn(), rig.actions())
     assert result.reply == "Sorry, cannot help."
     assert result.echoed_replies == 1 and not result.echo_retried and result.model_calls == 3  # no re-ask
+    assert result.echoes_cut == 1
     assert all(TAIL not in m.content for m in agent.history if m.role == "assistant")
     assert list(rig.queue.replies) == ["never asked for"]
 
@@ -163,3 +164,42 @@ def test_world_data_quoted_in_a_harness_note_is_not_harness_text() -> None:
             '"text": "The review moved to three tomorrow afternoon"}')
     assert harness_echo("The review moved to three tomorrow afternoon.", [note]) is None
     assert harness_echo("The user approved held_0001; it has now run.", [note]) is not None
+
+
+# ---- fresh-user report, finding 7: no fragment is delivered ------------------------------------
+
+
+def test_own_sentences_leave_out_a_sentence_a_copied_run_was_cut_from() -> None:
+    note = repeated_call_message("mcp_state_calendar_event_update")
+    raw = ("The person has already called mcp_state_calendar_event_update with exactly these arguments "
+           "earlier in this turn. " + TAIL)
+    assert own_words(raw, [note]).startswith("The person has")  # what was delivered (A-S51, call 7)
+    assert own_sentences(raw, [note]) == ""
+    assert own_sentences(f"Done: booked it. {TAIL} Anything else?", [NOTE]) == "Done: booked it. Anything else?"
+    assert own_sentences(f"I booked it for Friday {TAIL.lower()}", [NOTE]) == ""  # one sentence, cut
+
+
+async def test_a_reply_left_as_a_fragment_is_re_asked_not_delivered_and_counted(rig: PAWorld) -> None:
+    fragment = f"The person has {TAIL.lower()}"  # "The person has" would be left: no sentence
+    rig.queue.push(_search(), _search(), fragment, "Colm uses colm.averill@wendlink.example.")
+    result = await rig.new_agent("wrap_up").respond(_turn(), rig.actions())
+    assert result.reply == "Colm uses colm.averill@wendlink.example."
+    assert result.echoed_replies == 1 and result.echo_retried and result.echoes_cut == 0
+    assert result.model_calls == 4
+
+
+async def test_a_fragment_after_the_re_ask_fails_the_turn(rig: PAWorld) -> None:
+    rig.queue.push(_search(), _search(), TAIL, f"The person has {TAIL.lower()}", "never asked for")
+    result = await rig.new_agent("wrap_up").respond(_turn(), rig.actions())
+    assert result.status == "failed" and result.reply == "" and result.echoed_replies == 2
+
+
+def test_the_reply_label_tells_re_asked_echoes_from_cut_ones() -> None:
+    from mempa_tui.runner._episode_events import PAReplyEvent
+
+    both = PAReplyEvent(text="Sorry, cannot help.", echoed_replies=2, echoes_cut=1)
+    assert both.note() == " (1 echoed harness note re-asked; 1 echoed harness note cut, the PA's own sentences kept)"
+    assert PAReplyEvent(text="x", echoed_replies=1).note() == " (1 echoed harness note re-asked)"
+    assert PAReplyEvent(text="x", echoed_replies=1, echoes_cut=1).note() == (
+        " (1 echoed harness note cut, the PA's own sentences kept)"
+    )

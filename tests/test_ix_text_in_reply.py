@@ -169,3 +169,88 @@ def test_the_apps_step_summary_and_mempa_show_name_the_withheld_sentences() -> N
     assert phrase in detail_text(detail).splitlines()
     clean = detail.model_copy(update={"events": [StepStatusEvent(status="completed")]})
     assert "interaction-tool selection" not in summary_text(clean).plain
+
+
+# ---- fresh-user report, findings 1 and 2 --------------------------------------------------------
+
+RAW = ("Thank you for choosing 'High' for Solution Breadth. The result you got then still holds. "
+       "Work from what you have and finish the turn.")
+"""The Oracle probe's raw reply (A-PF-personal-solution_breadth, call 4): IX text and an echo."""
+
+
+async def test_ix_text_is_found_in_the_reply_as_written_before_the_echo_filter_cuts_it(rig: Rig) -> None:
+    # the echo filter alone would cut this to "Thank you for choosing '", which names no selection
+    rig.sim_replies.append(sim("How should we handle the forum next week?"))
+    rig.queue.push(
+        ScriptedReply(tool_calls=[call("IX_solution_breadth", {"setting": "High"})]),
+        ScriptedReply(tool_calls=[call("IX_solution_breadth", {"setting": "High"})]),  # repeated
+        RAW,
+    )
+    from mempa_tui.agent import PersonalAgent
+
+    agent = PersonalAgent(rig.client, repeated_call="wrap_up")  # the repeat guard's note: harness text
+    result = await run_probe(breadth_probe(), ctx(rig, RecordingMemory(), probe=True, agent_seat=agent))
+    assert result.status == "floored", result.reason
+    assert floor_kind(result.reason) is FloorKind.IX_TEXT_IN_REPLY
+    assert "Solution Breadth = High" in (result.reason or "")
+    assert result.exchanges == [] and "pa_reply" not in [e.type for e in result.transcript]
+
+
+async def test_a_session_withholds_ix_sentences_of_the_raw_reply_before_the_echo_filter(rig: Rig) -> None:
+    from mempa_tui.agent import PersonalAgent
+
+    rig.sim_replies.append(sim("How should we handle the forum next week?"))
+    rig.queue.push(
+        ScriptedReply(tool_calls=[call("IX_solution_breadth", {"setting": "High"})]),
+        ScriptedReply(tool_calls=[call("IX_solution_breadth", {"setting": "High"})]),  # repeated
+        f"The hall seats 120 people. {RAW}",
+    )
+    rig.sim_replies.append(sim("", "done"))
+    memory = RecordingMemory()
+    agent = PersonalAgent(rig.client, repeated_call="wrap_up")
+    result = await run_accumulation(breadth_session(), ctx(rig, memory, agent_seat=agent))
+    assert result.status == "completed", result.reason
+    assert memory.records[0].reply == "The hall seats 120 people."  # IX sentence withheld, echo cut
+    assert result.pa_ix_text_withheld == 1 and result.pa_echoed_replies == 1
+    assert "Thank you for choosing" not in rig.sim_text()
+
+
+async def test_a_probe_with_no_final_reply_is_floored_as_a_capability_failure_unjudged(rig: Rig) -> None:
+    from mempa_tui.agent import PersonalAgent
+    from mempa_tui.runner._scoring import score_final_probe
+
+    rig.sim_replies.append(sim("How should we handle the forum next week?"))
+    search = "mcp_state_contact_search"
+    rig.queue.push(
+        ScriptedReply(tool_calls=[call("IX_solution_breadth", {"setting": "High"})]),
+        ScriptedReply(tool_calls=[call(search, {"query": "Ruth"})]),
+        ScriptedReply(tool_calls=[call(search, {"query": "forum"})]),  # the cap's call: no reply
+    )
+    agent = PersonalAgent(rig.client, max_model_calls=3)
+    result = await run_probe(breadth_probe(), ctx(rig, RecordingMemory(), probe=True, agent_seat=agent))
+    assert result.status == "floored", result.reason
+    assert floor_kind(result.reason) is FloorKind.NO_FINAL_REPLY and not is_rerun_floor(result.reason)
+    assert "no final reply after 3 model calls" in (result.reason or "")
+    assert "model-capability failure, Appendix F.2" in (result.reason or "")
+    assert result.selection == "High" and result.exchanges == []
+
+    async def judge(*_args: object) -> object:
+        raise AssertionError("a probe with no reply must not be judged or rated")
+
+    scores = await score_final_probe(judge, None, breadth_probe(), "High", result, None)  # type: ignore[arg-type]
+    assert scores.brs is None and "BRS 1 by rule" in (scores.brs_reason or "")
+    assert scores.prs == 1 and "no final reply" in (scores.prs_reason or "")
+
+
+def test_a_no_reply_floor_scores_psa_0_brs_1_and_prs_1_and_stays_scorable() -> None:
+    from mempa_tui.scoring._outcome import ProbeOutcome, ProbeStatus
+    from mempa_tui.scripts.schema import ProbeKind
+
+    reason = "no reply to judge: no final reply after 8 model calls (model-capability failure, Appendix F.2)"
+    assert floor_kind(reason) is FloorKind.NO_FINAL_REPLY
+    outcome = ProbeOutcome(
+        user="A", context=Context.WORK, attribute="solution_breadth", probe_kind=ProbeKind.FINAL, repeat=1,
+        target="High", selection="High", status=ProbeStatus.FLOORED, prs=1, reason=reason,
+    )
+    assert outcome.scorable and not outcome.correct  # in the denominator, PSA 0 despite the selection
+    assert outcome.brs_scored == 1.0 and outcome.prs_scored == 1.0

@@ -28,7 +28,9 @@ from collections.abc import Iterable
 
 from pydantic import BaseModel
 
-__all__ = ["ECHO_MIN_WORDS", "ECHO_RUN", "ECHO_SHARE", "EchoMatch", "harness_echo", "own_words", "words"]
+__all__ = [
+    "ECHO_MIN_WORDS", "ECHO_RUN", "ECHO_SHARE", "EchoMatch", "harness_echo", "own_sentences", "own_words", "words",
+]
 
 ECHO_RUN = 4
 """Shortest run of consecutive words shared with a harness text that counts as copied."""
@@ -115,6 +117,45 @@ def own_words(reply: str, harness_texts: Iterable[str]) -> str:
             pos = nxt[0]  # the copied word and what follows it up to the next word
     keep.append(reply[pos:])
     return " ".join("".join(keep).split())
+
+
+_SENTENCE = re.compile(r"[^.!?\n]*(?:[.!?]+|\n|$)")
+
+
+def own_sentences(reply: str, harness_texts: Iterable[str]) -> str:
+    """The sentences of ``reply`` that hold no word copied from a harness text (finding 7).
+
+    Stricter than :func:`own_words`: a sentence (it ends at ``.``, ``!``, ``?``, a line break or
+    the end of the reply) with any copied word is left out whole, so cutting a copied run out of
+    the middle of a sentence never leaves a fragment behind ("The person has" of "The person has
+    already called X with exactly these arguments earlier in this turn, ...", or "Thank you for
+    choosing '" of a sentence that went on in the harness's words). What the caller delivers is
+    therefore made of whole sentences the PA wrote, or nothing.
+
+    Args:
+        reply: the PA's reply text.
+        harness_texts: every text the harness wrote into the PA's conversation so far.
+
+    Returns:
+        The kept sentences joined with single spaces ('' when every sentence copied something).
+    """
+    covered, _source = _covered(reply, harness_texts)
+    spans = [m.span() for m in _WORD.finditer(reply.casefold())]
+    if len(spans) != len(covered):  # casefold changed the word count (rare ligatures): keep all
+        return reply.strip()
+    keep: list[str] = []
+    index = 0  # the next word of the reply
+    for match in _SENTENCE.finditer(reply):
+        start, end = match.span()
+        if start == end:
+            continue
+        inside: list[bool] = []
+        while index < len(spans) and spans[index][0] < end:
+            inside.append(covered[index])
+            index += 1
+        if inside and not any(inside):
+            keep.append(match.group(0))
+    return " ".join(" ".join(keep).split())
 
 
 def harness_echo(reply: str, harness_texts: Iterable[str]) -> EchoMatch | None:

@@ -21,13 +21,21 @@ stands) and forces the turn's further calls as the cap does: the missing interac
 (after the turn's one reminder, if it was not yet used, so Appendix F.2's order holds: reminder,
 forced call, floor), then the reply. Such a turn ends ``wrapped_up``.
 
+Interaction-tool text in a reply (an ``IX_`` tool's name, or a selected attribute with its
+setting) is looked for in the reply as the model wrote it, before the echo filter below: in a
+probe the turn is floored, in an accumulation session the sentences carrying it are withheld
+(:meth:`PersonalAgent._screen_ix_text`). A turn that uses up its calls with no final reply is
+marked ``no_final_reply`` (the session driver floors such a probe, Appendix F.2).
+
 A reply that echoes text the harness wrote into the PA's conversation (the instructions, the
 repeat guard's note, reminders, feedback on held items, the IX wrapper's answers, error texts of
 rejected or failed calls; rule in :mod:`mempa_tui.agent.echo`) is not the PA's answer (SPEC
 section 8, paper Section 3.4: the reply text is the PA's). It is counted
 (:attr:`~mempa_tui.agent.seat.AgentTurnResult.echoed_replies`) and the copied runs never reach the
-user, memory or the judge. Where the reply has words of its own around the copy (at least
-``ECHO_MIN_WORDS`` of them, :func:`~mempa_tui.agent.echo.own_words`), those alone are the reply.
+user, memory or the judge. Where the reply has whole sentences of its own around the copy (at
+least ``ECHO_MIN_WORDS`` words in sentences with no copied word,
+:func:`~mempa_tui.agent.echo.own_sentences`), those alone are the reply (counted in
+``echoes_cut``); a fragment left by cutting a copied run out of a sentence is never delivered.
 Otherwise it is dropped from the conversation and the reply is asked for once more (forced, with
 a short note that the reply goes to the person); that re-ask is not counted against the cap (it
 may be the turn's ninth call under the embedded cap of 8: measured on the quick start, the 0.5B
@@ -43,8 +51,8 @@ import json
 from collections.abc import Sequence
 from typing import Any, Protocol, get_args
 
-from mempa_tui.agent.actions import TurnActions
-from mempa_tui.agent.echo import ECHO_MIN_WORDS, EchoMatch, harness_echo, own_words, words
+from mempa_tui.agent.actions import TurnActions, ix_text_in_reply, withhold_ix_sentences
+from mempa_tui.agent.echo import ECHO_MIN_WORDS, EchoMatch, harness_echo, own_sentences, words
 from mempa_tui.agent.prompt import (
     ECHO_REASK,
     HARNESS_PREFIX,
@@ -348,13 +356,19 @@ class PersonalAgent:
                     result.reason = f"{why} {again}; no reply to the user"
                     return self._finish(result, actions)
                 texts = [*self._harness, *harness, *actions.harness_texts]
-                reply = completion.text
+                # interaction-tool text is looked for in the reply as the model wrote it, before
+                # any echo is cut out of it (a cut could remove the setting and hide the leak)
+                screened = self._screen_ix_text(completion.text, actions, result)
+                if screened is None:
+                    return self._floor(result, actions, result.reason or "")
+                reply = screened
                 echo = harness_echo(reply, texts)
                 if echo is not None:
                     result.echoed_replies += 1
-                    own = own_words(reply, texts)
+                    own = own_sentences(reply, texts)
                     if len(words(own)) >= ECHO_MIN_WORDS:
-                        # words of its own around the copy: those, and only those, are the reply
+                        # whole sentences of its own around the copy: those alone are the reply
+                        result.echoes_cut += 1
                         reply = own
                         new[-1] = new[-1].model_copy(update={"content": own})
                     else:
@@ -379,13 +393,19 @@ class PersonalAgent:
                     result.reason = f"the reply was asked for at the cap of {self._max_calls} model calls"
                 return self._finish(result, actions)
             texts = [*self._harness, *harness, *actions.harness_texts]
+            screened = self._screen_ix_text(last_text, actions, result)
+            if screened is None:
+                return self._floor(result, actions, result.reason or "")
+            last_text = screened
             echo = harness_echo(last_text, texts)
             if echo is not None:  # the text the cap would deliver mostly repeats the harness
                 result.echoed_replies += 1
-                last_text = own_words(last_text, texts)
+                last_text = own_sentences(last_text, texts)
                 if len(words(last_text)) < ECHO_MIN_WORDS:
                     return self._echo_failure(result, actions, echo)
+                result.echoes_cut += 1
             result.status = "capped"
+            result.no_final_reply = True
             result.reason = f"no final reply after {self._max_calls} model calls"
             result.reply = last_text
             return self._finish(result, actions)
@@ -411,6 +431,39 @@ class PersonalAgent:
             "no reply to the user"
         )
         return self._finish(result, actions)
+
+    def _screen_ix_text(self, text: str, actions: TurnActions, result: AgentTurnResult) -> str | None:
+        """Look for interaction-tool text in a reply as the model wrote it (Appendix F.2, Table 9).
+
+        Runs before the echo filter (:mod:`mempa_tui.agent.echo`): cutting a copied run out of
+        "Thank you for choosing 'High' for Solution Breadth. The result you got then still
+        holds." left "Thank you for choosing '", which no longer names the selection, so the
+        leak went to the judge (fresh-user report, finding 1). In a probe a reply with such text
+        floors the turn (:attr:`FloorKind.IX_TEXT_IN_REPLY`); in an accumulation session its
+        sentences that carry it are withheld
+        (:func:`~mempa_tui.agent.actions.withhold_ix_sentences`, counted in
+        ``result.ix_text_withheld``) and the turn is floored only when nothing clean is left.
+
+        Returns:
+            The text to go on with (``text`` itself when it holds none), or None when the turn
+            must end floored; ``result.reason`` then holds the floor's reason.
+        """
+        selections = actions.wrapper.selections
+        leak = ix_text_in_reply(text, selections)
+        if leak is None:
+            return text
+        start = self._start
+        if start is not None and start.is_probe:
+            result.reason = floor_reason(FloorKind.IX_TEXT_IN_REPLY, leak)
+            return None
+        kept, withheld = withhold_ix_sentences(text, selections)
+        if not kept.strip() or ix_text_in_reply(kept, selections) is not None:
+            why = ("nothing of it was left without that text" if not kept.strip()
+                   else "it stayed after its sentences naming it were withheld")
+            result.reason = floor_reason(FloorKind.IX_TEXT_IN_REPLY, f"{leak}; {why}")
+            return None
+        result.ix_text_withheld += withheld
+        return kept
 
     @staticmethod
     def _gave_ix_payload(new: Sequence[ChatMessage]) -> bool:

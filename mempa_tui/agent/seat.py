@@ -113,6 +113,14 @@ class AgentTurnResult(BaseModel):
             as the reply (issue 12). At most 2: the echo and the one re-ask's echo.
         echo_retried: an echoed reply got the turn's one re-ask (shared with
             ``empty_retried``: a turn is re-asked at most once).
+        echoes_cut: echoed replies whose copied sentences were cut and whose remaining whole
+            sentences of the PA's own were delivered (not re-asked); the re-asked ones are
+            ``echoed_replies - echoes_cut``.
+        ix_text_withheld: sentences of an accumulation session's reply withheld for carrying
+            interaction-tool text, found in the reply as the model wrote it (before the echo
+            filter; :func:`mempa_tui.agent.actions.withhold_ix_sentences`).
+        no_final_reply: the turn used up its model calls without a final reply (the cap passed);
+            a probe that ends so is floored as a model-capability failure (Appendix F.2).
     """
 
     reply: str = ""
@@ -127,6 +135,9 @@ class AgentTurnResult(BaseModel):
     empty_retried: bool = False
     echoed_replies: int = 0
     echo_retried: bool = False
+    echoes_cut: int = 0
+    ix_text_withheld: int = 0
+    no_final_reply: bool = False
 
 
 @runtime_checkable

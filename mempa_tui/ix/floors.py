@@ -17,12 +17,20 @@ kind                            rerun  what the PA did
                                        (an ``IX_`` tool's name, or a selected attribute
                                        with its setting): the same reason as the arguments
                                        case, the judge would read the selection
+``NO_FINAL_REPLY``              no     used up its model calls in a probe turn without a
+                                       final reply: nothing of its own for the judge
 ==============================  =====  ===================================================
 
 The fifth kind is ours: the paper states the rule for a task tool's arguments, and a reply that
 states the selection ("Thank you for selecting 'High' for Solution Breadth", seen on the quick
 start, issue 12) shows it to the blind judge just the same (Appendix F.2, Table 9). It is scored
 as it happened, like the arguments case (:func:`mempa_tui.agent.actions.ix_text_in`).
+
+The sixth is ours too: Appendix F.2 scores "a probe with a model-capability failure" PSA 0 and
+BRS 1 in the denominator, and a PA that reaches its call cap without a final reply ("no final reply
+after 8 model calls") has failed that way, with no reply the judge could score (fresh-user report,
+finding 2). It is never judged; its PRS is the rubric's lowest score, 1, set by rule (see
+:func:`mempa_tui.runner._scoring.score_final_probe`), and it is not run again.
 
 Everything else that stops a probe (a prompt that does not fit the model's window, a failed model
 call, an invalid simulator turn) is not a floor: the probe is incomplete, kept out of the scores
@@ -47,14 +55,16 @@ __all__ = [
 
 
 class FloorKind(str, Enum):
-    """The four floor kinds of Appendix F.2 and the reply case of the arguments rule; the value is
-    the label that opens the reason."""
+    """The four floor kinds of Appendix F.2, the reply case of the arguments rule and a probe turn
+    with no final reply (a model-capability failure); the value is the label that opens the
+    reason."""
 
     MISSING_IX_CALL = "missing interaction-tool call"
     HELD_WITHOUT_ASKING = "held an action without asking"
     IX_TEXT_IN_TASK_ARGUMENTS = "interaction-tool text in a task tool's arguments"
     NO_OUTREACH_DECISION = "no send-or-suppress decision"
     IX_TEXT_IN_REPLY = "interaction-tool text in the reply"
+    NO_FINAL_REPLY = "no reply to judge"
 
     @property
     def rerun(self) -> bool:

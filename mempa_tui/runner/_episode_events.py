@@ -75,8 +75,16 @@ class PAReplyEvent(_Event):
     echoed_replies: int = Field(
         default=0,
         ge=0,
-        description="Replies of the turn that echoed the harness's own text and were re-asked "
-        "(never delivered; 0 on events stored before they were counted).",
+        description="Replies of the turn that echoed the harness's own text (the copy never "
+        "delivered): re-asked, or cut to the PA's own sentences (``echoes_cut``); 0 on events "
+        "stored before they were counted.",
+    )
+    echoes_cut: int = Field(
+        default=0,
+        ge=0,
+        description="Of the echoed replies, those whose copied sentences were cut and whose "
+        "remaining whole sentences were delivered instead of a re-ask (0 on events stored "
+        "before they were counted: those label every echo re-asked).",
     )
     ix_text_withheld: int = Field(
         default=0,
@@ -98,8 +106,12 @@ class PAReplyEvent(_Event):
         if self.repeated_calls:
             n = self.repeated_calls
             parts.append(f"{n} repeated identical call{'s' if n != 1 else ''}")
-        if self.echoed_replies:
-            parts.append(f"{self.echoed_replies} echoed harness note re-asked")
+        reasked = self.echoed_replies - min(self.echoes_cut, self.echoed_replies)
+        if reasked:
+            parts.append(f"{reasked} echoed harness note{'s' if reasked != 1 else ''} re-asked")
+        if self.echoes_cut:
+            n = self.echoes_cut
+            parts.append(f"{n} echoed harness note{'s' if n != 1 else ''} cut, the PA's own sentences kept")
         if self.ix_text_withheld:
             n = self.ix_text_withheld
             parts.append(f"{n} sentence{'s' if n != 1 else ''} with interaction-tool text withheld")

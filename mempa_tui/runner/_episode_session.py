@@ -13,9 +13,14 @@ person approving an item and ending the session) gives the PA a turn whose input
 account of what ran or was declined, so it can report it or carry on. Only then does the session
 end.
 
-Interaction-tool text in a delivered reply (an ``IX_`` tool's name, or a selected attribute with
+A probe whose PA turn used up its model calls with no final reply (``no_final_reply``) leaves
+the judge nothing of the PA's to read: it ends floored (``FloorKind.NO_FINAL_REPLY``, a
+model-capability failure, Appendix F.2: PSA 0, BRS 1, in the denominator) and is never judged.
+
+Interaction-tool text in a reply (an ``IX_`` tool's name, or a selected attribute with
 its setting: :func:`~mempa_tui.agent.actions.ix_text_in_reply`, the rule of Appendix F.2 for a
-task tool's arguments) would show the PA's selection to the blind judge and to the simulated user
+task tool's arguments; the model PA looks for it in the reply as written, before its echo filter
+cuts anything) would show the PA's selection to the blind judge and to the simulated user
 (Table 9). In a probe the reply is not delivered and the probe ends floored
 (``FloorKind.IX_TEXT_IN_REPLY``, scored as it happened). In an accumulation session, which is not
 judged but whose replies the simulated user reads and memory stores, the sentences that carry it
@@ -335,13 +340,25 @@ class SessionDriver:
             return SessionOutcome(status="floored", reason=result.reason)
         if result.status == "failed":  # e.g. an empty reply twice: never stored as the answer
             return SessionOutcome(status="failed", reason=result.reason)
+        if self.session.is_probe and result.no_final_reply:
+            # nothing the PA wrote is a reply to judge: a model-capability failure (F.2)
+            return SessionOutcome(
+                status="floored",
+                reason=floor_reason(
+                    FloorKind.NO_FINAL_REPLY,
+                    f"{result.reason or 'no final reply'} (model-capability failure, Appendix F.2)",
+                ),
+            )
         delivered, trace = self.wrapper.render(result.reply)
+        # the model PA screened its raw reply already (before its echo filter); this check covers
+        # what the wrapper composed and a seat that does not screen (a person)
         leak = ix_text_in_reply(delivered.reply, self.wrapper.selections)
-        withheld = 0
+        withheld = result.ix_text_withheld
         if leak is not None:
             kept = ""
             if not self.session.is_probe:
-                kept, withheld = withhold_ix_sentences(delivered.reply, self.wrapper.selections)
+                kept, more = withhold_ix_sentences(delivered.reply, self.wrapper.selections)
+                withheld += more
             if not kept.strip() or ix_text_in_reply(kept, self.wrapper.selections) is not None:
                 why = ("" if self.session.is_probe
                        else "; nothing of it was left without that text" if not kept.strip()
@@ -351,7 +368,7 @@ class SessionDriver:
                     reason=floor_reason(FloorKind.IX_TEXT_IN_REPLY, f"{leak}{why}"),
                 )
             delivered = delivered.model_copy(update={"reply": kept})
-            self.ix_text_withheld.append(withheld)
+        self.ix_text_withheld.append(withheld)
         self.traces.append(trace)
         record = TurnRecord(
             step_id=self.script.id,
@@ -382,6 +399,7 @@ class SessionDriver:
                 reason=result.reason if result.status in ("capped", "wrapped_up") else None,
                 repeated_calls=result.repeated_calls,
                 echoed_replies=result.echoed_replies,
+                echoes_cut=result.echoes_cut,
                 ix_text_withheld=withheld,
             )
         )

@@ -24,6 +24,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from mempa_tui.ix.floors import FloorKind, floor_kind
 from mempa_tui.scripts.schema import Probe
 from mempa_tui.world import WorldState
 
@@ -194,6 +195,7 @@ async def default_scorer(
 
 
 _FLOORED_BRS = "floored: BRS 1 by rule, not judged"
+_NO_REPLY_PRS = "floored, no final reply: PRS 1 by rule (the person got no answer), not rated"
 
 CUT_MARK = "[reply cut at its cap; score kept] "
 """Opens the stored BRS or PRS reason of a judge or rater reply that stayed cut after its retry
@@ -221,11 +223,20 @@ async def score_final_probe(
     delivered), but its BRS is left to the floor rule (1, applied in scoring), never a judge's
     score. Any other status (invalid, failed: incomplete) gets nothing.
 
+    A probe floored for having no final reply (``FloorKind.NO_FINAL_REPLY``, a model-capability
+    failure of Appendix F.2) calls neither judge nor rater: there is no reply of the PA's to read,
+    and a rater handed none invents one (fresh-user report, finding 2: BRS 4 and PRS 3 for options
+    never offered). Its BRS is the floor's 1; its PRS is set to 1, the rubric's lowest score, by
+    rule: the person got no answer, so nothing met the requirement, and the probe stays in PRS's
+    denominator as in BRS's (F.2 aggregates PRS over the same final probes).
+
     Raises:
         LLMError: from ``scorer`` (a failed rater call).
     """
     if result.status not in ("completed", "floored"):
         return RealizationScores()
+    if result.status == "floored" and floor_kind(result.reason) is FloorKind.NO_FINAL_REPLY:
+        return RealizationScores(brs=None, brs_reason=_FLOORED_BRS, prs=1, prs_reason=_NO_REPLY_PRS)
     scores = await scorer(run, probe, target, result, world)
     if result.status == "floored":
         return RealizationScores(brs=None, brs_reason=_FLOORED_BRS, prs=scores.prs, prs_reason=scores.prs_reason)
