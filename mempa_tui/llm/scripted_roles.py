@@ -126,7 +126,7 @@ class RolePlayer:
         if role == "simulator":
             return (
                 "<factual_check>none</factual_check><turn_assessment>advance</turn_assessment>"
-                f"<message>{self.user_line(request)}</message>"
+                f"<message>{_not_said_before(self.user_line(request), request)}</message>"
             )
         return "ok"
 
@@ -176,6 +176,24 @@ _DATE_HEADING = "\n\nCurrent date and time\n"
 _WANTED_MARK = "  (this is the way you want it)"
 _WANTED_LINE = re.compile(r"^- When the reply looks like this: (.+?)" + re.escape(_WANTED_MARK) + r"$", re.M)
 _SPACES = re.compile(r"\s+")
+
+
+def _not_said_before(line: str, request: ScriptedRequest) -> str:
+    """``line``, or, when the user already said it in this conversation (the dialogue in the
+    request shows ``You: <line>``), the line with the current goal added (and a count if that too
+    was said): the simulator sends a message that repeats an earlier one word for word back for a
+    rewrite, so a scripted user that said the same thing every turn would end every session
+    invalid."""
+    text = "\n".join(m.content for m in request.messages if m.role == "user")
+    if f"You: {line}" not in text:
+        return line
+    goal = re.search(r"^- Goal: (.+)$", text, re.M)
+    candidate = f"{line} About this: {goal.group(1).rstrip('.')}." if goal else line
+    n = 2
+    while f"You: {candidate}" in text:
+        candidate = f"{line} (asking again, {n})"
+        n += 1
+    return candidate
 
 
 def _flat(text: str) -> str:
