@@ -93,6 +93,14 @@ def test_runs_report_and_results_show_the_broken_memory(saves: Path, capsys: pyt
 
     assert main(["report", MEM0AI_RUN, "--saves", str(saves)]) == 0
     assert "memory health: BROKEN, 66 turn(s) written, 0 item(s) stored" in capsys.readouterr().out
+    # finding 5: the written report carries the same Health cell and reason (the file that is shared)
+    written = (saves / MEM0AI_RUN / "report.md").read_text(encoding="utf-8").split("## By dimension")[0]
+    assert "| Health |" in written and "| BROKEN 1/1 |" in written
+    assert f"BROKEN memory in {MEM0AI_RUN}: 66/66 malformed memory-model replies (100%)" in written
+    import csv
+
+    with (saves / MEM0AI_RUN / "main.csv").open(newline="", encoding="utf-8") as fh:
+        assert [r["health"] for r in csv.DictReader(fh)] == ["BROKEN 1/1"]
 
     assert main(["results", "--saves", str(saves), "--resamples", "100"]) == 0
     out = capsys.readouterr().out
@@ -113,6 +121,15 @@ def test_exported_screen_table_keeps_the_health_column(saves: Path, capsys: pyte
     screen = next(saves.glob("results-*")) / "screen.md"
     text = screen.read_text()
     assert "| Health | Covers |" in text and "BROKEN 1/1" in text
+    # finding 5: report.md ("with intervals") and main.csv have the Health too, with the reason
+    report = (screen.parent / "report.md").read_text(encoding="utf-8").split("## Pooled")[0]
+    assert "| Health |" in report and "| BROKEN 1/1 |" in report and f"BROKEN memory in {MEM0AI_RUN}" in report
+    assert f"BROKEN memory in {MEM0AI_RUN}" in text
+    import csv
+
+    with (screen.parent / "main.csv").open(newline="", encoding="utf-8") as fh:
+        cells = {r["memory"]: r["health"] for r in csv.DictReader(fh)}
+    assert cells["mem0"] == "BROKEN 1/1" and cells["file"] == "ok" and cells["none"] == "n/a"
 
 
 def test_a_run_whose_memory_breaks_says_so_while_it_plays(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -133,7 +133,7 @@ async def print_results(
         if export_to is not None:
             try:
                 exported = export_results(outcomes, export_to, by=by, resamples=resamples, settings=settings,
-                                          extra=notes.columns(), validity=validity)
+                                          extra=notes.columns(), validity=validity, notes=notes.notes)
             except OSError as exc:
                 raise unwritable(exc, "the exported tables") from exc
             print(f"\nexported: {exported.report.main_md} (with intervals; CSV tables in {exported.folder})",
