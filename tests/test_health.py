@@ -186,3 +186,19 @@ def test_file_memory_that_never_consolidated_is_broken_because_its_probes_saw_no
     # a few turns in (the run has barely started) is not judged yet, and one consolidation is enough
     assert health_of_stats("A-file", "file", {**stats, "turns_written": 3, "pending_turns": 3}).state == "ok"
     assert health_of_stats("A-file", "file", {**stats, "consolidations": 1, "history_entries": 1}).state == "ok"
+
+
+def test_file_memory_whose_rounds_all_failed_names_the_memory_model_not_the_threshold() -> None:
+    """Finding 6: consolidation ran at each session end and the memory model refused every round;
+    the reason must say so and point at a larger memory model, not at a lower threshold."""
+    stats = {"turns_written": 9, "consolidations": 0, "consolidation_failures": 3, "history_entries": 0,
+             "pending_turns": 9, "prompt_tokens_estimate": 1440, "consolidate_at_tokens": 13401,
+             "consolidation_unusable_refusal": 3}
+    text = health_of_stats("A-file", "file", stats).text()
+    assert "MEMORY.md never written" in text and "ran 3 round(s) and every one failed" in text
+    assert "refusal instead of notes 3" in text and "roles.memory" in text
+    assert "consolidate_at_tokens=N" not in text and "13,401" not in text
+    # no round ran: the threshold is the cause, and the advice stays the threshold's
+    quiet = health_of_stats("A-file", "file", {**stats, "consolidation_failures": 0,
+                                               "consolidation_unusable_refusal": 0}).text()
+    assert "consolidate_at_tokens=N" in quiet and "roles.memory" not in quiet
