@@ -269,3 +269,45 @@ def test_results_cli_checks_an_oracle_run_in_the_table_or_stored_beside_it(
     report = (saves / "R-file-scripted-s0-quick" / "report.md").read_text()
     assert "- random selection on these cells: PSA 50.0, CS 25.0, PET 25.0" in report
     assert "- R-file-scripted-s0-quick: the PA selected High in all 3 probes" in report
+
+
+def test_an_unfinished_oracle_run_gets_no_verdict_and_says_how_many_probes_it_has(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Finding 9: an Oracle run stopped at 1 of 3 probes gave the model a verdict from that probe."""
+    one = [_o("work", "solution_breadth", "pre_event", "Low", "High", memory="oracle")]
+    check = oracle_checks(one, planned={("m", "R"): 3})[0]
+    assert check.unfinished and not check.below_floor
+    assert check.text().endswith("0 of 1 probes (0.0%, final and pre-event) (run not finished: 1 of 3 probes): "
+                                 "too few probes for a verdict")
+    assert "does not apply" not in check.text()
+    # every probe stored: the verdict is back
+    done = oracle_checks(_quick("oracle", ("High", "High", "High")), planned={("m", "R"): 3})[0]
+    assert not done.unfinished and done.below_floor and "not finished" not in done.text()
+
+    import asyncio
+
+    saves = tmp_path / "saves"
+    saves.mkdir()
+    asyncio.run(_seed(saves / "mempa.sqlite", ("file", "none", "oracle")))
+
+    async def stop_oracle_after_one() -> None:  # the stored run as a stopped one: 1 of its 3 probes
+        import aiosqlite
+
+        async with aiosqlite.connect(saves / "mempa.sqlite") as db:
+            await db.execute("DELETE FROM probe_results WHERE run_id = ? AND probe_id != ?",
+                             ("R-oracle-scripted-s0-quick", PROBES[0][0]))
+            await db.commit()
+
+    asyncio.run(stop_oracle_after_one())
+    assert main(["results", "--saves", str(saves), "--resamples", "100"]) == 0
+    out = capsys.readouterr().out
+    line = next(x for x in out.splitlines() if x.startswith("  R-oracle-scripted-s0-quick: Oracle PSA"))
+    assert "(run not finished: 1 of 3 probes): too few probes for a verdict" in line
+    assert "measure the model" not in out
+    # the stored Oracle run beside a table is read the same way
+    assert main(["results", "R-file-scripted-s0-quick", "R-none-scripted-s0-quick", "--saves", str(saves),
+                 "--resamples", "100"]) == 0
+    named = capsys.readouterr().out
+    assert "(stored, not in this table)" in named and "too few probes for a verdict" in named
+    assert "measure the model" not in named

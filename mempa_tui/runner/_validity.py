@@ -68,7 +68,9 @@ async def validity_lines(store: RunStore, runs: Sequence[RunRecord], outcomes: S
         The lines, in print order; empty without outcomes.
     """
     run_of = {(memory_label(r), backbone_label(r), r.user): r.id for r in runs}
-    lines = outcome_validity_lines(outcomes, run_of)
+    # an Oracle run still playing or stopped gets no verdict from the few probes it has (finding 9)
+    planned = {(backbone_label(r), r.user): r.total_probes for r in runs if r.memory == "oracle" and r.total_probes}
+    lines = outcome_validity_lines(outcomes, run_of, planned)
     if not lines:
         return lines
     covered = {(o.model, o.user) for o in outcomes if o.memory == "oracle"}
@@ -90,7 +92,8 @@ async def validity_lines(store: RunStore, runs: Sequence[RunRecord], outcomes: S
         checks = []
         for other in found:
             stored = [outcome_of(p, other) for p in await store.probe_results(other.id)]
-            checks += [(other.id, c) for c in oracle_checks(stored)]
+            total = {(backbone_label(other), other.user): other.total_probes} if other.total_probes else None
+            checks += [(other.id, c) for c in oracle_checks(stored, planned=total)]
         if checks:
             lines += [f"{rid} (stored, not in this table): {c.text()}" for rid, c in checks]
         else:
