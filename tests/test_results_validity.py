@@ -311,3 +311,30 @@ def test_an_unfinished_oracle_run_gets_no_verdict_and_says_how_many_probes_it_ha
     named = capsys.readouterr().out
     assert "(stored, not in this table)" in named and "too few probes for a verdict" in named
     assert "measure the model" not in named
+
+
+def test_the_reading_lines_say_who_gave_brs_and_prs_and_flag_packaged_models() -> None:
+    """Finding 3: BRS/PRS were printed with no word on who judged them."""
+    import json
+
+    from mempa_tui.runner._validity import judges_line
+
+    def run(judge: str, simulator: str, run_id: str = "A-file-embedded-s0-quick") -> RunRecord:
+        config = {"profile_models": {"pa": "openai/qwen2.5-coder-0.5b-instruct temperature=0.7",
+                                     "judge": f"openai/{judge} temperature=0.0 max_tokens=224",
+                                     "simulator": f"openai/{simulator} temperature=0.0"}}
+        return RunRecord(id=run_id, user="A", profile="p", memory="file", seed=0, repeats=1,
+                         config_json=json.dumps(config), config_hash="h")
+
+    embedded = judges_line([run("qwen2.5-coder-0.5b-instruct", "qwen2.5-coder-1.5b-instruct")])
+    assert embedded is not None
+    assert embedded.startswith("BRS judged by qwen2.5-coder-0.5b-instruct, PRS rated by the simulated user on "
+                               "qwen2.5-coder-1.5b-instruct; the paper's BRS comes from a large judge checked "
+                               "against a second judge (Appendix H)")
+    assert "The judge and rater are packaged embedded models (0.5B / 1.5B): these BRS/PRS are unvalidated" in embedded
+    large = judges_line([run("gpt-4o", "gpt-4o-mini")])
+    assert large is not None and "unvalidated" not in large and "BRS judged by gpt-4o" in large
+    one = judges_line([run("gpt-4o", "qwen2.5-coder-1.5b-instruct")])
+    assert one is not None and "The rater is a packaged embedded model (1.5B)" in one
+    assert judges_line([RunRecord(id="x", user="A", profile="p", memory="file", seed=0, repeats=1,
+                                  config_json="{}", config_hash="h")]) is None
