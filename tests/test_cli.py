@@ -297,15 +297,30 @@ def test_output_cut_short_by_a_closed_pipe_ends_quietly() -> None:
 
 
 def test_a_bad_memory_option_is_refused_before_the_run_is_stored(
-    tmp_path: Path, profile_file: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, profile_file: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    import mempa_tui.cli._run as run_cli
+
+    def no_runtime(*_args: object, **_kwargs: object) -> None:
+        raise AssertionError("the model runtime was prepared for a refused option")
+
+    # finding 10: refused before any runtime preparation (weights, servers) and before the store opens
+    monkeypatch.setattr(run_cli, "prepare_runtime", no_runtime)
     bad = _run_args(tmp_path, profile_file, "--memory-option", "consolidate_at_tokens=-5")
     assert main(bad) == 2
-    assert "consolidate_at_tokens" in capsys.readouterr().err
-    database = tmp_path / "saves" / "mempa.sqlite"
-    if database.exists():
-        with sqlite3.connect(database) as db:
-            assert db.execute("SELECT COUNT(*) FROM runs").fetchone()[0] == 0
+    err = capsys.readouterr().err
+    assert "consolidate_at_tokens must be a positive number of tokens, got -5" in err
+    assert "without the option the run would use" in err
+    assert not (tmp_path / "saves" / "mempa.sqlite").exists()
+    for memories in ("file", "none,file"):  # one condition, and several at once
+        args = _run_args(tmp_path, profile_file, "--memory-option", "consolidate_to_tokens=999999")
+        args[args.index("--memory") + 1] = memories
+        assert main(args) == 2
+        err = capsys.readouterr().err
+        # the message names the value the run would use for the option not given, not the paper's only
+        assert "consolidate_to_tokens must be below consolidate_at_tokens; the run would use" in err
+        assert "consolidate_to_tokens 999,999 (given)" in err
+        assert not (tmp_path / "saves" / "mempa.sqlite").exists()
     assert main(["runs", "--saves", str(tmp_path / "saves")]) == 0
     assert "no runs yet" in capsys.readouterr().out
 

@@ -128,6 +128,11 @@ async def cmd_run(args: argparse.Namespace, out: TextIO | None = None) -> int:
         configs = [_config(args, profile, m, options[m], several=True) for m in memories]
         return await _run_several(args, profile, configs, out)
     config = _config(args, profile, memories[0], options[memories[0]])
+    from mempa_tui.runner import check_memory_options
+
+    # a bad --memory-option value is refused before the store is opened or a model server starts
+    # (finding 10: it was refused only after the weights were joined and both servers started)
+    check_memory_options(config, LLMClient(profile), default_registry())
     async with AsyncExitStack() as stack:
         # The store first: a saves folder that cannot be used is reported before a model starts.
         store = await stack.enter_async_context(RunStore(database_path(args.saves), read_only=False))
@@ -185,6 +190,9 @@ async def _run_several(args: argparse.Namespace, profile: ModelProfile, configs:
     )
     from mempa_tui.tools import default_registry
 
+    checking_client = LLMClient(profile)  # builds the memory systems only; no model call
+    for config in configs:  # a bad option value: refused before the store opens or a server starts
+        check_memory_options(config, checking_client, default_registry())
     async with AsyncExitStack() as stack:
         store = await stack.enter_async_context(RunStore(database_path(args.saves), read_only=False))
         await _check_probes_only(store, args, configs)
@@ -193,9 +201,7 @@ async def _run_several(args: argparse.Namespace, profile: ModelProfile, configs:
             raise UserError("; ".join(problems))
         # Everything that would stop one run at its start, before hours of the others: a run that
         # failed here could also leave No Memory without the donor this command was to play.
-        checking_client = LLMClient(profile)  # builds the memory systems only; no model call
         for config in configs:
-            check_memory_options(config, checking_client)
             if run_is_being_played(store.path, config.run_id):
                 raise UserError(f"run {config.run_id} is being played by another mempa process; "
                                 "wait for it to finish or stop it, then rerun this command")
