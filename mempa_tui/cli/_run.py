@@ -110,9 +110,51 @@ def _check_run_arguments(args: argparse.Namespace, memories: list[str]) -> None:
 async def cmd_run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     """Run ``mempa run``; returns the exit code.
 
+    A run refused or stopped before anything was stored leaves no new run database behind (finding
+    13: a refused run with no donor left an empty ``mempa.sqlite`` in a new saves folder).
+
     Raises:
         UserError: bad user, profile, world files, config mismatch, server not running.
     """
+    database = database_path(args.saves)
+    existed, folder_existed = database.exists(), database.parent.exists()
+    try:
+        return await _cmd_run(args, out)
+    except BaseException:
+        if not existed:
+            _drop_if_empty(database, folder_too=not folder_existed)
+        raise
+
+
+def _drop_if_empty(database: Path, *, folder_too: bool) -> None:
+    """Remove a run database this command created when it holds no run (and its SQLite side files;
+    with ``folder_too``, the saves folder this command created, when nothing else is in it). A
+    database that cannot be read, or that holds a run, is kept."""
+    import sqlite3
+
+    if not database.is_file():
+        return
+    try:
+        with sqlite3.connect(f"file:{database}?mode=ro", uri=True) as db:
+            tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            if "runs" in tables and db.execute("SELECT COUNT(*) FROM runs").fetchone()[0]:
+                return
+        db.close()
+    except sqlite3.Error:
+        return
+    for path in (database, database.with_name(database.name + "-wal"), database.with_name(database.name + "-shm")):
+        path.unlink(missing_ok=True)
+    if not folder_too:
+        return
+    for folder in (database.parent / "locks", database.parent):  # rmdir: only when empty
+        try:
+            folder.rmdir()
+        except OSError:
+            pass
+
+
+async def _cmd_run(args: argparse.Namespace, out: TextIO | None = None) -> int:
+    """:func:`cmd_run` itself."""
     from mempa_tui.memory import options_per_condition
     from mempa_tui.runner import batch_donor_problems, runs_already_complete
     from mempa_tui.tools import default_registry
