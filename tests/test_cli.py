@@ -297,15 +297,30 @@ def test_output_cut_short_by_a_closed_pipe_ends_quietly() -> None:
 
 
 def test_a_bad_memory_option_is_refused_before_the_run_is_stored(
-    tmp_path: Path, profile_file: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, profile_file: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    import mempa_tui.cli._run as run_cli
+
+    def no_runtime(*_args: object, **_kwargs: object) -> None:
+        raise AssertionError("the model runtime was prepared for a refused option")
+
+    # finding 10: refused before any runtime preparation (weights, servers) and before the store opens
+    monkeypatch.setattr(run_cli, "prepare_runtime", no_runtime)
     bad = _run_args(tmp_path, profile_file, "--memory-option", "consolidate_at_tokens=-5")
     assert main(bad) == 2
-    assert "consolidate_at_tokens" in capsys.readouterr().err
-    database = tmp_path / "saves" / "mempa.sqlite"
-    if database.exists():
-        with sqlite3.connect(database) as db:
-            assert db.execute("SELECT COUNT(*) FROM runs").fetchone()[0] == 0
+    err = capsys.readouterr().err
+    assert "consolidate_at_tokens must be a positive number of tokens, got -5" in err
+    assert "without the option the run would use" in err
+    assert not (tmp_path / "saves" / "mempa.sqlite").exists()
+    for memories in ("file", "none,file"):  # one condition, and several at once
+        args = _run_args(tmp_path, profile_file, "--memory-option", "consolidate_to_tokens=999999")
+        args[args.index("--memory") + 1] = memories
+        assert main(args) == 2
+        err = capsys.readouterr().err
+        # the message names the value the run would use for the option not given, not the paper's only
+        assert "consolidate_to_tokens must be below consolidate_at_tokens; the run would use" in err
+        assert "consolidate_to_tokens 999,999 (given)" in err
+        assert not (tmp_path / "saves" / "mempa.sqlite").exists()
     assert main(["runs", "--saves", str(tmp_path / "saves")]) == 0
     assert "no runs yet" in capsys.readouterr().out
 
@@ -362,8 +377,8 @@ def test_several_conditions_run_side_by_side_then_results_compares_stored_runs(
     assert main(["results", "R-nope", "--saves", str(saves)]) == 2
     err = capsys.readouterr().err
     assert "no run 'R-nope'" in err and "R-file-scripted-s0" in err
-    assert main(["results", "--saves", str(saves), "--user", "Q"]) == 1
-    assert "no runs to compare for user Q" in capsys.readouterr().out
+    assert main(["results", "--saves", str(saves), "--user", "Q"]) == 2
+    assert "unknown user 'Q': no stored run" in capsys.readouterr().err
 
     # another seed of File memory: all runs together keep the newest of the two, named ones refuse
     seed1 = _run_args(tmp_path, profile_file, "--seed", "1")
@@ -519,3 +534,34 @@ def test_a_profile_whose_window_cannot_hold_the_tools_is_refused_before_the_run(
     assert "the PA's context_window of 8,192 tokens cannot hold the world tools" in err
     assert "Set context_window to at least" in err
     assert server.requests == [] and not (tmp_path / "saves" / "mempa.sqlite").exists()
+
+
+def test_a_refused_run_leaves_no_empty_database_and_results_names_an_unknown_user(
+    tmp_path: Path, profile_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Finding 13: a refused run (No Memory with no File memory donor) left a new empty
+    mempa.sqlite behind, and `mempa results --user Q` read as "no runs to compare" (exit 1)."""
+    args = _run_args(tmp_path, profile_file)
+    args[args.index("--memory") + 1] = "none"
+    assert main(args) == 2
+    assert "no completed File memory run of user R" in capsys.readouterr().err
+    assert not (tmp_path / "saves").exists()
+    # a saves folder that was there is kept (only the database this command made goes)
+    (tmp_path / "saves").mkdir()
+    assert main(args) == 2
+    capsys.readouterr()
+    assert (tmp_path / "saves").is_dir() and not (tmp_path / "saves" / "mempa.sqlite").exists()
+
+    import asyncio
+
+    from test_browse_support import seed
+
+    asyncio.run(seed(tmp_path / "saves" / "mempa.sqlite"))
+    assert main(["results", "--saves", str(tmp_path / "saves"), "--user", "Q", "--resamples", "100"]) == 2
+    err = capsys.readouterr().err
+    assert "unknown user 'Q': no stored run in" in err and "(users with stored runs: R)" in err
+    assert main(["results", "--saves", str(tmp_path / "saves"), "--user", "r", "--resamples", "100"]) == 0
+    # a refused run on a database that holds runs keeps it
+    assert main(args) == 2
+    capsys.readouterr()
+    assert (tmp_path / "saves" / "mempa.sqlite").is_file()

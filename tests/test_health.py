@@ -93,6 +93,14 @@ def test_runs_report_and_results_show_the_broken_memory(saves: Path, capsys: pyt
 
     assert main(["report", MEM0AI_RUN, "--saves", str(saves)]) == 0
     assert "memory health: BROKEN, 66 turn(s) written, 0 item(s) stored" in capsys.readouterr().out
+    # finding 5: the written report carries the same Health cell and reason (the file that is shared)
+    written = (saves / MEM0AI_RUN / "report.md").read_text(encoding="utf-8").split("## By dimension")[0]
+    assert "| Health |" in written and "| BROKEN 1/1 |" in written
+    assert f"BROKEN memory in {MEM0AI_RUN}: 66/66 malformed memory-model replies (100%)" in written
+    import csv
+
+    with (saves / MEM0AI_RUN / "main.csv").open(newline="", encoding="utf-8") as fh:
+        assert [r["health"] for r in csv.DictReader(fh)] == ["BROKEN 1/1"]
 
     assert main(["results", "--saves", str(saves), "--resamples", "100"]) == 0
     out = capsys.readouterr().out
@@ -113,6 +121,15 @@ def test_exported_screen_table_keeps_the_health_column(saves: Path, capsys: pyte
     screen = next(saves.glob("results-*")) / "screen.md"
     text = screen.read_text()
     assert "| Health | Covers |" in text and "BROKEN 1/1" in text
+    # finding 5: report.md ("with intervals") and main.csv have the Health too, with the reason
+    report = (screen.parent / "report.md").read_text(encoding="utf-8").split("## Pooled")[0]
+    assert "| Health |" in report and "| BROKEN 1/1 |" in report and f"BROKEN memory in {MEM0AI_RUN}" in report
+    assert f"BROKEN memory in {MEM0AI_RUN}" in text
+    import csv
+
+    with (screen.parent / "main.csv").open(newline="", encoding="utf-8") as fh:
+        cells = {r["memory"]: r["health"] for r in csv.DictReader(fh)}
+    assert cells["mem0"] == "BROKEN 1/1" and cells["file"] == "ok" and cells["none"] == "n/a"
 
 
 def test_a_run_whose_memory_breaks_says_so_while_it_plays(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -169,3 +186,19 @@ def test_file_memory_that_never_consolidated_is_broken_because_its_probes_saw_no
     # a few turns in (the run has barely started) is not judged yet, and one consolidation is enough
     assert health_of_stats("A-file", "file", {**stats, "turns_written": 3, "pending_turns": 3}).state == "ok"
     assert health_of_stats("A-file", "file", {**stats, "consolidations": 1, "history_entries": 1}).state == "ok"
+
+
+def test_file_memory_whose_rounds_all_failed_names_the_memory_model_not_the_threshold() -> None:
+    """Finding 6: consolidation ran at each session end and the memory model refused every round;
+    the reason must say so and point at a larger memory model, not at a lower threshold."""
+    stats = {"turns_written": 9, "consolidations": 0, "consolidation_failures": 3, "history_entries": 0,
+             "pending_turns": 9, "prompt_tokens_estimate": 1440, "consolidate_at_tokens": 13401,
+             "consolidation_unusable_refusal": 3}
+    text = health_of_stats("A-file", "file", stats).text()
+    assert "MEMORY.md never written" in text and "ran 3 round(s) and every one failed" in text
+    assert "refusal instead of notes 3" in text and "roles.memory" in text
+    assert "consolidate_at_tokens=N" not in text and "13,401" not in text
+    # no round ran: the threshold is the cause, and the advice stays the threshold's
+    quiet = health_of_stats("A-file", "file", {**stats, "consolidation_failures": 0,
+                                               "consolidation_unusable_refusal": 0}).text()
+    assert "consolidate_at_tokens=N" in quiet and "roles.memory" not in quiet

@@ -144,3 +144,18 @@ def test_turn_record_cannot_carry_a_target() -> None:
     assert not any("target" in f or "withheld" in f or "trace" in f for f in fields)
     record = TurnRecord.model_validate({**_turn().model_dump(), "target": "Terse", "target_setting": "Terse"})
     assert "Terse" not in record.model_dump_json()
+
+
+def test_file_memory_option_errors_name_the_values_the_run_would_use(tmp_path: Path) -> None:
+    """Finding 10: `-5` was answered with the paper's 10000, not the run's scaled 6,700."""
+    with pytest.raises(MemoryConfigError) as info:
+        make_memory("file", client=_NoCalls(), folder=tmp_path, context_window=26_803, consolidate_at_tokens=-5)
+    assert str(info.value) == (
+        "memory condition 'file': consolidate_at_tokens must be a positive number of tokens, got -5; without the "
+        "option the run would use 13,401 (this run's default, scaled from the paper's 20,000 to the PA's window)")
+    with pytest.raises(MemoryConfigError) as info:
+        make_memory("file", client=_NoCalls(), folder=tmp_path, context_window=26_803, consolidate_to_tokens=15_000)
+    assert ("the run would use consolidate_at_tokens 13,401 (this run's default, scaled from the paper's 20,000 "
+            "to the PA's window) and consolidate_to_tokens 15,000 (given)") in str(info.value)
+    with pytest.raises(MemoryConfigError, match=r"20,000 \(the paper's default\) and consolidate_to_tokens 25,000"):
+        make_memory("file", client=_NoCalls(), folder=tmp_path, consolidate_to_tokens=25_000)

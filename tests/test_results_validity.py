@@ -269,3 +269,72 @@ def test_results_cli_checks_an_oracle_run_in_the_table_or_stored_beside_it(
     report = (saves / "R-file-scripted-s0-quick" / "report.md").read_text()
     assert "- random selection on these cells: PSA 50.0, CS 25.0, PET 25.0" in report
     assert "- R-file-scripted-s0-quick: the PA selected High in all 3 probes" in report
+
+
+def test_an_unfinished_oracle_run_gets_no_verdict_and_says_how_many_probes_it_has(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Finding 9: an Oracle run stopped at 1 of 3 probes gave the model a verdict from that probe."""
+    one = [_o("work", "solution_breadth", "pre_event", "Low", "High", memory="oracle")]
+    check = oracle_checks(one, planned={("m", "R"): 3})[0]
+    assert check.unfinished and not check.below_floor
+    assert check.text().endswith("0 of 1 probes (0.0%, final and pre-event) (run not finished: 1 of 3 probes): "
+                                 "too few probes for a verdict")
+    assert "does not apply" not in check.text()
+    # every probe stored: the verdict is back
+    done = oracle_checks(_quick("oracle", ("High", "High", "High")), planned={("m", "R"): 3})[0]
+    assert not done.unfinished and done.below_floor and "not finished" not in done.text()
+
+    import asyncio
+
+    saves = tmp_path / "saves"
+    saves.mkdir()
+    asyncio.run(_seed(saves / "mempa.sqlite", ("file", "none", "oracle")))
+
+    async def stop_oracle_after_one() -> None:  # the stored run as a stopped one: 1 of its 3 probes
+        import aiosqlite
+
+        async with aiosqlite.connect(saves / "mempa.sqlite") as db:
+            await db.execute("DELETE FROM probe_results WHERE run_id = ? AND probe_id != ?",
+                             ("R-oracle-scripted-s0-quick", PROBES[0][0]))
+            await db.commit()
+
+    asyncio.run(stop_oracle_after_one())
+    assert main(["results", "--saves", str(saves), "--resamples", "100"]) == 0
+    out = capsys.readouterr().out
+    line = next(x for x in out.splitlines() if x.startswith("  R-oracle-scripted-s0-quick: Oracle PSA"))
+    assert "(run not finished: 1 of 3 probes): too few probes for a verdict" in line
+    assert "measure the model" not in out
+    # the stored Oracle run beside a table is read the same way
+    assert main(["results", "R-file-scripted-s0-quick", "R-none-scripted-s0-quick", "--saves", str(saves),
+                 "--resamples", "100"]) == 0
+    named = capsys.readouterr().out
+    assert "(stored, not in this table)" in named and "too few probes for a verdict" in named
+    assert "measure the model" not in named
+
+
+def test_the_reading_lines_say_who_gave_brs_and_prs_and_flag_packaged_models() -> None:
+    """Finding 3: BRS/PRS were printed with no word on who judged them."""
+    import json
+
+    from mempa_tui.runner._validity import judges_line
+
+    def run(judge: str, simulator: str, run_id: str = "A-file-embedded-s0-quick") -> RunRecord:
+        config = {"profile_models": {"pa": "openai/qwen2.5-coder-0.5b-instruct temperature=0.7",
+                                     "judge": f"openai/{judge} temperature=0.0 max_tokens=224",
+                                     "simulator": f"openai/{simulator} temperature=0.0"}}
+        return RunRecord(id=run_id, user="A", profile="p", memory="file", seed=0, repeats=1,
+                         config_json=json.dumps(config), config_hash="h")
+
+    embedded = judges_line([run("qwen2.5-coder-0.5b-instruct", "qwen2.5-coder-1.5b-instruct")])
+    assert embedded is not None
+    assert embedded.startswith("BRS judged by qwen2.5-coder-0.5b-instruct, PRS rated by the simulated user on "
+                               "qwen2.5-coder-1.5b-instruct; the paper's BRS comes from a large judge checked "
+                               "against a second judge (Appendix H)")
+    assert "The judge and rater are packaged embedded models (0.5B / 1.5B): these BRS/PRS are unvalidated" in embedded
+    large = judges_line([run("gpt-4o", "gpt-4o-mini")])
+    assert large is not None and "unvalidated" not in large and "BRS judged by gpt-4o" in large
+    one = judges_line([run("gpt-4o", "qwen2.5-coder-1.5b-instruct")])
+    assert one is not None and "The rater is a packaged embedded model (1.5B)" in one
+    assert judges_line([RunRecord(id="x", user="A", profile="p", memory="file", seed=0, repeats=1,
+                                  config_json="{}", config_hash="h")]) is None

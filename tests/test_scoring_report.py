@@ -92,3 +92,23 @@ def test_printed_table_is_aligned() -> None:
     for line in lines[2:]:
         assert line[column - 2 : column] == "  " and line[column] != " "
     assert "File memory" in lines[2] and "No Memory" in lines[-1]
+
+
+def test_health_column_and_broken_note_are_written_into_report_md_and_main_csv(tmp_path: Path) -> None:
+    """Finding 5: a BROKEN memory's row must not read as a valid score in the written report."""
+    outcomes = data()
+    cell = {("none", "m"): "n/a"}
+    note = "BROKEN memory in A-file: MEMORY.md never written - its row is marked"
+    paths = write_reports(outcomes, tmp_path, resamples=50,
+                          health=lambda r: cell.get((r.memory, r.model), "BROKEN 1/1"), health_notes=[note])
+    md = paths.main_md.read_text(encoding="utf-8")
+    table = md.split("## Pooled")[0]
+    assert "| Health |" in table and "| BROKEN 1/1 |" in table and "| n/a |" in table
+    assert f"- {note}" in table
+    rows = read_csv(paths.main_csv)
+    assert {(r["memory"], r["health"]) for r in rows} >= {("none", "n/a")}
+    assert any(r["health"] == "BROKEN 1/1" for r in rows if r["memory"] != "none")
+    # without runs (outcomes only) there is no Health to show: no column, no empty cells
+    plain = write_reports(outcomes, tmp_path / "plain", resamples=50)
+    assert "Health" not in plain.main_md.read_text(encoding="utf-8")
+    assert "health" not in read_csv(plain.main_csv)[0]

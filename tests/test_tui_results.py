@@ -159,6 +159,13 @@ async def test_results_screen_groups_charts_and_exports(tmp_path: Path) -> None:
         assert screen.last_export is not None
         assert screen.last_export.report.main_md.is_file()
         assert screen.last_export.folder.parent == folders.settings.saves_dir
+        # finding 5: the app's report.md and main.csv carry each row's Health, as the screen shows it
+        written = screen.last_export.report.main_md.read_text(encoding="utf-8").split("## Pooled")[0]
+        assert "| Incomplete | Health |" in written
+        shown = {r[0]: r[labels.index("Health")] for r in _cells(table)}
+        health = {r["memory_label"]: r["health"]
+                  for r in csv.DictReader(screen.last_export.report.main_csv.open(encoding="utf-8"))}
+        assert health == shown and set(health) == {"File memory", "No Memory"}
 
 
 def test_results_snapshot(snap_compare: Any, tmp_path: Path) -> None:

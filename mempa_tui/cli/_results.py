@@ -133,7 +133,7 @@ async def print_results(
         if export_to is not None:
             try:
                 exported = export_results(outcomes, export_to, by=by, resamples=resamples, settings=settings,
-                                          extra=notes.columns(), validity=validity)
+                                          extra=notes.columns(), validity=validity, notes=notes.notes)
             except OSError as exc:
                 raise unwritable(exc, "the exported tables") from exc
             print(f"\nexported: {exported.report.main_md} (with intervals; CSV tables in {exported.folder})",
@@ -176,6 +176,12 @@ async def cmd_results(args: argparse.Namespace, out: TextIO | None = None) -> in
                   f"without the run that replaced it, to see its scores): {', '.join(archived)}", file=out)
         if args.user:
             users = {u.upper() for u in args.user}
+            stored_users = sorted({r.user for r in runs})
+            unknown = sorted(users - set(stored_users))
+            if unknown:  # finding 13: a typo read as "no runs to compare" (exit 1), not as a wrong user
+                raise UserError(f"unknown user {', '.join(map(repr, unknown))}: no stored run in "
+                                f"{database_path(args.saves)} is of that user"
+                                + (f" (users with stored runs: {', '.join(stored_users)})" if stored_users else ""))
             chosen = [r.id for r in runs if r.id in chosen and r.user in users]
         if not chosen:
             print("no runs to compare" + (f" for user {', '.join(args.user)}" if args.user else ""), file=out)

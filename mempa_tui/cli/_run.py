@@ -110,9 +110,51 @@ def _check_run_arguments(args: argparse.Namespace, memories: list[str]) -> None:
 async def cmd_run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     """Run ``mempa run``; returns the exit code.
 
+    A run refused or stopped before anything was stored leaves no new run database behind (finding
+    13: a refused run with no donor left an empty ``mempa.sqlite`` in a new saves folder).
+
     Raises:
         UserError: bad user, profile, world files, config mismatch, server not running.
     """
+    database = database_path(args.saves)
+    existed, folder_existed = database.exists(), database.parent.exists()
+    try:
+        return await _cmd_run(args, out)
+    except BaseException:
+        if not existed:
+            _drop_if_empty(database, folder_too=not folder_existed)
+        raise
+
+
+def _drop_if_empty(database: Path, *, folder_too: bool) -> None:
+    """Remove a run database this command created when it holds no run (and its SQLite side files;
+    with ``folder_too``, the saves folder this command created, when nothing else is in it). A
+    database that cannot be read, or that holds a run, is kept."""
+    import sqlite3
+
+    if not database.is_file():
+        return
+    try:
+        with sqlite3.connect(f"file:{database}?mode=ro", uri=True) as db:
+            tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            if "runs" in tables and db.execute("SELECT COUNT(*) FROM runs").fetchone()[0]:
+                return
+        db.close()
+    except sqlite3.Error:
+        return
+    for path in (database, database.with_name(database.name + "-wal"), database.with_name(database.name + "-shm")):
+        path.unlink(missing_ok=True)
+    if not folder_too:
+        return
+    for folder in (database.parent / "locks", database.parent):  # rmdir: only when empty
+        try:
+            folder.rmdir()
+        except OSError:
+            pass
+
+
+async def _cmd_run(args: argparse.Namespace, out: TextIO | None = None) -> int:
+    """:func:`cmd_run` itself."""
     from mempa_tui.memory import options_per_condition
     from mempa_tui.runner import batch_donor_problems, runs_already_complete
     from mempa_tui.tools import default_registry
@@ -128,6 +170,11 @@ async def cmd_run(args: argparse.Namespace, out: TextIO | None = None) -> int:
         configs = [_config(args, profile, m, options[m], several=True) for m in memories]
         return await _run_several(args, profile, configs, out)
     config = _config(args, profile, memories[0], options[memories[0]])
+    from mempa_tui.runner import check_memory_options
+
+    # a bad --memory-option value is refused before the store is opened or a model server starts
+    # (finding 10: it was refused only after the weights were joined and both servers started)
+    check_memory_options(config, LLMClient(profile), default_registry())
     async with AsyncExitStack() as stack:
         # The store first: a saves folder that cannot be used is reported before a model starts.
         store = await stack.enter_async_context(RunStore(database_path(args.saves), read_only=False))
@@ -185,6 +232,9 @@ async def _run_several(args: argparse.Namespace, profile: ModelProfile, configs:
     )
     from mempa_tui.tools import default_registry
 
+    checking_client = LLMClient(profile)  # builds the memory systems only; no model call
+    for config in configs:  # a bad option value: refused before the store opens or a server starts
+        check_memory_options(config, checking_client, default_registry())
     async with AsyncExitStack() as stack:
         store = await stack.enter_async_context(RunStore(database_path(args.saves), read_only=False))
         await _check_probes_only(store, args, configs)
@@ -193,9 +243,7 @@ async def _run_several(args: argparse.Namespace, profile: ModelProfile, configs:
             raise UserError("; ".join(problems))
         # Everything that would stop one run at its start, before hours of the others: a run that
         # failed here could also leave No Memory without the donor this command was to play.
-        checking_client = LLMClient(profile)  # builds the memory systems only; no model call
         for config in configs:
-            check_memory_options(config, checking_client)
             if run_is_being_played(store.path, config.run_id):
                 raise UserError(f"run {config.run_id} is being played by another mempa process; "
                                 "wait for it to finish or stop it, then rerun this command")

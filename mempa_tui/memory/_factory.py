@@ -79,6 +79,30 @@ def _build_file(
             raise MemoryConfigError(
                 f"memory condition 'file': {key} must be an integer, got {value!r}"
             )
+
+    def used(key: str, value: int, default: int, paper: int, *, given: bool) -> str:
+        """``6,700 (this run's default, scaled from the paper's 10,000 to the PA's window)``: the
+        value the run would use and where it comes from (finding 10)."""
+        if given:
+            return f"{value:,} (given)"
+        if default != paper:
+            return f"{value:,} (this run's default, scaled from the paper's {paper:,} to the PA's window)"
+        return f"{value:,} (the paper's default)"
+
+    paper_at, paper_to = default_thresholds(None)
+    for key, value, default, paper in (("consolidate_at_tokens", at, at_default, paper_at),
+                                       ("consolidate_to_tokens", to, to_default, paper_to)):
+        if value <= 0:
+            raise MemoryConfigError(f"memory condition 'file': {key} must be a positive number of tokens, "
+                                    f"got {value:,}; without the option the run would use "
+                                    f"{used(key, default, default, paper, given=False)}")
+    if to >= at:
+        raise MemoryConfigError(
+            "memory condition 'file': consolidate_to_tokens must be below consolidate_at_tokens; the run "
+            f"would use consolidate_at_tokens "
+            f"{used('consolidate_at_tokens', at, at_default, paper_at, given='consolidate_at_tokens' in options)} "
+            "and consolidate_to_tokens "
+            f"{used('consolidate_to_tokens', to, to_default, paper_to, given='consolidate_to_tokens' in options)}")
     at_session_end = options.get("consolidate_at_session_end", False)
     if not isinstance(at_session_end, bool):
         raise MemoryConfigError(

@@ -299,12 +299,20 @@ def health_of_stats(run_id: str, memory: str, stats: Mapping[str, float]) -> Mem
         problems.append(f"empty store after {writes} turn(s) written")
     elif _file_memory_never_consolidated(stats) and (writes or 0) >= EMPTY_AFTER_WRITES:
         pending = int(stats.get("pending_turns", 0))
+        failed = int(stats.get("consolidation_failures", 0))
+        if failed:  # rounds ran (at a session end or the threshold) and none gave a usable file
+            why = ", ".join(f"{k} {n}" for k, n in sorted(_consolidation_reasons(stats).items(),
+                                                             key=lambda kv: (-kv[1], kv[0])))
+            remedy = (f"consolidation ran {failed} round(s) and every one failed: the memory model's output "
+                      f"was unusable ({why or 'reasons not counted'}); a lower threshold would not help, "
+                      "try a larger memory model (roles.memory in the profile)")
+        else:
+            remedy = (f"consolidation starts at {int(stats.get('consolidate_at_tokens', 0)):,} tokens of PA "
+                      f"prompt, the run reached {int(stats.get('prompt_tokens_estimate', 0)):,} (more sessions, "
+                      "or --memory-option consolidate_at_tokens=N)")
         problems.append(
             f"MEMORY.md never written: all {pending} turn(s) still wait for a consolidation, and probes "
-            f"see no raw turns (paper 3.5), so its probes got an empty memory; consolidation starts at "
-            f"{int(stats.get('consolidate_at_tokens', 0)):,} tokens of PA prompt, the run reached "
-            f"{int(stats.get('prompt_tokens_estimate', 0)):,} (more sessions, or --memory-option "
-            f"consolidate_at_tokens=N)")
+            f"see no raw turns (paper 3.5), so its probes got an empty memory; {remedy}")
     elif _file_memory_empty_at_end(stats) and (writes or 0) >= EMPTY_AFTER_WRITES:
         problems.append(
             f"MEMORY.md empty after {writes} turn(s) written and {int(stats.get('consolidations', 0))} "

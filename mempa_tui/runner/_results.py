@@ -281,7 +281,7 @@ class ExportedResults(BaseModel):
 def export_results(
     outcomes: Sequence[ProbeOutcome], saves_dir: Path, *, by: Grouping = "condition",
     resamples: int = 5000, stamp: datetime | None = None, settings: Sequence[str] = (),
-    extra: ExtraColumns | None = None, validity: Sequence[str] | None = None,
+    extra: ExtraColumns | None = None, validity: Sequence[str] | None = None, notes: Sequence[str] = (),
 ) -> ExportedResults:
     """Write the results as Markdown and CSV into ``<saves_dir>/results-<UTC stamp>[-N]/`` (a new
     folder each time: two exports in the same second get ``-2``, ``-3``..., never one folder).
@@ -294,7 +294,10 @@ def export_results(
         stamp: the folder's time stamp (default: now, UTC).
         settings: each run's settings line (``<run>: donor ...; thresholds; decoding``, from
             :func:`~mempa_tui.runner._settings.settings_lines`), written under both tables.
-        extra: extra columns of ``screen.md`` (memory health, coverage), as in :func:`results_text`.
+        extra: extra columns of ``screen.md`` (memory health, coverage), as in :func:`results_text`;
+            its ``Health`` column is also written into ``report.md``'s main table and ``main.csv``.
+        notes: the lines printed under the terminal table (a BROKEN memory's reasons...), written
+            under the main table of ``report.md`` and of ``screen.md``.
         validity: the lines on what the scores could reach without memory and the Oracle check
             (:func:`~mempa_tui.runner._validity.validity_lines`), under both tables; default the
             outcomes' own (:func:`~mempa_tui.scoring.outcome_validity_lines`, runs not named).
@@ -307,8 +310,11 @@ def export_results(
         raise ValueError("no probe results to export: finish a run's probes first")
     when = stamp or datetime.now(UTC)
     folder = _new_folder(Path(saves_dir), f"results-{when:%Y%m%d-%H%M%S}")
+    table_notes = list(notes)
     notes = list(validity) if validity is not None else outcome_validity_lines(outcomes)
-    report = write_reports(outcomes, folder, resamples=resamples, validity=notes)
+    health = (extra or {}).get("Health")
+    report = write_reports(outcomes, folder, resamples=resamples, validity=notes, health=health,
+                           health_notes=list(table_notes))
     users = results_rows(outcomes, "user")
     by_user = folder / "by_user.csv"
     with by_user.open("w", newline="", encoding="utf-8") as fh:
@@ -328,6 +334,7 @@ def export_results(
     screen = folder / "screen.md"
     screen.write_text(
         f"# MemPABench results by {by}\n\n" + results_markdown(results_rows(outcomes, by), by, extra)
+        + ("\n" + "".join(f"- {line}\n" for line in table_notes) if table_notes else "")
         + ("\n" + validity_section(notes) if notes else "") + footer,
         encoding="utf-8",
     )

@@ -26,7 +26,7 @@ from mempa_tui.scoring import ProbeOutcome
 from mempa_tui.scoring._validity import ORACLE_PAPER_RANGE, oracle_checks, outcome_validity_lines
 from mempa_tui.store import RunRecord, RunStore
 
-__all__ = ["oracle_command", "validity_lines"]
+__all__ = ["judges_line", "oracle_command", "validity_lines"]
 
 
 def _config(run: RunRecord) -> dict[str, Any]:
@@ -52,6 +52,53 @@ def oracle_command(run: RunRecord) -> str:
     return f"mempa run --user {run.user}{flag} --memory oracle --model {run.profile}{seed}{times}"
 
 
+def _model_name(spec: object) -> str | None:
+    """``openai/qwen2.5-coder-0.5b-instruct temperature=0.0 ...`` (a run's ``profile_models``
+    entry) -> ``qwen2.5-coder-0.5b-instruct``; None when missing."""
+    if not isinstance(spec, str) or not spec.strip():
+        return None
+    return spec.split(" ", 1)[0].removeprefix("openai/")
+
+
+def _size(alias: str) -> str:
+    """``qwen2.5-coder-0.5b-instruct`` -> ``0.5B`` (the parameter count in a packaged alias)."""
+    return next((part.upper() for part in alias.split("-") if part[:-1].replace(".", "").isdigit()
+                 and part.endswith("b")), alias)
+
+
+def judges_line(runs: Sequence[RunRecord]) -> str | None:
+    """Who gave the table's BRS and PRS (finding 3), from each run's recorded ``profile_models``:
+    the judge role gives BRS, the simulated user (its ``simulator`` role, without its memory) gives
+    PRS (paper Section 3.5). The paper's BRS comes from a large judge checked against a second
+    judge (Appendix H); when either is a packaged embedded model (0.5B / 1.5B,
+    :data:`~mempa_tui.llm.embedded.MODELS`), the line says its BRS/PRS are unvalidated.
+
+    Returns:
+        One line, or None when no run recorded its models.
+    """
+    from mempa_tui.llm.embedded import MODELS
+
+    pairs: dict[tuple[str, str], None] = {}
+    for run in runs:
+        models = _config(run).get("profile_models")
+        if not isinstance(models, dict):
+            continue
+        judge, rater = _model_name(models.get("judge")), _model_name(models.get("simulator"))
+        if judge or rater:
+            pairs[(judge or "not recorded", rater or "not recorded")] = None
+    if not pairs:
+        return None
+    who = "; ".join(f"BRS judged by {j}, PRS rated by the simulated user on {r}" for j, r in pairs)
+    line = f"{who}; the paper's BRS comes from a large judge checked against a second judge (Appendix H)"
+    roles = [role for role, i in (("judge", 0), ("rater", 1)) if any(pair[i] in MODELS for pair in pairs)]
+    if roles:
+        sizes = " / ".join(dict.fromkeys(_size(m) for pair in pairs for m in pair if m in MODELS))
+        line += (f". The {' and '.join(roles)} {'is a' if len(roles) == 1 else 'are'} packaged embedded "
+                 f"model{'s' if len(roles) > 1 else ''} ({sizes}): these BRS/PRS are unvalidated, do not "
+                 "compare them with the paper's")
+    return line
+
+
 async def validity_lines(store: RunStore, runs: Sequence[RunRecord], outcomes: Sequence[ProbeOutcome]) -> list[str]:
     """Every validity line of one results table (see the module docstring).
 
@@ -68,7 +115,9 @@ async def validity_lines(store: RunStore, runs: Sequence[RunRecord], outcomes: S
         The lines, in print order; empty without outcomes.
     """
     run_of = {(memory_label(r), backbone_label(r), r.user): r.id for r in runs}
-    lines = outcome_validity_lines(outcomes, run_of)
+    # an Oracle run still playing or stopped gets no verdict from the few probes it has (finding 9)
+    planned = {(backbone_label(r), r.user): r.total_probes for r in runs if r.memory == "oracle" and r.total_probes}
+    lines = outcome_validity_lines(outcomes, run_of, planned)
     if not lines:
         return lines
     covered = {(o.model, o.user) for o in outcomes if o.memory == "oracle"}
@@ -90,11 +139,15 @@ async def validity_lines(store: RunStore, runs: Sequence[RunRecord], outcomes: S
         checks = []
         for other in found:
             stored = [outcome_of(p, other) for p in await store.probe_results(other.id)]
-            checks += [(other.id, c) for c in oracle_checks(stored)]
+            total = {(backbone_label(other), other.user): other.total_probes} if other.total_probes else None
+            checks += [(other.id, c) for c in oracle_checks(stored, planned=total)]
         if checks:
             lines += [f"{rid} (stored, not in this table): {c.text()}" for rid, c in checks]
         else:
             lines.append(f"no Oracle run for user {run.user} on {key[0]}: `{oracle_command(run)}` measures whether "
                          f"this model applies a setting it is handed (the paper's Oracle PSA: {ORACLE_PAPER_RANGE}, "
                          "Table 2), which says whether differences here can be the memory's")
+    judges = judges_line(runs)
+    if judges:
+        lines.append(judges)
     return lines

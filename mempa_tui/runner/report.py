@@ -127,7 +127,14 @@ async def write_run_report(
     from mempa_tui.runner._validity import validity_lines
 
     validity = await validity_lines(store, [run], outcomes)  # chance, fixed choices, Oracle (issue 12)
-    paths = write_reports(outcomes, folder, resamples=resamples, validity=validity)
+    from mempa_tui.runner._health import row_annotations, run_health
+
+    # the memory's Health as the terminal prints it (a BROKEN File memory must not read as a valid
+    # PSA 100 in the written report); the coverage note of one run says nothing, so it is left out
+    annotations = row_annotations([run], {run.id: await run_health(store, run)}, outcomes)
+    broken = [n for n in annotations.notes if n.startswith("BROKEN")]
+    paths = write_reports(outcomes, folder, resamples=resamples, validity=validity,
+                          health=annotations.columns()["Health"], health_notes=broken)
     rows = score_conditions(outcomes, resamples=resamples)
     table = format_table(rows)
     if run.memory != "none" and all(r.carry_over is None for r in rows):

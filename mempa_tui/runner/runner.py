@@ -105,16 +105,28 @@ def _first_error(group: BaseExceptionGroup[BaseException]) -> BaseException:
     return _first_error(first) if isinstance(first, BaseExceptionGroup) else first
 
 
-def check_memory_options(config: RunConfig, client: LLMClient) -> None:
+def check_memory_options(config: RunConfig, client: LLMClient, registry: ToolRegistry | None = None) -> None:
     """Build ``config``'s memory condition once in a scratch folder, so a bad option is refused
     before the run is stored (a stored run with a typo in its options could not be resumed with
-    the fix) and, for several conditions in one command, before any of them plays.
+    the fix), before ``mempa run`` starts a model server (finding 10), and, for several
+    conditions in one command, before any of them plays. No model is called.
+
+    Args:
+        config: the run's configuration.
+        client: the run's client (its profile sets the PA's window).
+        registry: the world tools; with it, File memory's defaults are scaled to the room the PA's
+            window leaves beside the tools the run offers (``config.offered_tool_domains``), as
+            the run will scale them, so a message names the value the run would use (None: the
+            paper's 20,000 -> 10,000).
 
     Raises:
         MemoryConfigError: the condition or one of its options is invalid (names which and why).
     """
+    room = None
+    if registry is not None:
+        room = prompt_budget(client, registry.restricted(config.offered_tool_domains)).room
     with tempfile.TemporaryDirectory(prefix="mempa-memory-check-") as scratch:
-        make_memory(config.memory, client=client, folder=Path(scratch), context_window=None,
+        make_memory(config.memory, client=client, folder=Path(scratch), context_window=room,
                     **config.memory_options)
 
 
@@ -444,7 +456,10 @@ class Runner:
             return await self._run_leased()
 
     def _check_memory_options(self) -> None:
-        check_memory_options(self.config, self.client)
+        # a quick start's offer is filled in later (filled_config): until then the whole registry
+        # would give a smaller room than the run's, so the paper's values are checked instead
+        unfilled = self.config.quick and self.config.offered_tool_domains is None
+        check_memory_options(self.config, self.client, None if unfilled else self.registry)
 
     async def _run_leased(self) -> RunOutcome:
         notes: list[str] = []

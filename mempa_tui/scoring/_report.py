@@ -13,7 +13,7 @@
 from __future__ import annotations
 
 import csv
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from pydantic import BaseModel
@@ -66,10 +66,16 @@ def _cell(s: MetricSummary | None, *, interval: bool = True) -> str:
     return "N/A" if s is None else s.formatted(interval=interval)
 
 
-def _main_rows(rows: Sequence[ConditionScores]) -> tuple[list[str], list[list[str]]]:
-    header = ["Memory", "Model", *METRICS, "Floored", "Incomplete"]
+HealthCell = Callable[[ConditionScores], str]
+"""A row -> its memory Health cell (``ok``, ``n/a``, ``warn``, ``BROKEN 1/1``), as the terminal
+tables show it (:meth:`~mempa_tui.runner._health.RowAnnotations.columns`)."""
+
+
+def _main_rows(rows: Sequence[ConditionScores], health: HealthCell | None = None) -> tuple[list[str], list[list[str]]]:
+    header = ["Memory", "Model", *METRICS, "Floored", "Incomplete", *(["Health"] if health else [])]
     body = [
-        [r.label, r.model, *(_cell(r.metric(m)) for m in METRICS), str(r.floored), str(r.incomplete)]
+        [r.label, r.model, *(_cell(r.metric(m)) for m in METRICS), str(r.floored), str(r.incomplete),
+         *([health(r)] if health else [])]
         for r in rows
     ]
     return header, body
@@ -125,11 +131,12 @@ def _write_csv(path: Path, header: list[str], rows: Iterable[list[str]]) -> Path
     return path
 
 
-def _scores_csv(path: Path, rows: Sequence[ConditionScores], diffs: Sequence[Difference] = ()) -> Path:
+def _scores_csv(path: Path, rows: Sequence[ConditionScores], diffs: Sequence[Difference] = (),
+                health: HealthCell | None = None) -> Path:
     slug = {m: m.lower().replace("-", "_") for m in METRICS}
     header = ["memory", "memory_label", "model"]
     header += [f"{slug[m]}_{f}" for m in METRICS for f in _FIELDS]
-    header += ["probes", "floored", "incomplete"]
+    header += ["probes", "floored", "incomplete", *(["health"] if health else [])]
     diff_metrics = sorted({d.metric for d in diffs}, key=METRICS.index)
     header += [f"delta_{slug[m]}_{f}" for m in diff_metrics for f in ("point", "ci_low", "ci_high")]
     lookup = {(d.memory, d.model, d.metric): d for d in diffs}
@@ -138,7 +145,7 @@ def _scores_csv(path: Path, rows: Sequence[ConditionScores], diffs: Sequence[Dif
         cells = [r.memory, r.label, r.model]
         for m in METRICS:
             cells += _metric_fields(r.metric(m))
-        cells += [str(r.probes), str(r.floored), str(r.incomplete)]
+        cells += [str(r.probes), str(r.floored), str(r.incomplete), *([health(r)] if health else [])]
         for m in diff_metrics:
             d = lookup.get((r.memory, r.model, m))
             cells += ["", "", ""] if d is None else [
@@ -203,6 +210,8 @@ def write_reports(
     seed: int = 0,
     no_memory: str = "none",
     validity: Sequence[str] | None = None,
+    health: HealthCell | None = None,
+    health_notes: Sequence[str] = (),
 ) -> ReportPaths:
     """Score the outcomes and write the report files into ``folder``.
 
@@ -219,6 +228,11 @@ def write_reports(
             memory and the Oracle check (the runner's :func:`~mempa_tui.runner._validity.
             validity_lines`, which name runs); default :func:`~mempa_tui.scoring._validity.
             outcome_validity_lines` of the outcomes.
+        health: each main row's memory Health cell (``BROKEN 1/1``...): adds a ``Health`` column
+            to the main table of ``report.md`` and a ``health`` column to ``main.csv``, so a broken
+            memory's row never reads as a valid score (None: no column, for outcomes without runs).
+        health_notes: lines written under the main table (a broken run's reasons), as the terminal
+            prints them under its table.
 
     Returns:
         The written paths.
@@ -242,13 +256,15 @@ def write_reports(
         f"{resamples} resamples, seed {seed}]; {INTERVAL_LEGEND}. PSA, CS, PET, carry-over in %; "
         "BRS, PRS on 1-5.\n"
     )
-    md.append(_markdown(*_main_rows(main)))
+    md.append(_markdown(*_main_rows(main, health)))
+    if health_notes:
+        md.append("\nMemory health and run notes:\n\n" + "".join(f"- {line}\n" for line in health_notes))
     notes = list(validity) if validity is not None else outcome_validity_lines(items)
     if notes:
         md.append("\n" + validity_section(notes))
     paths = ReportPaths(
         main_md=folder / "report.md",
-        main_csv=_scores_csv(folder / "main.csv", main),
+        main_csv=_scores_csv(folder / "main.csv", main, health=health),
         dimensions_csv=folder / "dimensions.csv",
         groups_csv=folder / "groups.csv",
         incomplete_csv=folder / "incomplete.csv",

@@ -21,7 +21,7 @@ The runner turns these into the lines printed under every results table
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from fractions import Fraction
 
 from pydantic import BaseModel, ConfigDict
@@ -293,6 +293,16 @@ class OracleCheck(BaseModel):
     """Scorable probe repeats (a floored one counts as not applied)."""
     psa: float | None
     """Share of scorable final probes correct (PSA pooled over repeats); None without any."""
+    stored: int | None = None
+    """Probe repeats stored for the run, any status (None: not known)."""
+    planned: int | None = None
+    """Probe repeats the run plays in all (``total_probes``; None: not known)."""
+
+    @property
+    def unfinished(self) -> bool:
+        """True when fewer probe repeats are stored than the run plays (a stopped or running run):
+        its hit rate is drawn from too few probes to say anything about the model (finding 9)."""
+        return self.planned is not None and (self.stored or 0) < self.planned
 
     @property
     def rate(self) -> float:
@@ -304,44 +314,56 @@ class OracleCheck(BaseModel):
         """True when the hit rate over every probe, or PSA over the final ones, is under
         :data:`ORACLE_FLOOR`: pre-event probes count too, since Oracle is handed their target as
         well, and a quick start's final probes alone can share one target."""
-        return self.probes > 0 and min(self.rate, 1.0 if self.psa is None else self.psa) < ORACLE_FLOOR
+        return (not self.unfinished and self.probes > 0
+                and min(self.rate, 1.0 if self.psa is None else self.psa) < ORACLE_FLOOR)
 
     def text(self) -> str:
         """``Oracle PSA 100.0 ...; selected the handed setting in 2 of 3 probes (66.7%) ...`` and,
-        below :data:`ORACLE_FLOOR`, the verdict that the table measures the model."""
+        below :data:`ORACLE_FLOOR`, the verdict that the table measures the model; for a run not
+        finished, how many of its probes are stored and no verdict."""
         line = (f"{condition_label('oracle')} PSA {_pct(self.psa)} (paper: {ORACLE_PAPER_RANGE}, Table 2); "
                 f"it selected the setting it was handed in {self.applied} of {self.probes} probes "
                 f"({_pct(self.rate)}%, final and pre-event)")
+        if self.unfinished:
+            return line + (f" (run not finished: {self.stored or 0} of {self.planned} probes): too few probes "
+                           "for a verdict")
         if self.below_floor:
             line += (f", under {100 * ORACLE_FLOOR:.0f}%: this model often does not apply a setting it is handed, "
                      "so differences between memory conditions here measure the model, not the memory")
         return line
 
 
-def oracle_checks(outcomes: Sequence[ProbeOutcome], oracle: str = "oracle") -> list[OracleCheck]:
+def oracle_checks(outcomes: Sequence[ProbeOutcome], oracle: str = "oracle",
+                  planned: Mapping[tuple[str, str], int] | None = None) -> list[OracleCheck]:
     """The Oracle check of every (model, user) with Oracle outcomes.
 
     Args:
         outcomes: probe outcomes of any conditions.
         oracle: the Oracle condition's name.
+        planned: (model, user) -> probe repeats the Oracle run plays in all (its
+            ``total_probes``); a check with fewer stored gives no verdict (None: not known).
 
     Returns:
         One check per model and user, sorted; empty without Oracle outcomes.
     """
     groups: dict[tuple[str, str], list[ProbeOutcome]] = defaultdict(list)
+    stored: dict[tuple[str, str], int] = defaultdict(int)
     for o in outcomes:
-        if o.memory == oracle and o.scorable:
-            groups[(o.model, o.user)].append(o)
+        if o.memory == oracle:
+            stored[(o.model, o.user)] += 1
+            if o.scorable:
+                groups[(o.model, o.user)].append(o)
     out = []
     for (model, user), group in sorted(groups.items()):
         finals = [o.correct for o in group if o.probe_kind is ProbeKind.FINAL]
         out.append(OracleCheck(model=model, user=user, applied=sum(o.correct for o in group),
-                               probes=len(group), psa=_score(finals)))
+                               probes=len(group), psa=_score(finals), stored=stored[(model, user)],
+                               planned=(planned or {}).get((model, user))))
     return out
 
 
-def outcome_validity_lines(outcomes: Sequence[ProbeOutcome], run_of: dict[tuple[str, str, str], str] | None = None
-                           ) -> list[str]:
+def outcome_validity_lines(outcomes: Sequence[ProbeOutcome], run_of: dict[tuple[str, str, str], str] | None = None,
+                           planned: Mapping[tuple[str, str], int] | None = None) -> list[str]:
     """The lines that need only outcomes: the random reference, the fixed-choice ceiling, the
     runs whose PA chose one setting throughout an attribute, and each Oracle run's check.
 
@@ -349,6 +371,8 @@ def outcome_validity_lines(outcomes: Sequence[ProbeOutcome], run_of: dict[tuple[
         outcomes: the table's probe outcomes.
         run_of: ``(memory, model, user) -> run id`` to name runs by; without it (or for a row it
             does not hold) a run is named ``<condition> · <model> · user <user>``.
+        planned: (model, user) -> probe repeats of that Oracle run in all, as for
+            :func:`oracle_checks` (an unfinished Oracle run gets no verdict).
 
     Returns:
         The lines (empty without outcomes).
@@ -377,6 +401,6 @@ def outcome_validity_lines(outcomes: Sequence[ProbeOutcome], run_of: dict[tuple[
                                 if v is not None)
             why.append(f"the fixed choice above, which scores {scores} on these cells without memory")
         lines.append(f"{name(*run)}: the PA " + "; ".join(c.text() for c in shown) + ": " + ", and ".join(why))
-    for check in oracle_checks(outcomes):
+    for check in oracle_checks(outcomes, planned=planned):
         lines.append(f"{name('oracle', check.model, check.user)}: {check.text()}")
     return lines

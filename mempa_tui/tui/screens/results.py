@@ -448,8 +448,10 @@ class ResultsScreen(PlainNotify, Screen[None]):
         saves: Path = self.mempa.settings.saves_dir
         resamples = self.mempa.service.options.resamples
         validity = list(self.validity)
+        extra, notes = self.annotations.columns(), list(self.annotations.notes)  # Health, as on screen
         done = await anyio.to_thread.run_sync(
-            lambda: export_results(outcomes, saves, by=by, resamples=resamples, validity=validity or None)
+            lambda: export_results(outcomes, saves, by=by, resamples=resamples, validity=validity or None,
+                                   extra=extra, notes=notes)
         )
         self.last_export = done
         self.notify(f"wrote {len(done.all())} files to {done.folder}", title="Results exported", timeout=10)
