@@ -323,6 +323,7 @@ class LauncherScreen(PlainNotify, Screen[None]):
             self.saved = []
             self.query_one("#saved-runs", FitTable).fill(SAVED_RUN_COLUMNS, [])
             self._show_saved_error(f"cannot list the saved runs: {exc}")
+            self.set_class(True, "-no-saved")
             self.notify(str(exc), severity="error", title="Run database")
             return
         self._show_saved_error("")
