@@ -40,16 +40,17 @@ async def test_junk_database_is_named_on_the_launcher_and_in_the_browser(tmp_pat
         assert isinstance(launcher, LauncherScreen)
         error = launcher.query_one("#saved-error", Label)
         await until(pilot, lambda: error.has_class("-shown"))
+        # on screen, not only a toast (the pytest timeout catches a label never laid out)
+        await until(pilot, lambda: error.region.height > 0 and error.region.width > 0)
         assert str(db) in _text(error) and "not a usable run database" in _text(error)
-        assert error.region.height > 0 and error.region.width > 0  # on screen, not only a toast
 
         await app.switch_mode("browser")
         browser = app.screen
         assert isinstance(browser, BrowserScreen)
         shown = browser.query_one("#runs-error", Label)
         await until(pilot, lambda: shown.has_class("-shown"))
+        await until(pilot, lambda: shown.region.height > 0)
         assert str(db) in _text(shown) and "file is not a database" in _text(shown)
-        assert shown.region.height > 0
         assert browser.runs == []
     assert hashlib.md5(db.read_bytes()).hexdigest() == before  # nothing lost or rewritten
 
