@@ -50,6 +50,7 @@ from mempa_tui.memory import MemoryInspection
 from mempa_tui.runner import StepEvent
 from mempa_tui.runner._episode_events import EvidenceEvent
 from mempa_tui.runner._health import pa_problem_phrases
+from mempa_tui.store import StoreError
 from mempa_tui.taxonomy import ATTRIBUTES, Dimension
 from mempa_tui.tui.book import RunEntry, RunRequest
 from mempa_tui.tui.engine import (
@@ -161,6 +162,8 @@ class BrowserScreen(PlainNotify, Screen[None]):
     """Stored runs, their steps and probe repeats, and one in full (see the module docstring)."""
 
     CSS_PATH = "browser.tcss"
+    AUTO_FOCUS = "#browser-runs"
+    """The runs list has focus on open: enter opens the run under the cursor (not the user filter)."""
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("1", "show_tab('tab-runs')", "Runs", id="browser.runs",
                 tooltip="The stored runs: user, memory, model, what each played, status, memory health"),
@@ -220,6 +223,8 @@ class BrowserScreen(PlainNotify, Screen[None]):
                     yield Label("user", classes="field-label")
                     yield Select[str]([], prompt="any user", id="f-user")
                     yield Label("", id="runs-count")
+                # a run database that cannot be read is named here, not shown as an empty list
+                yield Label("", id="runs-error")
                 yield FitTable(id="browser-runs", cursor_type="row", zebra_stripes=True, drop=RUN_DROP)
             with TabPane("Steps", id="tab-steps"):
                 yield Label("Choose a run on the Runs tab (1) with enter.", id="steps-head")
@@ -271,7 +276,13 @@ class BrowserScreen(PlainNotify, Screen[None]):
     async def load_runs(self) -> None:
         """Read every stored run into the Runs tab."""
         active = [e.run_id for e in self.mempa.book if e.active and e.run_id]
-        self.runs = await self.mempa.service.browse_runs(active)
+        try:
+            self.runs = await self.mempa.service.browse_runs(active)
+        except StoreError as exc:  # the file is left as it is; the Runs tab says why it is empty
+            self.runs = []
+            self._fill_runs(error=f"cannot list the stored runs: {exc}")
+            self.notify(str(exc), severity="error", title="Run browser")
+            return
         users = sorted({r.user for r in self.runs})
         picker = self.query_one("#f-user", Select)
         chosen = picker.value
@@ -288,7 +299,9 @@ class BrowserScreen(PlainNotify, Screen[None]):
         user = self.query_one("#f-user", Select).value
         return [r for r in self.runs or [] if user is _ANY or r.user == user]
 
-    def _fill_runs(self) -> None:
+    def _fill_runs(self, error: str = "") -> None:
+        """Fill the Runs tab from :attr:`runs`; ``error`` (why the runs cannot be read) shows in
+        red above the table in place of the count."""
         table = self.query_one("#browser-runs", FitTable)
         cursor = table.cursor_row
         shown = self._shown_runs()
@@ -302,7 +315,10 @@ class BrowserScreen(PlainNotify, Screen[None]):
         count = f"{len(shown)} of {total} stored run(s)" if len(shown) != total else f"{total} stored run(s)"
         if not total:
             count = "No stored runs yet: start one from the launcher (l)."
-        self.query_one("#runs-count", Label).update(count + " · enter: its steps")
+        self.query_one("#runs-count", Label).update("" if error else count + " · enter: its steps")
+        shown = self.query_one("#runs-error", Label)
+        shown.update(error)
+        shown.set_class(bool(error), "-shown")
 
     @on(DataTable.RowSelected, "#browser-runs")
     def _run_chosen(self, event: DataTable.RowSelected) -> None:

@@ -61,7 +61,8 @@ SAVED_RUN_COLUMNS = ("run", "status", "timeline", "probes", "tokens", "updated")
 
 SAVED_RUN_DROP = ("updated", "tokens", "timeline")
 """Saved-runs columns left out, in this order, while the rows do not fit (at 80x24 the table has
-about 40 cells beside the form): the run id, its status and its probes stay readable."""
+about 40 cells beside the form): the run id, its status and its probes stay readable; a run id
+too long for what is left breaks into two lines after a ``-`` so the probes column is never cut."""
 
 _RUN_BOXES = (
     ("slice", "Quick-start slice", False,
@@ -162,7 +163,10 @@ class LauncherScreen(PlainNotify, Screen[None]):
                 yield Button("Start runs", id="start", variant="primary")
             with Vertical(id="saved"):
                 yield Label("Saved runs", classes="section-title")
-                yield FitTable(id="saved-runs", cursor_type="row", zebra_stripes=True, drop=SAVED_RUN_DROP)
+                # a run database that cannot be read is named here, not shown as an empty list
+                yield Label("", id="saved-error")
+                yield FitTable(id="saved-runs", cursor_type="row", zebra_stripes=True, drop=SAVED_RUN_DROP,
+                                wrap="run")
                 yield Label("r resume · v view · f5 refresh", id="saved-hint")
         yield Footer()
 
@@ -315,9 +319,14 @@ class LauncherScreen(PlainNotify, Screen[None]):
         """Read the stored runs and their progress into the table."""
         try:
             summaries = await self.mempa.service.saved_runs()
-        except StoreError as exc:
+        except StoreError as exc:  # the file is left as it is; the listing says why it is empty
+            self.saved = []
+            self.query_one("#saved-runs", FitTable).fill(SAVED_RUN_COLUMNS, [])
+            self._show_saved_error(f"cannot list the saved runs: {exc}")
+            self.set_class(True, "-no-saved")
             self.notify(str(exc), severity="error", title="Run database")
             return
+        self._show_saved_error("")
         self.saved = summaries
         table = self.query_one("#saved-runs", FitTable)
         cursor = table.cursor_row
@@ -335,6 +344,12 @@ class LauncherScreen(PlainNotify, Screen[None]):
         if summaries:
             table.move_cursor(row=min(cursor, len(summaries) - 1))
         self.set_class(not summaries, "-no-saved")
+
+    def _show_saved_error(self, text: str) -> None:
+        """Show ``text`` (why the saved runs cannot be listed) above the table; ``""`` hides it."""
+        label = self.query_one("#saved-error", Label)
+        label.update(text)
+        label.set_class(bool(text), "-shown")
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         """A failed listing shows as a notification; the app carries on."""

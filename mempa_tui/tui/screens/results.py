@@ -31,6 +31,7 @@ shown."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar, cast
 
@@ -74,19 +75,37 @@ BAR_WIDTH = 40
 """Cells of a full bar."""
 
 
-def bars_text(bars: list[Bar], metric: str, width: int = BAR_WIDTH) -> Text:
-    """The bar chart as Rich text: ``label  ████████░░░░  62.5%`` per row."""
+def bars_text(bars: list[Bar], metric: str, width: int = BAR_WIDTH,
+              broken: Sequence[bool] | None = None) -> Text:
+    """The bar chart as Rich text: ``label  ████████░░░░  62.5%`` per row.
+
+    Args:
+        bars: one per row (:func:`~mempa_tui.runner._results.bar_chart`).
+        metric: the charted metric's name.
+        width: cells of a full bar.
+        broken: per bar, whether its row's memory health is BROKEN (None: none is); such a bar
+            is drawn hatched in red, ends with ``BROKEN`` and a note under the chart says it is
+            not the condition's score.
+    """
     if not bars:
         return Text("No probe results yet: finish a run's probes, then refresh (f5).", style="dim")
     label_width = min(44, max(len(b.label) for b in bars))
     out = Text(f"{metric} by row (full bar = {'100%' if metric in ('PSA', 'CS', 'PET') else '5'})\n",
                style="bold")
-    for bar in bars:
+    marks = list(broken) if broken is not None else [False] * len(bars)
+    for bar, bad in zip(bars, marks, strict=True):
         filled = round(bar.fraction * width)
         out.append(f"{bar.label[:label_width]:<{label_width}}  ")
-        out.append("█" * filled, style="green" if bar.value is not None else "dim")
+        if bad:  # hatched, not solid: the height is not the condition's score
+            out.append("▚" * filled, style="red")
+        else:
+            out.append("█" * filled, style="green" if bar.value is not None else "dim")
         out.append("░" * (width - filled), style="dim")
-        out.append(f"  {bar.text}\n")
+        out.append(f"  {bar.text}")
+        out.append("  BROKEN\n" if bad else "\n", style="bold red")
+    if any(marks):
+        out.append("BROKEN (hatched): that row's memory is broken (see the notes above), so its bar is "
+                   "not the condition's score\n", style="red")
     return out
 
 
@@ -369,7 +388,10 @@ class ResultsScreen(PlainNotify, Screen[None]):
         self.call_after_refresh(table.refresh, layout=True)
 
     def _chart(self) -> None:
-        self.query_one("#chart", Static).update(bars_text(bar_chart(self.rows, self.metric), self.metric))
+        health = self.annotations.columns()["Health"]
+        broken = [health(r).startswith("BROKEN") for r in self.rows]
+        self.query_one("#chart", Static).update(
+            bars_text(bar_chart(self.rows, self.metric), self.metric, broken=broken))
 
     def on_select_changed(self, event: Select.Changed) -> None:
         """A new grouping reads and scores again; a new metric redraws the chart."""

@@ -15,7 +15,33 @@ from typing import Any
 from rich.cells import cell_len
 from textual.widgets import DataTable
 
-__all__ = ["FitTable", "fill_table", "fitting_columns"]
+__all__ = ["FitTable", "break_cell", "fill_table", "fitting_columns"]
+
+
+def break_cell(text: str, width: int, sep: str = "-") -> str:
+    """``text`` broken into lines of at most ``width`` cells after a ``sep`` (``A-oracle-embedded-
+    s0-quick`` at 20: ``"A-oracle-embedded-\\ns0-quick"``); a part longer than ``width`` is cut
+    into ``width``-cell pieces, so no line is wider. ``width`` under 1: ``text`` unchanged."""
+    if width < 1 or cell_len(text) <= width:
+        return text
+    parts = [p + sep for p in text.split(sep)]
+    parts[-1] = parts[-1][: -len(sep)]
+    lines: list[str] = []
+    line = ""
+    for part in parts:
+        while len(part) > width:  # a part wider than a line: cut it
+            if line:
+                lines.append(line)
+                line = ""
+            lines.append(part[:width])
+            part = part[width:]
+        if cell_len(line + part) > width:
+            lines.append(line)
+            line = ""
+        line += part
+    if line:
+        lines.append(line)
+    return "\n".join(lines)
 
 
 def fill_table(
@@ -42,9 +68,14 @@ def fill_table(
             raise ValueError(f"row {n} has {len(row)} cells for {len(columns)} columns")
     table.clear(columns=True)
     for i, label in enumerate(columns):
-        table.add_column(label, width=max(cell_len(text) for text in [label, *(row[i] for row in rows)]))
-    for n, row in enumerate(rows):
-        table.add_row(*row, key=None if keys is None else keys[n])
+        table.add_column(label, width=max(_widest_line(text) for text in [label, *(row[i] for row in rows)]))
+    for n, row in enumerate(rows):  # a cell broken into lines makes its row as tall
+        height = max(text.count("\n") for text in row) + 1 if row else 1
+        table.add_row(*row, key=None if keys is None else keys[n], height=height)
+
+
+def _widest_line(text: str) -> int:
+    return max(cell_len(line) for line in text.split("\n"))
 
 
 def fitting_columns(
@@ -97,13 +128,18 @@ class FitTable(DataTable[str]):
     Args:
         drop: labels of the columns that may be left out, the first to go first
             (:func:`fitting_columns`).
+        wrap: label of a column whose cells break into lines after a ``-`` (:func:`break_cell`)
+            when the rows still do not fit once every ``drop`` column is out, so the columns after
+            it stay whole (at 80x24 the launcher's run ids take two lines; its progress is not cut).
         **kwargs: passed to :class:`~textual.widgets.DataTable`.
     """
 
-    def __init__(self, *, drop: Sequence[str] = (), **kwargs: Any) -> None:
+    def __init__(self, *, drop: Sequence[str] = (), wrap: str | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.drop = tuple(drop)
         """Column labels that may be left out, first to go first."""
+        self.wrap = wrap
+        """Label of the column whose cells break into lines when the rows still do not fit."""
         self._columns: tuple[str, ...] = ()
         self._rows: list[list[str]] = []
         self._keys: list[str] | None = None
@@ -130,8 +166,16 @@ class FitTable(DataTable[str]):
         width = self._available()
         kept = fitting_columns(self._columns, self._rows, width, self.drop, self.cell_padding)
         self._fitted_width = width
-        fill_table(self, [self._columns[i] for i in kept], [[row[i] for i in kept] for row in self._rows],
-                   keys=self._keys)
+        columns = [self._columns[i] for i in kept]
+        rows = [[row[i] for i in kept] for row in self._rows]
+        if self.wrap in columns and width > 0 and rows:
+            at = columns.index(self.wrap)
+            pad = 2 * self.cell_padding
+            widths = [max(cell_len(t) for t in [label, *(r[i] for r in rows)]) + pad for i, label in enumerate(columns)]
+            room = width - (sum(widths) - widths[at]) - pad
+            if sum(widths) > width and room >= cell_len(self.wrap):
+                rows = [[break_cell(t, room) if i == at else t for i, t in enumerate(r)] for r in rows]
+        fill_table(self, columns, rows, keys=self._keys)
 
     def on_resize(self) -> None:
         """Fit again to the new width (the cursor stays on its row)."""
