@@ -34,6 +34,7 @@ __all__ = [
     "demo_task",
     "demo_wish",
     "fill_schema",
+    "not_said_before",
     "stated_wishes",
 ]
 
@@ -126,7 +127,7 @@ class RolePlayer:
         if role == "simulator":
             return (
                 "<factual_check>none</factual_check><turn_assessment>advance</turn_assessment>"
-                f"<message>{_not_said_before(self.user_line(request), request)}</message>"
+                f"<message>{not_said_before(self.user_line(request), request)}</message>"
             )
         return "ok"
 
@@ -178,7 +179,7 @@ _WANTED_LINE = re.compile(r"^- When the reply looks like this: (.+?)" + re.escap
 _SPACES = re.compile(r"\s+")
 
 
-def _not_said_before(line: str, request: ScriptedRequest) -> str:
+def not_said_before(line: str, request: ScriptedRequest) -> str:
     """``line``, or, when the user already said it in this conversation (the dialogue in the
     request shows ``You: <line>``), the line with the current goal added (and a count if that too
     was said): the simulator sends a message that repeats an earlier one word for word back for a

@@ -46,7 +46,14 @@ from mempa_tui.llm import (
     ScriptedRequest,
     ScriptedToolCall,
 )
-from mempa_tui.llm.scripted_roles import demo_memory_answer, demo_setting, demo_task, demo_wish, fill_schema
+from mempa_tui.llm.scripted_roles import (
+    demo_memory_answer,
+    demo_setting,
+    demo_task,
+    demo_wish,
+    fill_schema,
+    not_said_before,
+)
 from mempa_tui.runner._budget import prompt_budget
 from mempa_tui.tools import default_registry
 
@@ -117,6 +124,7 @@ def demo_responder(request: ScriptedRequest) -> ScriptedReply | str:
         return ScriptedReply(text=DEMO_PA_REPLY, prompt_tokens=60, completion_tokens=12)
     if request.model.endswith("-simulator"):
         line = " ".join(filter(None, (demo_task(request), DEMO_USER_LINE, demo_wish(request))))
+        line = not_said_before(line, request)  # a word-for-word repeat would be sent back
         return ("<factual_check>none</factual_check><turn_assessment>advance</turn_assessment>"
                 f"<message>{line}</message>")
     return "ok"
