@@ -338,3 +338,25 @@ def test_the_reading_lines_say_who_gave_brs_and_prs_and_flag_packaged_models() -
     assert one is not None and "The rater is a packaged embedded model (1.5B)" in one
     assert judges_line([RunRecord(id="x", user="A", profile="p", memory="file", seed=0, repeats=1,
                                   config_json="{}", config_hash="h")]) is None
+
+
+def test_a_run_with_discarded_timeline_steps_says_so_and_one_without_says_nothing() -> None:
+    from datetime import datetime, timezone
+
+    from mempa_tui.runner._validity import discarded_line
+    from mempa_tui.store.rows import StepRecord
+
+    at = datetime(2026, 12, 2, tzinfo=timezone.utc)
+
+    def step(i: int, step_id: str, kind: str, status: str) -> StepRecord:
+        return StepRecord(index=i, step_id=step_id, kind=kind, status=status, started_at=at, finished_at=at)
+
+    # measured on the packaged 1.5B simulated user (issue 12): both quick-start sessions ended invalid
+    steps = [step(0, "A-S51", "accumulation", "invalid"), step(1, "A-S14", "accumulation", "invalid"),
+             step(2, "A-E01", "change_event", "completed")]
+    line = discarded_line("A-file-embedded-s0-quick", steps)
+    assert line is not None and line.startswith(
+        "A-file-embedded-s0-quick: 2 of 3 timeline steps discarded (A-S51, A-S14: invalid); "
+        "its memory learned from the other 1")
+    assert discarded_line("R", [s.model_copy(update={"status": "completed"}) for s in steps]) is None
+    assert discarded_line("R", [step(0, "S", "accumulation", "floored")]) is None  # floored is kept

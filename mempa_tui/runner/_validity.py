@@ -24,7 +24,7 @@ from typing import Any
 from mempa_tui.runner.report import backbone_label, memory_label, outcome_of
 from mempa_tui.scoring import ProbeOutcome
 from mempa_tui.scoring._validity import ORACLE_PAPER_RANGE, oracle_checks, outcome_validity_lines
-from mempa_tui.store import RunRecord, RunStore
+from mempa_tui.store import RunRecord, RunStore, StepRecord
 
 __all__ = ["judges_line", "oracle_command", "validity_lines"]
 
@@ -147,7 +147,37 @@ async def validity_lines(store: RunStore, runs: Sequence[RunRecord], outcomes: S
             lines.append(f"no Oracle run for user {run.user} on {key[0]}: `{oracle_command(run)}` measures whether "
                          f"this model applies a setting it is handed (the paper's Oracle PSA: {ORACLE_PAPER_RANGE}, "
                          "Table 2), which says whether differences here can be the memory's")
+    for run in runs:
+        if run.memory in ("none", "oracle"):
+            continue  # no steps of its own: its donor's line says it
+        discarded = discarded_line(run.id, await store.steps(run.id))
+        if discarded:
+            lines.append(discarded)
     judges = judges_line(runs)
     if judges:
         lines.append(judges)
     return lines
+
+
+def discarded_line(run_id: str, steps: Sequence[StepRecord]) -> str | None:
+    """``R-file-...: 2 of 3 timeline steps discarded (A-S51, A-S14: invalid); its memory learned
+    from the other 1 and its probes ran on that`` for a run with discarded steps, else None.
+
+    A timeline step that ended ``invalid`` or ``failed`` after its replays is dropped (paper
+    Appendix D.4: a turn that fails its checks after the rewrites makes the session invalid), so
+    the memory never saw it; the run still probes, and its Health can read ok. On the packaged
+    1.5B simulated user both quick-start sessions ended so (issue 12), and the table's row then
+    compares a memory of one change event, which it must say.
+
+    Args:
+        run_id: the run.
+        steps: its stored steps (:meth:`~mempa_tui.store.RunStore.steps`).
+    """
+    dropped = [s for s in steps if s.status in ("invalid", "failed")]
+    if not dropped:
+        return None
+    kinds = sorted({s.status for s in dropped})
+    kept = len(steps) - len(dropped)
+    return (f"{run_id}: {len(dropped)} of {len(steps)} timeline steps discarded "
+            f"({', '.join(s.step_id for s in dropped)}: {' / '.join(kinds)}); its memory learned from the "
+            f"other {kept} and its probes ran on that, so its row is not the condition's over the timeline")
