@@ -196,6 +196,25 @@ async def test_ix_text_is_found_in_the_reply_as_written_before_the_echo_filter_c
     assert result.exchanges == [] and "pa_reply" not in [e.type for e in result.transcript]
 
 
+async def test_a_probe_reply_that_echoes_the_repeat_note_is_an_echo_not_ix_text(rig: Rig) -> None:
+    # measured on the quick start's Oracle run: the 0.5B PA's reply was the repeat guard's own
+    # note, which names IX_solution_breadth; the harness's words are an echo (withheld and
+    # re-asked), not the PA stating its selection, and must not floor the probe
+    from mempa_tui.agent import PersonalAgent
+    from mempa_tui.agent.prompt import repeated_call_message
+
+    rig.sim_replies.append(sim("How should we handle the forum next week?"))
+    rig.queue.push(
+        ScriptedReply(tool_calls=[call("IX_solution_breadth", {"setting": "High"})]),
+        ScriptedReply(tool_calls=[call("IX_solution_breadth", {"setting": "High"})]),  # repeated
+        repeated_call_message("IX_solution_breadth"),
+        "Here are the two venues side by side: the hall seats 120, the library room 40.",
+    )
+    agent = PersonalAgent(rig.client, repeated_call="wrap_up")
+    result = await run_probe(breadth_probe(), ctx(rig, RecordingMemory(), probe=True, agent_seat=agent))
+    assert floor_kind(result.reason) is not FloorKind.IX_TEXT_IN_REPLY, result.reason
+
+
 async def test_a_session_withholds_ix_sentences_of_the_raw_reply_before_the_echo_filter(rig: Rig) -> None:
     from mempa_tui.agent import PersonalAgent
 

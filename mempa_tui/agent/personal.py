@@ -52,7 +52,7 @@ from collections.abc import Sequence
 from typing import Any, Protocol, get_args
 
 from mempa_tui.agent.actions import TurnActions, ix_text_in_reply, withhold_ix_sentences
-from mempa_tui.agent.echo import ECHO_MIN_WORDS, EchoMatch, harness_echo, own_sentences, words
+from mempa_tui.agent.echo import ECHO_MIN_WORDS, EchoMatch, harness_echo, own_sentences, own_words, words
 from mempa_tui.agent.prompt import (
     ECHO_REASK,
     HARNESS_PREFIX,
@@ -358,7 +358,7 @@ class PersonalAgent:
                 texts = [*self._harness, *harness, *actions.harness_texts]
                 # interaction-tool text is looked for in the reply as the model wrote it, before
                 # any echo is cut out of it (a cut could remove the setting and hide the leak)
-                screened = self._screen_ix_text(completion.text, actions, result)
+                screened = self._screen_ix_text(completion.text, actions, result, notes=[*self._harness, *harness])
                 if screened is None:
                     return self._floor(result, actions, result.reason or "")
                 reply = screened
@@ -432,7 +432,9 @@ class PersonalAgent:
         )
         return self._finish(result, actions)
 
-    def _screen_ix_text(self, text: str, actions: TurnActions, result: AgentTurnResult) -> str | None:
+    def _screen_ix_text(
+        self, text: str, actions: TurnActions, result: AgentTurnResult, *, notes: Sequence[str] = ()
+    ) -> str | None:
         """Look for interaction-tool text in a reply as the model wrote it (Appendix F.2, Table 9).
 
         Runs before the echo filter (:mod:`mempa_tui.agent.echo`): cutting a copied run out of
@@ -444,12 +446,23 @@ class PersonalAgent:
         (:func:`~mempa_tui.agent.actions.withhold_ix_sentences`, counted in
         ``result.ix_text_withheld``) and the turn is floored only when nothing clean is left.
 
+        Runs copied from ``notes`` (the harness's own notes and instructions: the repeat guard's
+        "You already called IX_... with exactly these arguments") are left out of the look: they
+        are the harness's words, not the PA's, the echo filter withholds them from the person and
+        the judge, and counting them floored both final probes of an Oracle run whose 0.5B PA
+        echoed the repeat note (issue 12). Copies of the interaction tool's own answers are not
+        left out: they state the selection.
+
         Returns:
             The text to go on with (``text`` itself when it holds none), or None when the turn
             must end floored; ``result.reason`` then holds the floor's reason.
         """
         selections = actions.wrapper.selections
-        leak = ix_text_in_reply(text, selections)
+
+        def own(reply: str) -> str:
+            return own_words(reply, notes) if notes and harness_echo(reply, notes) is not None else reply
+
+        leak = ix_text_in_reply(own(text), selections)
         if leak is None:
             return text
         start = self._start
@@ -457,7 +470,7 @@ class PersonalAgent:
             result.reason = floor_reason(FloorKind.IX_TEXT_IN_REPLY, leak)
             return None
         kept, withheld = withhold_ix_sentences(text, selections)
-        if not kept.strip() or ix_text_in_reply(kept, selections) is not None:
+        if not kept.strip() or ix_text_in_reply(own(kept), selections) is not None:
             why = ("nothing of it was left without that text" if not kept.strip()
                    else "it stayed after its sentences naming it were withheld")
             result.reason = floor_reason(FloorKind.IX_TEXT_IN_REPLY, f"{leak}; {why}")
