@@ -15,7 +15,7 @@ failure by its reason code (:class:`ConsolidationOutcome`). Unusable (issue 12):
 with both fields, a blank memory that would erase a non-empty file, a reply cut at the completion
 cap (``finish_reason`` length, even when what came parses), and the content rules of
 :mod:`mempa_tui.memory._consolidation_checks` (a repeating text, an empty-file placeholder, a
-refusal).
+refusal, the prompt copied, the assistant's replies copied instead of notes).
 """
 
 from __future__ import annotations
@@ -146,12 +146,13 @@ def consolidation_messages(memory_md: str, turns: Sequence[TurnRecord]) -> list[
     return [ChatMessage(role="system", content=_SYSTEM), ChatMessage(role="user", content=user)]
 
 
-def _check(text: str, memory_md: str) -> ConsolidationReply:
-    """Parse and validate one reply.
+def _check(text: str, memory_md: str, turns: Sequence[TurnRecord] = ()) -> ConsolidationReply:
+    """Parse and validate one reply against the current MEMORY.md and the turns it folds in.
 
     Raises:
         UnusableReply: the reply is not a usable consolidation (the message says why, ``reason``
-            names the rule: ``unreadable``, ``erases``, ``repeats``, ``placeholder``, ``refusal``).
+            names the rule: ``unreadable``, ``erases``, ``repeats``, ``placeholder``,
+            ``prompt_echo``, ``refusal``, ``copies_assistant``).
     """
     try:
         raw = parse_json_reply(text)
@@ -167,7 +168,7 @@ def _check(text: str, memory_md: str) -> ConsolidationReply:
         raise UnusableReply("unreadable", "field history_entry: blank")
     if memory_md.strip() and not reply.memory.strip():
         raise UnusableReply("erases", "field memory: blank, which would erase the existing memory file")
-    check_content(reply.history_entry, reply.memory)
+    check_content(reply.history_entry, reply.memory, turns, memory_md)
     return reply
 
 
@@ -190,7 +191,7 @@ async def consolidate(
     try:
         got = await complete_json(
             client, Role.MEMORY, consolidation_messages(memory_md, turns), schema=CONSOLIDATION_SCHEMA,
-            read=lambda text: _check(text, memory_md),
+            read=lambda text: _check(text, memory_md, turns),
             retry_hint=(
                 'Send the complete answer again as one JSON object {"history_entry": "...", '
                 '"memory": "..."} with both values as strings, and nothing else.'

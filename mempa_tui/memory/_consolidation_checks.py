@@ -30,6 +30,11 @@ rules here make such a reply unusable, with a short reason code that File memory
     assist", "unable to help", "as an AI"...), or only "Sorry" / "I'm sorry" / "I apologize". A
     heuristic: "I'm sorry the library was full. The hall seats 120." is kept, and so is a long
     file that somewhere says the assistant could not help with something.
+``copies_assistant``
+    ``memory`` is mostly the assistant's replies copied word for word (half or more of its new
+    word 8-grams) and draws on none of the user's messages (rule and thresholds in
+    :mod:`mempa_tui.memory._consolidation_copy`). Found by a fresh user: the quick start's one
+    consolidation stored the PA's venue reply of A-E01 as MEMORY.md, not the rule the user stated.
 
 The other reason codes of a failed round: ``cut_at_cap`` (the reply hit the completion cap,
 :func:`~mempa_tui.llm.structured.complete_json`'s ``on_cut="reject"``), ``unreadable`` (no JSON object,
@@ -41,6 +46,10 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Sequence
+
+from mempa_tui.memory._consolidation_copy import COPY_SHARE, copy_measure
+from mempa_tui.memory.base import TurnRecord
 
 __all__ = [
     "MAX_REPEATS",
@@ -67,6 +76,7 @@ REASON_TEXT: dict[str, str] = {
     "placeholder": "memory is an empty-file placeholder",
     "refusal": "refusal instead of notes",
     "prompt_echo": "memory copies the prompt",
+    "copies_assistant": "memory copies the assistant's replies",
     "erases": "blank memory would erase the file",
     "unreadable": "no usable JSON object",
     "call_failed": "model call failed",
@@ -146,16 +156,19 @@ def _is_refusal(text: str) -> bool:
     return bare in _APOLOGIES or (len(bare) < REFUSAL_MAX_CHARS and any(p in bare for p in _REFUSALS))
 
 
-def check_content(history_entry: str, memory: str) -> None:
+def check_content(history_entry: str, memory: str, turns: Sequence[TurnRecord] = (), old_memory: str = "") -> None:
     """Refuse a parsed consolidation reply whose content is garbage (rules in the module doc).
 
     Args:
         history_entry: the reply's log entry.
         memory: the reply's whole new MEMORY.md.
+        turns: the turns the reply folds in (the copies-the-assistant rule; none: not applied).
+        old_memory: the MEMORY.md the reply replaces (its text is not counted as copied).
 
     Raises:
-        UnusableReply: with reason ``repeats``, ``placeholder``, ``prompt_echo`` or ``refusal`` and a message that
-            names the field and what is wrong (shown to the model on the retry).
+        UnusableReply: with reason ``repeats``, ``placeholder``, ``prompt_echo``, ``refusal`` or
+            ``copies_assistant`` and a message that names the field and what is wrong (shown to the
+            model on the retry).
     """
     for field, text in (("memory", memory), ("history_entry", history_entry)):
         found = repeated_sentence(text)
@@ -185,3 +198,12 @@ def check_content(history_entry: str, memory: str) -> None:
                 "refusal",
                 f"field {field} is a refusal or apology ({text.strip()[:60]!r}), not notes; "
                 "summarise the turns as asked")
+    if turns:
+        measure = copy_measure(memory, turns, old_memory)
+        if measure.copies_assistant:
+            raise UnusableReply(
+                "copies_assistant",
+                f"field memory copies the assistant's replies word for word ({measure.copied} of its "
+                f"{measure.new_ngrams} new 8-word spans, {100 * measure.share:.0f}%; at {100 * COPY_SHARE:.0f}% "
+                "or more it is a copy) and uses nothing of what the person wrote; write notes in your own "
+                "words, from what the person said as well as what was done")

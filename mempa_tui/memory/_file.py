@@ -29,9 +29,14 @@ the quick start sets this option and says so in its output. The threshold rule s
 Failures (issue 15.2): turns leave the PA's view only when the consolidation that holds them
 succeeded. A failed consolidation leaves them pending (the PA still sees them, up to the client's
 window rule), counts the failure and keeps its reason; the next write tries again. A reply that
-parses is still a failure when it was cut at the completion cap, repeats itself, or is an
-empty-file placeholder or a refusal (issue 12, rules in :mod:`mempa_tui.memory._consolidation_checks`);
-failed rounds are counted per reason code (``consolidation_unusable_<reason>`` in the stats).
+parses is still a failure when it was cut at the completion cap, repeats itself, is an
+empty-file placeholder or a refusal, copies the prompt, or copies the assistant's replies and
+draws on none of the user's messages (issue 12, rules in
+:mod:`mempa_tui.memory._consolidation_checks`); failed rounds are counted per reason code
+(``consolidation_unusable_<reason>`` in the stats). Where the stored MEMORY.md's words came from
+is carried over the saves (:func:`~mempa_tui.memory._consolidation_copy.file_grounding`) and shown
+as ``memory_md_ngrams``, ``memory_md_copied_ngrams`` and ``memory_md_user_words``, so Health can
+tell a final file that draws only on the assistant's replies.
 
 Fit (issue 15.6): a MEMORY.md that alone would take more than ``consolidate_at_tokens`` of the PA
 prompt (e.g. restored from an old store) is cut to fit in what the PA is handed, whole lines from
@@ -50,6 +55,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from mempa_tui.llm.types import ChatMessage
 from mempa_tui.memory._consolidation import CompletionClient, consolidate
+from mempa_tui.memory._consolidation_copy import FileGrounding, file_grounding
 from mempa_tui.memory._reference import SnapshotError
 from mempa_tui.memory.base import (
     Evidence,
@@ -149,6 +155,9 @@ class FileMemoryState(BaseModel):
     history: list[HistoryEntry] = Field(default_factory=list)
     pending: list[TurnRecord] = Field(default_factory=list)
     stats: FileMemoryStats = Field(default_factory=FileMemoryStats)
+    grounding: FileGrounding | None = None
+    """Where MEMORY.md's words came from, carried over the saves; None until a save measured it
+    (and in snapshots stored before it was)."""
 
 
 def _turn_messages(turn: TurnRecord) -> list[ChatMessage]:
@@ -350,6 +359,7 @@ class FileMemory(MemorySystem):
             stats.last_failure = f"{reason}: {outcome.error or 'unknown'}"
             return False
         self._state.memory_md = outcome.reply.memory.strip() + "\n"
+        self._state.grounding = file_grounding(self._state.memory_md, chunk, self._state.grounding)
         self._state.history.append(HistoryEntry(at=at, text=outcome.reply.history_entry.strip()))
         stats.consolidations += 1
         stats.turns_consolidated += len(chunk)
@@ -404,6 +414,15 @@ class FileMemory(MemorySystem):
         self._last = None
         self._persist()
 
+    def _grounding_stats(self) -> dict[str, float]:
+        """``memory_md_ngrams``, ``memory_md_copied_ngrams``, ``memory_md_user_words`` once a save
+        measured them (none before: older runs' stats stay as they were)."""
+        g = self._state.grounding
+        if g is None:
+            return {}
+        return {"memory_md_ngrams": float(g.ngrams), "memory_md_copied_ngrams": float(len(g.copied)),
+                "memory_md_user_words": float(len(g.user_words))}
+
     def inspect(self) -> MemoryInspection:
         """MEMORY.md, the history entries and the pending turns; counters; the last evidence."""
         stored: list[str] = []
@@ -430,6 +449,7 @@ class FileMemory(MemorySystem):
             "memory_cuts": float(s.memory_cuts),
             "memory_md_chars": float(len(self._state.memory_md.strip())),
             **{f"consolidation_unusable_{k}": float(v) for k, v in sorted(s.failure_reasons.items())},
+            **self._grounding_stats(),
             "base_prompt_tokens": float(self.base_prompt_tokens),
             "prompt_tokens_estimate": float(self.prompt_tokens()),
             "consolidate_at_tokens": float(self.consolidate_at_tokens),
