@@ -13,7 +13,8 @@ into the next one, and the reply checks, the retry and the counted reasons are t
 
 Prints per model and round: seconds, prompt and completion tokens and finish reason of each call
 (``+`` between a first try and its retry), usable or the rejection reason, and MEMORY.md's size
-after the round; then per model the share of usable rounds, and each round's MEMORY.md opening.
+after the round; then per model the share of usable rounds with the failed rounds counted per
+reason code (``copies_assistant``, ``repeats``... as in Health), and each round's MEMORY.md opening.
 Needs the ``embedded`` extra and both models' weights under ``models/weights`` of ``--root``
 (default: the current folder). Timings on a shared machine are noisy: printed with the load average.
 """
@@ -29,6 +30,7 @@ import re
 import sys
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Sequence
 from contextlib import chdir
 from dataclasses import dataclass, field
@@ -213,6 +215,15 @@ def _load() -> str:
     return f"load average {one:.2f} {five:.2f} {fifteen:.2f} on {os.cpu_count()} CPUs"
 
 
+def reason_counts(results: Sequence[RoundResult]) -> str:
+    """``; unusable: copies_assistant 2, repeats 1`` (failed rounds per reason code, most first),
+    or ``""`` when every round was usable."""
+    counts = Counter(r.verdict for r in results if not r.usable)
+    if not counts:
+        return ""
+    return "; unusable: " + ", ".join(f"{k} {n}" for k, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
 def table(by_model: dict[str, list[RoundResult]]) -> str:
     """The printed table, the usable share per model, and each round's MEMORY.md opening."""
     lines = ["| model | round | seconds | prompt tokens | completion tokens | finish | verdict | MEMORY.md chars |",
@@ -226,7 +237,7 @@ def table(by_model: dict[str, list[RoundResult]]) -> str:
     for model, results in by_model.items():
         usable = sum(r.usable for r in results)
         lines.append(f"{model}: {usable}/{len(results)} rounds usable ({100 * usable / max(1, len(results)):.0f}%), "
-                     f"{sum(r.seconds for r in results):.0f} s in all")
+                     f"{sum(r.seconds for r in results):.0f} s in all{reason_counts(results)}")
     lines.append("")
     for model, results in by_model.items():
         for r in results:

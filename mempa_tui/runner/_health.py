@@ -22,8 +22,17 @@ The stated rule (documented in the README, section "Memory health"):
   consolidated, after at least :data:`EMPTY_AFTER_WRITES` turn records, is **broken** as well
   (issue 12): its probes were handed an empty memory just the same. Runs stored before the
   counter existed are not judged by this rule.
+* File memory whose final MEMORY.md draws only on the assistant's replies is **broken** too
+  (``memory_md_ngrams``, ``memory_md_copied_ngrams``, ``memory_md_user_words``; rule and
+  thresholds in :mod:`mempa_tui.memory._consolidation_copy`): half or more of its word 8-grams were
+  copied from the PA's replies and it holds fewer than 4 of the user's own words, so its probes
+  were handed what the PA said, not what the user said (a fresh user's quick start: the one
+  consolidation stored the PA's venue reply of A-E01 with Health ok). Runs stored before the
+  counters are not judged by this rule. A run whose every round was refused for copying the
+  assistant (``copies_assistant``) is broken by the failure rate, its reason named.
 * File memory's failed consolidation rounds are shown by reason (issue 12: cut at the completion
-  cap, text repeats itself, empty-file placeholder, prompt copied, refusal, no usable JSON object, blank memory
+  cap, text repeats itself, empty-file placeholder, prompt copied, refusal, the assistant's replies
+  copied, no usable JSON object, blank memory
   that would erase the file, model call failed; ``consolidation_unusable_<reason>`` counters), so a
   run where most rounds failed reads, for example, ``BROKEN - 3/4 consolidation rounds failed
   (75%; text repeats itself 2, cut at the completion cap 1)``.
@@ -81,6 +90,7 @@ from typing import Literal
 from pydantic import BaseModel
 
 from mempa_tui.memory._consolidation_checks import REASON_TEXT
+from mempa_tui.memory._consolidation_copy import COPY_SHARE, MIN_NEW_NGRAMS, MIN_USER_WORDS
 from mempa_tui.scoring import ConditionScores, ProbeOutcome
 from mempa_tui.store import RunRecord, RunStore
 
@@ -252,6 +262,19 @@ def _file_memory_empty_at_end(stats: Mapping[str, float]) -> bool:
             and int(stats.get("consolidations", 0)) > 0 and int(stats["memory_md_chars"]) == 0)
 
 
+def _file_memory_assistant_only(stats: Mapping[str, float]) -> bool:
+    """File memory's final MEMORY.md draws only on the assistant's replies: at least
+    ``MIN_NEW_NGRAMS`` 8-grams, ``COPY_SHARE`` or more of them copied from replies, fewer than
+    ``MIN_USER_WORDS`` user words (:class:`~mempa_tui.memory._consolidation_copy.FileGrounding`).
+    False without the counters (runs stored before them) or with an empty file."""
+    if not all(k in stats for k in ("memory_md_ngrams", "memory_md_copied_ngrams", "memory_md_user_words")):
+        return False
+    ngrams = int(stats["memory_md_ngrams"])
+    return (int(stats.get("memory_md_chars", 1)) > 0 and ngrams >= MIN_NEW_NGRAMS
+            and int(stats["memory_md_copied_ngrams"]) >= COPY_SHARE * ngrams
+            and int(stats["memory_md_user_words"]) < MIN_USER_WORDS)
+
+
 def _consolidation_reasons(stats: Mapping[str, float]) -> dict[str, int]:
     """File memory's failed rounds per reason, in words (``consolidation_unusable_<code>``)."""
     return {REASON_TEXT.get(k[len(_REASON_PREFIX):], k[len(_REASON_PREFIX):].replace("_", " ")): int(v)
@@ -317,6 +340,13 @@ def health_of_stats(run_id: str, memory: str, stats: Mapping[str, float]) -> Mem
         problems.append(
             f"MEMORY.md empty after {writes} turn(s) written and {int(stats.get('consolidations', 0))} "
             "consolidation(s): probes see no raw turns (paper 3.5), so its probes got an empty memory")
+    if _file_memory_assistant_only(stats):
+        ngrams = int(stats["memory_md_ngrams"])
+        copied = int(stats["memory_md_copied_ngrams"])
+        problems.append(
+            f"MEMORY.md draws only on the assistant's replies: {copied} of its {ngrams} 8-word spans "
+            f"({100 * copied / ngrams:.0f}%) are copied from them and it holds {int(stats['memory_md_user_words'])} "
+            "of the user's own words, so its probes got what the PA said, not what the user said")
     state: HealthState = "broken" if problems else ("warning" if failures else "ok")
     return MemoryHealth(run_id=run_id, memory=memory, state=state, writes=writes, stored=stored,
                         failures=failures, problems=problems)
