@@ -15,7 +15,7 @@ from mempa_tui.cli._errors import UserError, unwritable
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from mempa_tui.runner._browse import CompareRow, ProbeFilter, ProbeLine, RunListing, StepDetail
+    from mempa_tui.runner._browse import CompareRow, MemoryView, ProbeFilter, ProbeLine, RunListing, StepDetail
     from mempa_tui.runner._episode_events import EpisodeEvent, EvidenceEvent
 
 __all__ = ["cmd_show", "detail_text", "event_lines", "listing_text"]
@@ -306,12 +306,24 @@ async def cmd_show(args: argparse.Namespace, out: TextIO | None = None) -> int:
         when = "after the step" if details[0].repeat == 0 else "where the probe started"
         where = (f"checkpoint {view.checkpoint_index} of {view.checkpoint_run}"
                  if view.checkpoint_run is not None else "no checkpoint")
-        print(f"\nmemory store {when} ({where}): {len(view.stored)} item(s)", file=out)
+        print(f"\nmemory store {when} ({where}): {_store_count_text(view)}", file=out)
         for item in view.stored:
             print(*_indent(item, "  "), sep="\n", file=out)
         if view.note:
             print(f"  ({view.note})", file=out)
     return 0
+
+
+def _store_count_text(view: MemoryView) -> str:
+    """``0 history entries and 9 pending turns (MEMORY.md empty) stored, as Health counts them;
+    10 entries listed below: the count leaves out MEMORY.md and the last consolidation failure``."""
+    listed = f"{len(view.stored)} {'entry' if len(view.stored) == 1 else 'entries'} listed below"
+    if view.counted_words is None:
+        return listed
+    text = f"{view.counted_words} stored, as Health counts them; {listed}"
+    if view.counted != len(view.stored) and view.not_counted:
+        text += f": the count leaves out {view.not_counted}"
+    return text
 
 
 async def _full_calls(store: object, run_id: str, details: Sequence[StepDetail], which: str | None,

@@ -684,7 +684,15 @@ class MemoryView(BaseModel):
     checkpoint_index: int | None
     """Index of the checkpoint's last step (-1: the run's start)."""
     stored: list[str] = []
-    """The memory's stored items as its side panel lists them."""
+    """The memory's stored items as its side panel lists them (notes included: MEMORY.md, failure
+    notes; see :attr:`not_counted`)."""
+    counted: int | None = None
+    """The store count at the checkpoint, as Health counts it
+    (:func:`~mempa_tui.runner._health.stored_count`; None: the memory reports none)."""
+    counted_words: str | None = None
+    """:attr:`counted` in words naming what is counted (:func:`~mempa_tui.runner._health.stored_phrase`)."""
+    not_counted: str | None = None
+    """What :attr:`stored` lists besides the counted items (:func:`~mempa_tui.runner._health.not_counted`)."""
     note: str | None = None
     """Why nothing is listed (a condition without a store, no snapshot, or the error met)."""
 
@@ -751,9 +759,14 @@ async def checkpoint_memory(store: RunStore, run_id: str, step_id: str, repeat: 
         try:
             memory = make_memory(run.memory, client=_NoModelCalls(), folder=Path(folder), **options)
             memory.restore(snapshot)
-            stored = list(memory.inspect().stored)
+            inspection = memory.inspect()
         except Exception as exc:  # noqa: BLE001 - shown to the reader as the view's note
             return MemoryView(checkpoint_run=source, checkpoint_index=index,
                               note=f"could not rebuild the {run.memory} memory from the snapshot: {exc!r}")
+    from mempa_tui.runner._health import not_counted, stored_count, stored_phrase
+
+    stored = list(inspection.stored)
     return MemoryView(checkpoint_run=source, checkpoint_index=index, stored=stored,
+                      counted=stored_count(inspection.stats), counted_words=stored_phrase(inspection.stats),
+                      not_counted=not_counted(inspection.stats),
                       note=None if stored else "the memory held nothing at this checkpoint")
