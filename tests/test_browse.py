@@ -172,7 +172,10 @@ def test_show_lists_the_memory_store_at_the_checkpoint(saves: Path, capsys: pyte
     s = ["--saves", str(saves)]
     assert main(["show", FILE_RUN, "R-final-work-verbosity", "--repeat", "1", "--memory-store", *s]) == 0
     out = capsys.readouterr().out
-    assert f"memory store where the probe started (checkpoint 0 of {FILE_RUN}): 1 item(s)" in out
+    # fresh-user check: the count says what Health counts and what the listing adds
+    assert (f"memory store where the probe started (checkpoint 0 of {FILE_RUN}): 0 history entries and "
+            "0 pending turns (MEMORY.md apart) stored, as Health counts them; 1 entry listed below: the count "
+            "leaves out MEMORY.md and the last consolidation failure") in out
     assert "  MEMORY.md\n  - The user prefers terse replies at work." in out
     assert main(["show", FILE_RUN, "R-s1", "--memory-store", *s]) == 0
     assert "memory store after the step (checkpoint 0 of" in capsys.readouterr().out

@@ -92,7 +92,7 @@ def test_runs_report_and_results_show_the_broken_memory(saves: Path, capsys: pyt
     assert PLAY_RUN in capsys.readouterr().out
 
     assert main(["report", MEM0AI_RUN, "--saves", str(saves)]) == 0
-    assert "memory health: BROKEN, 66 turn(s) written, 0 item(s) stored" in capsys.readouterr().out
+    assert "memory health: BROKEN, 66 turn(s) written, 0 memories stored after the last step" in capsys.readouterr().out
     # finding 5: the written report carries the same Health cell and reason (the file that is shared)
     written = (saves / MEM0AI_RUN / "report.md").read_text(encoding="utf-8").split("## By dimension")[0]
     assert "| Health |" in written and "| BROKEN 1/1 |" in written
@@ -202,3 +202,24 @@ def test_file_memory_whose_rounds_all_failed_names_the_memory_model_not_the_thre
     quiet = health_of_stats("A-file", "file", {**stats, "consolidation_failures": 0,
                                                "consolidation_unusable_refusal": 0}).text()
     assert "consolidate_at_tokens=N" in quiet and "roles.memory" not in quiet
+
+
+def test_the_store_count_names_what_it_counts() -> None:
+    """Fresh-user check: Health said "1 item(s) stored" while ``mempa show --memory-store`` listed
+    2 entries (MEMORY.md and one history entry), and 9 against 10 (the last consolidation failure):
+    no item was lost, the count and the listing count different things. The count now says which."""
+    from mempa_tui.runner._health import not_counted, stored_phrase
+
+    file_stats = {"turns_written": 6, "consolidations": 1, "history_entries": 1, "pending_turns": 0,
+                  "memory_md_chars": 120}
+    health = health_of_stats("r", "file", file_stats)
+    assert health.stored == 1
+    assert "1 history entry and 0 pending turns (MEMORY.md apart) stored after the last step" in health.text()
+    assert "item(s) stored" not in health.text()
+    assert not_counted(file_stats) == "MEMORY.md and the last consolidation failure"
+    assert stored_phrase({"pending_turns": 9, "memory_md_chars": 0}) == (
+        "0 history entries and 9 pending turns (MEMORY.md empty)")
+    assert stored_phrase({"memories_stored": 1}) == "1 memory"
+    assert stored_phrase({"turns_stored": 10}) == "10 turns"
+    assert stored_phrase({"cells": 4}) == "4 preference cells"
+    assert stored_phrase({"turns_written": 3}) is None and not_counted({"turns_written": 3}) is None

@@ -9,14 +9,11 @@ stands, its stored reason says it was cut, and the run's problems line counts it
 
 from __future__ import annotations
 
-import io
 import json
-from contextlib import redirect_stdout
 from pathlib import Path
 
 import pytest
-import yaml
-from test_runner_support import WORLDS, protocol_responder
+from test_runner_support import protocol_responder, scripted_cli_run
 from test_scoring_judge import probe_material
 
 from mempa_tui.cli.main import main
@@ -106,15 +103,7 @@ class CutJudge:
 @pytest.fixture(scope="module")
 def cut_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     tmp = tmp_path_factory.mktemp("judge_cut")
-    with ScriptedModelServer(CutJudge()) as server:
-        path = tmp / "scripted.yaml"
-        path.write_text(yaml.safe_dump(server.profile(context_window=131072).model_dump(mode="json")))
-        out = io.StringIO()
-        with redirect_stdout(out):
-            code = main(["run", "--user", "R", "--memory", "file", "--model", str(path), "--repeats", "1",
-                         "--worlds", str(WORLDS), "--saves", str(tmp / "saves"),
-                         "--local-memory", str(tmp / "local_memory")])
-    assert code == 0, out.getvalue()
+    scripted_cli_run(tmp, CutJudge())
     return tmp / "saves"
 
 

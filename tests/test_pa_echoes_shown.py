@@ -11,18 +11,15 @@ of the scores as incomplete, the way a reply that is empty twice already is (App
 
 from __future__ import annotations
 
-import io
 import re
-from contextlib import redirect_stdout
 from pathlib import Path
 
 import pytest
-import yaml
-from test_runner_support import WORLDS, protocol_responder
+from test_runner_support import protocol_responder, scripted_cli_run
 
 from mempa_tui.agent.prompt import ECHO_REASK
 from mempa_tui.cli.main import main
-from mempa_tui.llm import ScriptedModelServer, ScriptedReply, ScriptedRequest
+from mempa_tui.llm import ScriptedReply, ScriptedRequest
 from mempa_tui.runner._episode_events import PAReplyEvent, StepStatusEvent, episode_event_adapter
 
 RUN = "R-file-scripted-s0"
@@ -51,17 +48,7 @@ class EchoingPA:
 
 def _play(tmp: Path, always: bool) -> tuple[Path, str, EchoingPA]:
     pa = EchoingPA(always)
-    with ScriptedModelServer(pa) as server:
-        profile = server.profile(context_window=131072).model_dump(mode="json")
-        path = tmp / "scripted.yaml"
-        path.write_text(yaml.safe_dump(profile))
-        out = io.StringIO()
-        with redirect_stdout(out):
-            code = main(["run", "--user", "R", "--memory", "file", "--model", str(path), "--repeats", "1",
-                         "--worlds", str(WORLDS), "--saves", str(tmp / "saves"),
-                         "--local-memory", str(tmp / "local_memory")])
-    assert code == 0, out.getvalue()
-    return tmp, out.getvalue(), pa
+    return tmp, scripted_cli_run(tmp, pa), pa
 
 
 @pytest.fixture(scope="module")

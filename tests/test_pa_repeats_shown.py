@@ -6,17 +6,14 @@ before the count existed read 0."""
 
 from __future__ import annotations
 
-import io
 import re
-from contextlib import redirect_stdout
 from pathlib import Path
 
 import pytest
-import yaml
-from test_runner_support import CONSOLIDATING_OPTIONS, WORLDS, consolidating, protocol_responder
+from test_runner_support import CONSOLIDATING_OPTIONS, consolidating, protocol_responder, scripted_cli_run
 
 from mempa_tui.cli.main import main
-from mempa_tui.llm import ScriptedModelServer, ScriptedReply, ScriptedRequest, ScriptedToolCall
+from mempa_tui.llm import ScriptedReply, ScriptedRequest, ScriptedToolCall
 from mempa_tui.runner._episode_events import PAReplyEvent, StepStatusEvent, episode_event_adapter
 
 RUN = "R-file-scripted-s0"
@@ -37,18 +34,9 @@ def _repeating_pa(request: ScriptedRequest) -> ScriptedReply | str:
 @pytest.fixture(scope="module")
 def played(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     tmp = tmp_path_factory.mktemp("repeats")
-    with ScriptedModelServer(consolidating(_repeating_pa)) as server:
-        profile = server.profile(context_window=131072).model_dump(mode="json")
-        profile["options"]["pa_repeated_call"] = "wrap_up"
-        path = tmp / "scripted.yaml"
-        path.write_text(yaml.safe_dump(profile))
-        out = io.StringIO()
-        with redirect_stdout(out):
-            code = main(["run", "--user", "R", "--memory", "file", "--model", str(path), "--repeats", "1",
-                         "--worlds", str(WORLDS), "--saves", str(tmp / "saves"),
-                         "--local-memory", str(tmp / "local_memory"), *CONSOLIDATING_OPTIONS])
-    assert code == 0, out.getvalue()
-    return tmp / "saves", out.getvalue()
+    out = scripted_cli_run(tmp, consolidating(_repeating_pa), *CONSOLIDATING_OPTIONS,
+                           profile_options={"pa_repeated_call": "wrap_up"})
+    return tmp / "saves", out
 
 
 def _counts(text: str) -> tuple[int, int]:

@@ -43,6 +43,7 @@ __all__ = [
     "protocol_responder",
     "quick_worlds",
     "runner_config",
+    "scripted_cli_run",
 ]
 
 WORLDS = Path(__file__).parent / "fixtures_runner"
@@ -297,3 +298,41 @@ def consolidating(responder: Any) -> Any:
         return responder(request)  # type: ignore[no-any-return]
 
     return respond
+
+
+def scripted_cli_run(tmp: Path, responder: Any, *extra: str, profile_options: Mapping[str, Any] | None = None) -> str:
+    """Play user R's whole timeline with ``mempa run --memory file --repeats 1`` on a scripted model
+    server answered by ``responder``; saves in ``tmp/saves``, the memory in ``tmp/local_memory``.
+
+    Args:
+        tmp: the folder for the profile, the saves and the memory.
+        responder: the scripted server's responder (:func:`protocol_responder` or one wrapping it).
+        extra: further ``mempa run`` arguments (e.g. :data:`CONSOLIDATING_OPTIONS`).
+        profile_options: entries set in the scripted profile's ``options``.
+
+    Returns:
+        What ``mempa run`` printed.
+
+    Raises:
+        AssertionError: ``mempa run`` did not exit 0 (the message is its output).
+    """
+    import io
+    from contextlib import redirect_stdout
+
+    import yaml
+
+    from mempa_tui.cli.main import main
+    from mempa_tui.llm import ScriptedModelServer
+
+    with ScriptedModelServer(responder) as server:
+        profile = server.profile(context_window=131072).model_dump(mode="json")
+        profile["options"].update(profile_options or {})
+        path = tmp / "scripted.yaml"
+        path.write_text(yaml.safe_dump(profile))
+        out = io.StringIO()
+        with redirect_stdout(out):
+            code = main(["run", "--user", "R", "--memory", "file", "--model", str(path), "--repeats", "1",
+                         "--worlds", str(WORLDS), "--saves", str(tmp / "saves"),
+                         "--local-memory", str(tmp / "local_memory"), *extra])
+    assert code == 0, out.getvalue()
+    return out.getvalue()

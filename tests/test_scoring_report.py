@@ -112,3 +112,32 @@ def test_health_column_and_broken_note_are_written_into_report_md_and_main_csv(t
     plain = write_reports(outcomes, tmp_path / "plain", resamples=50)
     assert "Health" not in plain.main_md.read_text(encoding="utf-8")
     assert "health" not in read_csv(plain.main_csv)[0]
+
+
+def test_a_difference_from_one_unit_is_written_as_no_interval_not_a_zero_width_one(tmp_path: Path) -> None:
+    """Fresh-user check: with one final probe of one repeat (n=1×1) ``main.csv``/``pooled.csv``
+    wrote the difference's interval as ``[x, x]`` while every table said ``no interval``. The CSV
+    now leaves the bounds empty and says so in the ``ci_note`` column, as the tables do."""
+    from test_scoring import o
+
+    from mempa_tui.scoring import differences_from, interval_note
+
+    one = [o("A", "work", "verbosity", "Terse", "Terse", brs=4, prs=4),
+           o("A", "work", "verbosity", "Terse", "Detailed", brs=2, prs=2, memory="none")]
+    paths = write_reports(one, tmp_path, resamples=100, seed=1)
+    assert paths.pooled_csv is not None
+    (diff,) = [d for d in differences_from(one, reference="none", resamples=100, seed=1) if d.metric == "PSA"]
+    assert interval_note(diff.interval, 1, signed=True) == " n=1×1: no interval"  # what the tables print
+    file_row = next(r for r in read_csv(paths.pooled_csv) if r["memory"] == "file")
+    assert float(file_row["delta_psa_point"]) == pytest.approx(100.0)
+    assert (file_row["delta_psa_ci_low"], file_row["delta_psa_ci_high"]) == ("", "")
+    assert file_row["delta_psa_ci_note"] == "n=1×1: no interval"
+    for row in read_csv(paths.main_csv):  # each condition's own PSA: one unit, no interval either
+        assert (row["psa_ci_low"], row["psa_ci_high"], row["psa_ci_note"]) == ("", "", "n=1×1: no interval")
+
+
+def test_an_interval_from_units_that_differ_keeps_its_bounds_and_counts(tmp_path: Path) -> None:
+    paths = write_reports(data(), tmp_path, resamples=200, seed=1)
+    row = read_csv(paths.main_csv)[0]
+    assert row["psa_ci_low"] and row["psa_ci_high"] and row["psa_ci_note"].startswith("n=")
+    assert "no interval" not in row["psa_ci_note"]

@@ -11,18 +11,15 @@ message is new and fine, and none of that appears.
 
 from __future__ import annotations
 
-import io
 import itertools
 import re
-from contextlib import redirect_stdout
 from pathlib import Path
 
 import pytest
-import yaml
-from test_runner_support import SIM_ENTRY, WORLDS, protocol_responder
+from test_runner_support import SIM_ENTRY, protocol_responder, scripted_cli_run
 
 from mempa_tui.cli.main import main
-from mempa_tui.llm import ScriptedModelServer, ScriptedReply, ScriptedRequest
+from mempa_tui.llm import ScriptedReply, ScriptedRequest
 from mempa_tui.runner._browse import StepDetail
 from mempa_tui.runner._episode_events import StepStatusEvent, episode_event_adapter
 from mempa_tui.runner._health import PARepeats, pa_problem_phrases, repeats_note, simulator_phrase
@@ -60,16 +57,7 @@ class Simulator:
 
 def _play(tmp: Path, stall: bool) -> tuple[Path, str, Simulator]:
     sim = Simulator(stall)
-    with ScriptedModelServer(sim) as server:
-        path = tmp / "scripted.yaml"
-        path.write_text(yaml.safe_dump(server.profile(context_window=131072).model_dump(mode="json")))
-        out = io.StringIO()
-        with redirect_stdout(out):
-            code = main(["run", "--user", "R", "--memory", "file", "--model", str(path), "--repeats", "1",
-                         "--worlds", str(WORLDS), "--saves", str(tmp / "saves"),
-                         "--local-memory", str(tmp / "local_memory")])
-    assert code == 0, out.getvalue()
-    return tmp, out.getvalue(), sim
+    return tmp, scripted_cli_run(tmp, sim), sim
 
 
 @pytest.fixture(scope="module")

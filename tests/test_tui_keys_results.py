@@ -109,3 +109,44 @@ def test_results_snapshot_160x48(snap_compare: Any, tmp_path: Path) -> None:
 def test_results_snapshot_broken_memory_160x48(snap_compare: Any, tmp_path: Path) -> None:
     """``test_browse_support.seed``: mem0's row reads BROKEN in Health, with the note under the table."""
     assert _snapshot(snap_compare, tmp_path, (160, 48), broken=True)
+
+
+async def _chart_in_view(app: MempaApp, pilot: Pilot[None]) -> Static:
+    """Load, then scroll the results body to its end, where the bar chart is."""
+    await _loaded(app, pilot)
+    chart = app.screen.query_one("#chart", Static)
+    app.screen.query_one("#results-body").scroll_end(animate=False)
+    for _ in range(3):
+        await pilot.pause()
+    return chart
+
+
+async def test_each_chart_row_fits_on_one_line_at_80_columns(tmp_path: Path) -> None:
+    """Fresh-user check: at 80x24 a bar row (label, a 40-cell bar, the value and ``BROKEN``) was
+    wider than the chart and wrapped, ``BROKEN`` alone on the next line. The bar now narrows to fit."""
+    folders = make_folders(tmp_path)
+    folders.settings.saves_dir.mkdir(parents=True)
+    await seed_with_health(folders.settings.saves_dir / "mempa.sqlite")
+    app = MempaApp(folders.settings, options=RunnerOptions(resamples=50), initial_mode="results")
+    async with app.run_test(size=(80, 24)) as pilot:
+        chart = await _chart_in_view(app, pilot)
+        lines = ["".join(s.text for s in chart.render_line(y)).rstrip() for y in range(chart.size.height)]
+        rows = [ln for ln in lines if "█" in ln or "░" in ln or "▚" in ln]
+        assert len(rows) == 3, lines  # File memory, Mem0, No Memory: one line each
+        mem0 = next(ln for ln in rows if ln.startswith("Mem0"))
+        assert mem0.endswith("0.0%  BROKEN"), lines  # on the bar's own line, not wrapped under it
+        assert "BROKEN" not in [ln.strip() for ln in lines]
+        assert all(len(ln) <= chart.content_region.width <= 80 for ln in lines)
+
+
+def test_results_chart_snapshot_broken_memory_80x24(snap_compare: Any, tmp_path: Path) -> None:
+    """The chart at 80x24 (scrolled into view): every bar row, ``BROKEN`` included, on one line."""
+    folders = make_folders(tmp_path)
+    folders.settings.saves_dir.mkdir(parents=True)
+    asyncio.run(seed_with_health(folders.settings.saves_dir / "mempa.sqlite"))
+    app = MempaApp(folders.settings, options=RunnerOptions(resamples=50), initial_mode="results")
+
+    async def in_view(pilot: Pilot[None]) -> None:
+        await _chart_in_view(app, pilot)
+
+    assert snap_compare(app, terminal_size=(80, 24), run_before=in_view)

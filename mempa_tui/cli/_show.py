@@ -15,7 +15,7 @@ from mempa_tui.cli._errors import UserError, unwritable
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from mempa_tui.runner._browse import CompareRow, ProbeFilter, RunListing, StepDetail
+    from mempa_tui.runner._browse import CompareRow, MemoryView, ProbeFilter, ProbeLine, RunListing, StepDetail
     from mempa_tui.runner._episode_events import EpisodeEvent, EvidenceEvent
 
 __all__ = ["cmd_show", "detail_text", "event_lines", "listing_text"]
@@ -28,6 +28,12 @@ def _aligned(rows: list[list[str]]) -> list[str]:
 
 def _score(value: int | None) -> str:
     return "-" if value is None else str(value)
+
+
+def _brs_cell(probe: ProbeLine) -> str:
+    """A probe repeat's BRS as scored; a floored final probe's reads ``1 (floor)`` (Appendix F.2)."""
+    value = _score(probe.brs_scored)
+    return f"{value} (floor)" if probe.floored and probe.brs_scored is not None else value
 
 
 def listing_text(listing: RunListing, probe_filter: ProbeFilter | None = None) -> str:
@@ -54,10 +60,21 @@ def listing_text(listing: RunListing, probe_filter: ProbeFilter | None = None) -
     if probes:
         rows = [["PROBE", "REP", "KIND", "CONTEXT", "ATTRIBUTE", "STATUS", "SELECTION", "TARGET", "OUTCOME", "BRS", "PRS"]]
         rows += [[p.probe_id, str(p.repeat), p.kind, p.context, p.attribute, p.status, p.selection or "-", p.target,
-                  p.outcome, _score(p.brs), _score(p.prs)] for p in probes]
+                  p.outcome, _brs_cell(p), _score(p.prs)] for p in probes]
         lines += ["  " + ln for ln in _aligned(rows)]
+    floored = [p for p in probes if p.floored]
+    if floored:
+        from mempa_tui.runner._browse import FLOOR_RULE
+
+        lines += ["", f"{len(floored)} floored repeat(s), scored {FLOOR_RULE}:"]
+        lines += _hanging_rows([(f"{p.probe_id} r{p.repeat}: ", p.reason or "(no reason stored)") for p in floored])
     lines += ["", f"`mempa show {run.id} STEP|PROBE` prints one in full."]
     return "\n".join(lines)
+
+
+def _hanging_rows(rows: list[tuple[str, str]], prefix: str = "  ") -> list[str]:
+    """Each (head, text) as :func:`_hanging` lines behind ``prefix``."""
+    return [ln for head, text in rows for ln in _hanging(head, text, prefix)]
 
 
 def _indent(text: str, prefix: str = "    ") -> list[str]:
@@ -165,7 +182,14 @@ def detail_text(detail: StepDetail) -> str:
     lines += ["", f"IX selection: {detail.selection or '(none)'}"]
     if detail.target is not None:
         lines.append(f"target: {detail.target}  -> {detail.outcome}")
-        for name, score, reason in (("BRS", detail.brs, detail.brs_reason), ("PRS", detail.prs, detail.prs_reason)):
+        brs_reason = detail.brs_reason
+        if detail.status == "floored":
+            from mempa_tui.runner._browse import FLOOR_RULE
+
+            lines += [*_hanging("floored: ", detail.reason or "(no reason stored)"), f"  (scored {FLOOR_RULE})"]
+            if detail.brs_scored is not None and not brs_reason:
+                brs_reason = "floored: BRS 1 by rule, not judged"
+        for name, score, reason in (("BRS", detail.brs_scored, brs_reason), ("PRS", detail.prs, detail.prs_reason)):
             lines += _hanging(f"{name}: {_score(score)}  (", f"{reason})") if reason else [f"{name}: {_score(score)}"]
     if detail.memory_stats:
         lines.append("memory counters after the step: "
@@ -282,12 +306,24 @@ async def cmd_show(args: argparse.Namespace, out: TextIO | None = None) -> int:
         when = "after the step" if details[0].repeat == 0 else "where the probe started"
         where = (f"checkpoint {view.checkpoint_index} of {view.checkpoint_run}"
                  if view.checkpoint_run is not None else "no checkpoint")
-        print(f"\nmemory store {when} ({where}): {len(view.stored)} item(s)", file=out)
+        print(f"\nmemory store {when} ({where}): {_store_count_text(view)}", file=out)
         for item in view.stored:
             print(*_indent(item, "  "), sep="\n", file=out)
         if view.note:
             print(f"  ({view.note})", file=out)
     return 0
+
+
+def _store_count_text(view: MemoryView) -> str:
+    """``0 history entries and 9 pending turns (MEMORY.md empty) stored, as Health counts them;
+    10 entries listed below: the count leaves out MEMORY.md and the last consolidation failure``."""
+    listed = f"{len(view.stored)} {'entry' if len(view.stored) == 1 else 'entries'} listed below"
+    if view.counted_words is None:
+        return listed
+    text = f"{view.counted_words} stored, as Health counts them; {listed}"
+    if view.counted != len(view.stored) and view.not_counted:
+        text += f": the count leaves out {view.not_counted}"
+    return text
 
 
 async def _full_calls(store: object, run_id: str, details: Sequence[StepDetail], which: str | None,

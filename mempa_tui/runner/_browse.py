@@ -39,6 +39,8 @@ from mempa_tui.store import LLMCallRow, ProbeResultRecord, RunRecord, RunStore, 
 from mempa_tui.taxonomy import Dimension, attribute
 
 __all__ = [
+    "FLOOR_BRS",
+    "FLOOR_RULE",
     "NOT_STORED",
     "OUTCOMES",
     "BrowseError",
@@ -62,6 +64,7 @@ __all__ = [
     "parse_where",
     "probe_outcome",
     "run_listing",
+    "scored_brs",
     "step_details",
 ]
 
@@ -83,6 +86,29 @@ def probe_outcome(record: ProbeResultRecord) -> Outcome:
     if record.status != "completed":
         return "incomplete"
     return "correct" if record.selection == record.target else "wrong"
+
+
+FLOOR_BRS = 1
+"""BRS of a floored final probe by the floor rule (paper Appendix F.2): no judge reads it and the
+store keeps no score, so the browser fills it in as scoring does
+(:attr:`~mempa_tui.scoring._outcome.ProbeOutcome.brs_scored`)."""
+
+FLOOR_RULE = "PSA 0 and BRS 1 by the floor rule of paper Appendix F.2; PRS as rated, 1 by rule when the PA gave no reply"
+"""The one-line rule ``mempa show`` and the app print beside a floored probe's scores."""
+
+
+def scored_brs(kind: str, status: str, brs: int | None) -> int | None:
+    """A stored probe repeat's BRS as scoring counts it (paper Section 3.5, Appendix F.2).
+
+    Args:
+        kind: ``final`` or ``pre_event`` (pre-event probes get no BRS).
+        status: the stored status (``completed``, ``floored``, ``invalid``, ``failed``).
+        brs: the stored judge score (1-5), None when none is stored.
+
+    Returns:
+        :data:`FLOOR_BRS` for a floored final probe, ``brs`` otherwise (None: not scored).
+    """
+    return FLOOR_BRS if kind == "final" and status == "floored" else brs
 
 
 class StepLine(BaseModel):
@@ -115,6 +141,18 @@ class ProbeLine(BaseModel):
     prs: int | None
     outcome: Outcome
     attempts: int
+    reason: str | None = None
+    """Why the repeat was floored, invalid or failed (None when it completed)."""
+
+    @property
+    def brs_scored(self) -> int | None:
+        """BRS as scored: 1 for a floored final probe (:func:`scored_brs`), else :attr:`brs`."""
+        return scored_brs(self.kind, self.status, self.brs)
+
+    @property
+    def floored(self) -> bool:
+        """Whether the PA broke the IX contract here (PSA 0, BRS 1 by rule; Appendix F.2)."""
+        return self.status == "floored"
 
 
 def _dimension(key: str) -> str:
@@ -128,7 +166,7 @@ def _probe_line(r: ProbeResultRecord) -> ProbeLine:
     return ProbeLine(
         probe_id=r.probe_id, repeat=r.repeat, kind=r.kind, context=r.context, attribute=r.attribute,
         dimension=_dimension(r.attribute), status=r.status, selection=r.selection, target=r.target,
-        brs=r.brs, prs=r.prs, outcome=probe_outcome(r), attempts=r.attempts,
+        brs=r.brs, prs=r.prs, outcome=probe_outcome(r), attempts=r.attempts, reason=r.reason,
     )
 
 
@@ -321,6 +359,11 @@ class StepDetail(BaseModel):
     """The memory's counters after the step (timeline steps that recorded them)."""
 
     @property
+    def brs_scored(self) -> int | None:
+        """BRS as scored: 1 for a floored final probe (:func:`scored_brs`), else :attr:`brs`."""
+        return scored_brs(self.kind, self.status, self.brs)
+
+    @property
     def pa_repeats(self) -> tuple[int, int]:
         """(repeated identical PA calls, turns with any) from the stored ``step_status`` event;
         ``(0, 0)`` for a step stored before they were counted."""
@@ -461,6 +504,7 @@ class CompareCell(BaseModel):
     outcome: Outcome
     selection: str | None
     brs: int | None
+    """BRS as scored: 1 for a floored final probe (:func:`scored_brs`), else the stored score."""
     prs: int | None
     evidence: str
     """The memory section handed to the PA before its first selection (the first evidence event
@@ -516,7 +560,8 @@ async def compare_runs(store: RunStore, run_ids: Sequence[str]) -> list[CompareR
             events, _ = await _events(store, run_id, p.probe_id, p.repeat)
             first = next((e for e in events if isinstance(e, EvidenceEvent)), None)
             row.cells[run_id] = CompareCell(
-                run_id=run_id, outcome=probe_outcome(p), selection=p.selection, brs=p.brs, prs=p.prs,
+                run_id=run_id, outcome=probe_outcome(p), selection=p.selection,
+                brs=scored_brs(p.kind, p.status, p.brs), prs=p.prs,
                 evidence=first.system_text if first else "", evidence_items=len(first.items) if first else 0)
     return [rows[k] for k in sorted(rows)]
 
@@ -639,7 +684,15 @@ class MemoryView(BaseModel):
     checkpoint_index: int | None
     """Index of the checkpoint's last step (-1: the run's start)."""
     stored: list[str] = []
-    """The memory's stored items as its side panel lists them."""
+    """The memory's stored items as its side panel lists them (notes included: MEMORY.md, failure
+    notes; see :attr:`not_counted`)."""
+    counted: int | None = None
+    """The store count at the checkpoint, as Health counts it
+    (:func:`~mempa_tui.runner._health.stored_count`; None: the memory reports none)."""
+    counted_words: str | None = None
+    """:attr:`counted` in words naming what is counted (:func:`~mempa_tui.runner._health.stored_phrase`)."""
+    not_counted: str | None = None
+    """What :attr:`stored` lists besides the counted items (:func:`~mempa_tui.runner._health.not_counted`)."""
     note: str | None = None
     """Why nothing is listed (a condition without a store, no snapshot, or the error met)."""
 
@@ -706,9 +759,14 @@ async def checkpoint_memory(store: RunStore, run_id: str, step_id: str, repeat: 
         try:
             memory = make_memory(run.memory, client=_NoModelCalls(), folder=Path(folder), **options)
             memory.restore(snapshot)
-            stored = list(memory.inspect().stored)
+            inspection = memory.inspect()
         except Exception as exc:  # noqa: BLE001 - shown to the reader as the view's note
             return MemoryView(checkpoint_run=source, checkpoint_index=index,
                               note=f"could not rebuild the {run.memory} memory from the snapshot: {exc!r}")
+    from mempa_tui.runner._health import not_counted, stored_count, stored_phrase
+
+    stored = list(inspection.stored)
     return MemoryView(checkpoint_run=source, checkpoint_index=index, stored=stored,
+                      counted=stored_count(inspection.stats), counted_words=stored_phrase(inspection.stats),
+                      not_counted=not_counted(inspection.stats),
                       note=None if stored else "the memory held nothing at this checkpoint")

@@ -107,6 +107,7 @@ __all__ = [
     "echoes_phrase",
     "health_of_stats",
     "ix_withheld_phrase",
+    "not_counted",
     "pa_problem_phrases",
     "health_summary",
     "repeats_note",
@@ -118,6 +119,8 @@ __all__ = [
     "runs_pa_repeats",
     "simulator_counts",
     "simulator_phrase",
+    "stored_count",
+    "stored_phrase",
 ]
 
 BROKEN_RATE = 0.20
@@ -194,7 +197,9 @@ class MemoryHealth(BaseModel):
     writes: int | None = None
     """Turn records the memory received (``turns_written``), if counted."""
     stored: int | None = None
-    """Items the store holds, if the memory reports it."""
+    """Items the store holds, if the memory reports it (what is counted: :func:`stored_phrase`)."""
+    stored_words: str | None = None
+    """:attr:`stored` in words that name what is counted (:func:`stored_phrase`)."""
     failures: list[FailureCount] = []
     """Every kind of failure with a count above 0."""
     problems: list[str] = []
@@ -220,8 +225,10 @@ class MemoryHealth(BaseModel):
         parts = [f"memory health: {self.state.upper() if self.broken else self.state}"]
         if self.writes is not None:
             parts.append(f"{self.writes} turn(s) written")
-        if self.stored is not None:
-            parts.append(f"{self.stored} item(s) stored")
+        if self.stored_words is not None:
+            parts.append(f"{self.stored_words} stored after the last step")
+        elif self.stored is not None:
+            parts.append(f"{self.stored} item(s) stored after the last step")
         line = ", ".join(parts)
         if self.problems:
             line += f" - {'; '.join(self.problems)}"
@@ -236,12 +243,63 @@ def _int(stats: Mapping[str, float], key: str) -> int | None:
     return None if value is None else int(value)
 
 
-def _stored(stats: Mapping[str, float]) -> int | None:
+def stored_count(stats: Mapping[str, float]) -> int | None:
+    """The items a memory's store holds by its counters (:func:`stored_phrase` says which);
+    None when the counters have no store count."""
     for key in _STORE_COUNTERS:
         if key in stats:
             return int(stats[key])
     if "history_entries" in stats or "pending_turns" in stats:  # File memory
         return int(stats.get("history_entries", 0) + stats.get("pending_turns", 0))
+    return None
+
+
+def _plural(n: int, one: str, many: str) -> str:
+    return f"{n} {one if n == 1 else many}"
+
+
+_NOT_COUNTED = {
+    "memories_stored": "failure notes",
+    "cells": "each cell's history, the latest observations and the last problem",
+    "file": "MEMORY.md and the last consolidation failure",
+}
+"""What a memory's listing (``inspect().stored``, ``mempa show --memory-store``) shows besides
+the items its store count counts, by that count's counter (``file``: File memory)."""
+
+
+def stored_phrase(stats: Mapping[str, float]) -> str | None:
+    """What a memory's store count counts, in words, from its ``inspect().stats``.
+
+    The count (:attr:`MemoryHealth.stored`) is ``memories_stored`` (Mem0, MemOS), ``turns_stored``
+    (Simple RAG), ``cells`` (preference state) or, for File memory, its history entries plus its
+    pending turns; MEMORY.md and failure notes are never counted (fresh-user check: "1 item(s)
+    stored" beside a ``--memory-store`` listing of MEMORY.md and one history entry).
+
+    Returns:
+        ``"0 history entries and 9 pending turns (MEMORY.md empty)"``, ``"3 memories"``,
+        ``"10 turns"``, ``"4 preference cells"``; None when the counters have no store count.
+    """
+    if "memories_stored" in stats:
+        return _plural(int(stats["memories_stored"]), "memory", "memories")
+    if "turns_stored" in stats:
+        return _plural(int(stats["turns_stored"]), "turn", "turns")
+    if "cells" in stats:
+        return _plural(int(stats["cells"]), "preference cell", "preference cells")
+    if "history_entries" in stats or "pending_turns" in stats:
+        pending = _plural(int(stats.get("pending_turns", 0)), "pending turn", "pending turns")
+        history = _plural(int(stats.get("history_entries", 0)), "history entry", "history entries")
+        md = "MEMORY.md apart" if int(stats.get("memory_md_chars", 1)) else "MEMORY.md empty"
+        return f"{history} and {pending} ({md})"
+    return None
+
+
+def not_counted(stats: Mapping[str, float]) -> str | None:
+    """What a memory's listing shows that :func:`stored_phrase` does not count (None: nothing)."""
+    for key in ("memories_stored", "turns_stored", "cells"):
+        if key in stats:
+            return _NOT_COUNTED.get(key)
+    if "history_entries" in stats or "pending_turns" in stats:
+        return _NOT_COUNTED["file"]
     return None
 
 
@@ -316,7 +374,7 @@ def health_of_stats(run_id: str, memory: str, stats: Mapping[str, float]) -> Mem
         if count:
             failures.append(FailureCount(counter=counter, what=counter.replace("_", " "), failures=count,
                                          out_of=writes or None))
-    stored = _stored(stats)
+    stored = stored_count(stats)
     problems = [f.text() for f in failures if f.rate is not None and f.rate > BROKEN_RATE]
     if stored == 0 and (writes or 0) >= EMPTY_AFTER_WRITES:
         problems.append(f"empty store after {writes} turn(s) written")
@@ -349,7 +407,7 @@ def health_of_stats(run_id: str, memory: str, stats: Mapping[str, float]) -> Mem
             "of the user's own words, so its probes got what the PA said, not what the user said")
     state: HealthState = "broken" if problems else ("warning" if failures else "ok")
     return MemoryHealth(run_id=run_id, memory=memory, state=state, writes=writes, stored=stored,
-                        failures=failures, problems=problems)
+                        stored_words=stored_phrase(stats), failures=failures, problems=problems)
 
 
 async def run_health(store: RunStore, run: RunRecord) -> MemoryHealth:

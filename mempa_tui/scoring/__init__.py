@@ -51,6 +51,7 @@ from mempa_tui.scoring._stats import (
     bootstrap_difference,
     bootstrap_distribution,
     bootstrap_interval,
+    interval_fields,
     interval_note,
     summarise,
 )
@@ -105,6 +106,7 @@ __all__ = [
     "bootstrap_difference",
     "bootstrap_distribution",
     "bootstrap_interval",
+    "interval_fields",
     "interval_note",
     "breakdown",
     "carry_over",

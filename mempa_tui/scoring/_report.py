@@ -28,7 +28,7 @@ from mempa_tui.scoring._metrics import (
     score_conditions,
 )
 from mempa_tui.scoring._outcome import ProbeOutcome, ProbeStatus, condition_label
-from mempa_tui.scoring._stats import DEFAULT_RESAMPLES, INTERVAL_LEGEND, MetricSummary
+from mempa_tui.scoring._stats import DEFAULT_RESAMPLES, INTERVAL_LEGEND, MetricSummary, interval_fields
 from mempa_tui.scoring._validity import outcome_validity_lines
 from mempa_tui.taxonomy import ATTRIBUTES, Dimension, RealizationGroup
 
@@ -110,17 +110,18 @@ def _num(value: float | None, digits: int = 4) -> str:
 
 
 def _metric_fields(s: MetricSummary | None) -> list[str]:
+    """The :data:`_FIELDS` of one metric; its interval as :func:`interval_fields` writes it."""
     if s is None or s.mean is None:
-        return ["N/A", "", "", "", str(s.eligible if s else 0), str(s.excluded if s else 0)]
-    low = s.interval.low if s.interval else None
-    high = s.interval.high if s.interval else None
-    return [_num(s.mean), _num(s.sd), _num(low), _num(high), str(s.eligible), str(s.excluded)]
+        return ["N/A", "", "", "", "", str(s.eligible if s else 0), str(s.excluded if s else 0)]
+    return [_num(s.mean), _num(s.sd), *interval_fields(s.interval), str(s.eligible), str(s.excluded)]
 
 
 _INCOMPLETE_HEADER = [
     "memory", "model", "user", "probe_id", "context", "attribute", "probe_kind", "repeat", "reason"
 ]
-_FIELDS = ("mean", "sd", "ci_low", "ci_high", "eligible", "excluded")
+_FIELDS = ("mean", "sd", "ci_low", "ci_high", "ci_note", "eligible", "excluded")
+"""Each metric's CSV fields: ``ci_note`` is ``n=U×R`` or ``n=U×R: no interval`` (with empty
+bounds), as the tables print it (:func:`~mempa_tui.scoring._stats.interval_fields`)."""
 
 
 def _write_csv(path: Path, header: list[str], rows: Iterable[list[str]]) -> Path:
@@ -138,7 +139,7 @@ def _scores_csv(path: Path, rows: Sequence[ConditionScores], diffs: Sequence[Dif
     header += [f"{slug[m]}_{f}" for m in METRICS for f in _FIELDS]
     header += ["probes", "floored", "incomplete", *(["health"] if health else [])]
     diff_metrics = sorted({d.metric for d in diffs}, key=METRICS.index)
-    header += [f"delta_{slug[m]}_{f}" for m in diff_metrics for f in ("point", "ci_low", "ci_high")]
+    header += [f"delta_{slug[m]}_{f}" for m in diff_metrics for f in ("point", "ci_low", "ci_high", "ci_note")]
     lookup = {(d.memory, d.model, d.metric): d for d in diffs}
     out = []
     for r in rows:
@@ -148,8 +149,8 @@ def _scores_csv(path: Path, rows: Sequence[ConditionScores], diffs: Sequence[Dif
         cells += [str(r.probes), str(r.floored), str(r.incomplete), *([health(r)] if health else [])]
         for m in diff_metrics:
             d = lookup.get((r.memory, r.model, m))
-            cells += ["", "", ""] if d is None else [
-                _num(d.point), _num(d.interval.low), _num(d.interval.high)
+            cells += ["", "", "", ""] if d is None else [
+                _num(d.point), *(interval_fields(d.interval) if d.point is not None else ("", "", ""))
             ]
         out.append(cells)
     return _write_csv(path, header, out)

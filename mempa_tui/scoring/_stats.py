@@ -30,6 +30,7 @@ __all__ = [
     "bootstrap_difference",
     "bootstrap_distribution",
     "bootstrap_interval",
+    "interval_fields",
     "interval_note",
     "summarise",
 ]
@@ -89,6 +90,29 @@ INTERVAL_LEGEND = (
     "show any spread)"
 )
 """Explains :func:`interval_note`'s counts; printed under every table that uses it."""
+
+
+def interval_fields(interval: Interval | None, digits: int = 4) -> tuple[str, str, str]:
+    """``(ci_low, ci_high, ci_note)`` as the CSV files write an interval, saying what the tables
+    say (:func:`interval_note`): bounds only where the tables print them, and the note ``n=28×3``
+    or ``n=1×1: no interval`` (one unit, or units that all gave one value: the empty bounds are
+    no interval, never a zero-width one); ``no interval`` for one without bounds or counts;
+    ``("", "", "")`` when none was computed (breakdown cells).
+
+    Args:
+        interval: the interval, or None.
+        digits: decimals of the bounds.
+    """
+    if interval is None:
+        return "", "", ""
+    has_bounds = interval.low is not None and interval.high is not None
+    shown = has_bounds and (interval.units is None or interval.informative)
+    low = f"{interval.low:.{digits}f}" if shown and interval.low is not None else ""
+    high = f"{interval.high:.{digits}f}" if shown and interval.high is not None else ""
+    if interval.units is None:
+        return low, high, "" if shown else "no interval"
+    n = f"n={interval.units}×{interval.repeats or 0}"
+    return low, high, n if shown else f"{n}: no interval"
 
 
 def interval_note(interval: Interval, digits: int, *, signed: bool = False) -> str:

@@ -122,7 +122,7 @@ def summary_text(detail: StepDetail) -> Text:
     if detail.target is not None:
         style = {"correct": "green", "wrong": "red", "floored": "yellow"}.get(detail.outcome or "", "dim")
         out.append(f"target: {detail.target} → {detail.outcome}\n", style=style)
-        out.append(f"BRS {_score(detail.brs)}" + (f"  judge: {detail.brs_reason}" if detail.brs_reason else "") + "\n")
+        out.append(f"BRS {_score(detail.brs_scored)}" + (f"  judge: {detail.brs_reason}" if detail.brs_reason else "") + "\n")
         out.append(f"PRS {_score(detail.prs)}" + (f"  user: {detail.prs_reason}" if detail.prs_reason else "") + "\n")
     if detail.memory_stats:
         counters = ", ".join(f"{k} {v:g}" for k, v in sorted(detail.memory_stats.items()))
@@ -393,7 +393,7 @@ class BrowserScreen(PlainNotify, Screen[None]):
                 keys.append(f"step:{s.step_id}")
         probes = [p for p in listing.probes if flt is None or flt.keeps(p)]
         for p in probes:
-            rows.append([f"r{p.repeat}", p.probe_id, p.outcome, p.selection or "-", p.target, _score(p.brs),
+            rows.append([f"r{p.repeat}", p.probe_id, p.outcome, p.selection or "-", p.target, _score(p.brs_scored),
                          _score(p.prs), p.kind, f"{p.context}/{p.attribute}", p.status])
             keys.append(f"probe:{p.probe_id}:{p.repeat}")
         table.fill(STEP_COLUMNS, rows, keys=keys)

@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, ClassVar, cast
 
 import anyio
 from rich.text import Text
-from textual import work
+from textual import events, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, VerticalScroll
@@ -72,30 +72,42 @@ if TYPE_CHECKING:
 __all__ = ["ResultsScreen", "bars_text", "difference_cells", "metric_cell"]
 
 BAR_WIDTH = 40
-"""Cells of a full bar."""
+"""Cells of a full bar (where the screen is wide enough)."""
+
+MIN_BAR_WIDTH = 10
+"""The narrowest full bar :func:`bars_text` draws to fit a row on a narrow screen."""
 
 
 def bars_text(bars: list[Bar], metric: str, width: int = BAR_WIDTH,
-              broken: Sequence[bool] | None = None) -> Text:
+              broken: Sequence[bool] | None = None, columns: int | None = None) -> Text:
     """The bar chart as Rich text: ``label  ████████░░░░  62.5%`` per row.
 
     Args:
         bars: one per row (:func:`~mempa_tui.runner._results.bar_chart`).
         metric: the charted metric's name.
-        width: cells of a full bar.
+        width: cells of a full bar (at most; ``columns`` may narrow it).
         broken: per bar, whether its row's memory health is BROKEN (None: none is); such a bar
             is drawn hatched in red, ends with ``BROKEN`` and a note under the chart says it is
             not the condition's score.
+        columns: the cells a row may take (the chart's width on screen; None: no limit). Each
+            row then fits on one line: the label is cut (ending in ``…``) to at most a third of
+            it and the bar narrowed, never below :data:`MIN_BAR_WIDTH` cells (fresh-user check:
+            at 80x24 a row with ``BROKEN`` wrapped onto a second line).
     """
     if not bars:
         return Text("No probe results yet: finish a run's probes, then refresh (f5).", style="dim")
+    marks = list(broken) if broken is not None else [False] * len(bars)
     label_width = min(44, max(len(b.label) for b in bars))
+    if columns is not None:
+        tail = max(len(b.text) for b in bars) + (len("  BROKEN") if any(marks) else 0)
+        label_width = max(8, min(label_width, columns // 3))
+        width = max(MIN_BAR_WIDTH, min(width, columns - label_width - 4 - tail))
     out = Text(f"{metric} by row (full bar = {'100%' if metric in ('PSA', 'CS', 'PET') else '5'})\n",
                style="bold")
-    marks = list(broken) if broken is not None else [False] * len(bars)
     for bar, bad in zip(bars, marks, strict=True):
         filled = round(bar.fraction * width)
-        out.append(f"{bar.label[:label_width]:<{label_width}}  ")
+        label = bar.label if len(bar.label) <= label_width else bar.label[:label_width - 1] + "…"
+        out.append(f"{label:<{label_width}}  ")
         if bad:  # hatched, not solid: the height is not the condition's score
             out.append("▚" * filled, style="red")
         else:
@@ -387,11 +399,19 @@ class ResultsScreen(PlainNotify, Screen[None]):
         # once the refill has been measured.
         self.call_after_refresh(table.refresh, layout=True)
 
+    def on_resize(self, event: events.Resize) -> None:
+        """A new width redraws the chart to fit it (each row on one line)."""
+        if self.rows:
+            self._chart()
+
     def _chart(self) -> None:
         health = self.annotations.columns()["Health"]
         broken = [health(r).startswith("BROKEN") for r in self.rows]
-        self.query_one("#chart", Static).update(
-            bars_text(bar_chart(self.rows, self.metric), self.metric, broken=broken))
+        chart = self.query_one("#chart", Static)
+        # the chart's own width once laid out; before that the screen's less the body's padding
+        # and its scroll bar (results.tcss), so a row never wraps at 80 columns
+        columns = chart.content_region.width or max(20, self.size.width - 4)
+        chart.update(bars_text(bar_chart(self.rows, self.metric), self.metric, broken=broken, columns=columns))
 
     def on_select_changed(self, event: Select.Changed) -> None:
         """A new grouping reads and scores again; a new metric redraws the chart."""
