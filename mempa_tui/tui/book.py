@@ -110,6 +110,9 @@ class RunEntry:
     progress: RunProgress | None = None
     error: str | None = None
     paused: bool = False
+    waiting: str | None = None
+    """A model call still waiting for its reply (``waiting for the model: 95 s (pa, call 3)``);
+    None once any other run event arrives."""
     events: list[StepEvent] = field(default_factory=list)
     dropped: int = 0
     notes: list[str] = field(default_factory=list)
@@ -163,6 +166,10 @@ class RunEntry:
     def _apply_run_event(self, event: RunEvent) -> None:
         self.run_id = event.run_id
         self.progress = event.progress
+        # a model call still waiting for its reply (``model_waiting``); any other event ends the wait
+        self.waiting = event.message if event.kind == "model_waiting" else None
+        if event.kind == "model_waiting":
+            return
         if event.kind == "run_started":
             self.state = "running"
         elif event.kind in ("warning", "step_retry", "report_written"):
