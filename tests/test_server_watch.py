@@ -210,3 +210,41 @@ async def test_external_server_gone_mid_run_names_its_url_and_a_rerun_resumes(tm
             outcome = await _runner(store, LLMClient(again.profile(context_window=131072)), tmp_path).run()
             assert outcome.status is RunStatus.COMPLETED
             assert [s.step_id for s in await store.steps(run_id)] == ["R-s1", "R-s2", "R-ev1"]
+
+
+async def test_run_stops_at_once_when_its_server_process_exits_and_a_rerun_resumes(tmp_path: Path) -> None:
+    """The runner's side of a dead embedded server: the step is not played again (its other
+    attempts could only fail the same way), nothing of it is kept, the run is stored as failed
+    with the server's error, and the same command resumes from R-s1's checkpoint."""
+    database = tmp_path / "saves" / "mempa.sqlite"
+    state: dict[str, object] = {"gone": None}
+    async with ScriptedModelServer(protocol_responder) as server:
+        profile = server.profile(context_window=131072)
+        bases = {spec.api_base for spec in profile.all_specs() if spec.api_base}
+        for base in bases:
+            register_server(base, lambda: state["gone"])  # type: ignore[arg-type, return-value]
+        try:
+            def observer(item: RunEvent | StepEvent) -> None:
+                if isinstance(item, StepEvent) and item.step_id == "R-s2":
+                    state["gone"] = ("shared", 1, str(tmp_path / "server.log"))
+
+            async with RunStore(database) as store:
+                runner = Runner(runner_config(step_attempts=3), store, LLMClient(profile), default_registry(),
+                                observer, memory_root=tmp_path / "local_memory", resamples=200)
+                with anyio.fail_after(60), pytest.raises(LLMError, match=r"exited with code 1.*server\.log"):
+                    await runner.run()
+                run_id = runner.run_id
+                assert [s.step_id for s in await store.steps(run_id)] == ["R-s1"]
+                assert await store.attempts(run_id, "R-s2") == []  # not played again
+                record = await store.get_run(run_id)
+                assert record is not None and record.status is RunStatus.FAILED
+                assert "exited with code 1" in (record.error or "")
+        finally:
+            for base in bases:
+                unregister_server(base)
+        async with RunStore(database) as store:
+            again = Runner(runner_config(step_attempts=3), store, LLMClient(profile), default_registry(),
+                           None, memory_root=tmp_path / "local_memory", resamples=200)
+            outcome = await again.run()
+            assert outcome.status is RunStatus.COMPLETED
+            assert [s.step_id for s in await store.steps(run_id)] == ["R-s1", "R-s2", "R-ev1"]
