@@ -248,3 +248,15 @@ async def test_run_stops_at_once_when_its_server_process_exits_and_a_rerun_resum
             outcome = await again.run()
             assert outcome.status is RunStatus.COMPLETED
             assert [s.step_id for s in await store.steps(run_id)] == ["R-s1", "R-s2", "R-ev1"]
+
+
+def test_the_app_shows_a_waiting_call_on_the_run_until_the_next_event() -> None:
+    from mempa_tui.tui.book import RunEntry, RunRequest, state_label
+
+    entry = RunEntry(key="k", request=RunRequest(user="R", memory="file", profile="scripted", repeats=1))
+    entry.apply(_event("run_started", "run r1: 3 steps"))
+    entry.apply(_event("model_waiting", "waiting for the model: 95 s (pa, call 3)"))
+    assert state_label(entry) == "running · waiting for the model: 95 s (pa, call 3)"
+    assert entry.notes == []  # not a note: it is replaced, not kept
+    entry.apply(_event("step_finished", "step 1/3 R-s1 completed"))
+    assert state_label(entry) == "running"

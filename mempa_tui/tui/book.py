@@ -264,7 +264,10 @@ class RunBook:
 
 def state_label(entry: RunEntry) -> str:
     """The words shown for ``entry``'s state (``paused``, ``playing in another process``, or the
-    state itself)."""
+    state itself; a running run whose model call is waiting adds the wait, e.g.
+    ``running · waiting for the model: 95 s (pa, call 3)``)."""
+    if entry.state == "running" and entry.waiting:
+        return f"running · {entry.waiting}"
     if entry.paused and entry.state == "stopped":
         return "paused"
     if entry.state == "elsewhere":
