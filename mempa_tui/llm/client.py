@@ -243,6 +243,8 @@ class LLMClient:
             LLMConfigError: missing ``api_base`` or API-key variable.
             LLMTimeoutError, LLMConnectionError, LLMProviderError, LLMRequestError: the call failed
                 (transient ones after ``num_retries`` retries).
+            ModelServerExitedError: the server process mempa started for the role (embedded
+                llama.cpp) exited before or during the call (at once, never retried).
         """
         role = Role(role)
         spec = self.profile.spec_for(role)
