@@ -46,11 +46,34 @@ class ProgressPrinter:
         """Start each line with the run id (several runs print into one stream)."""
         self.finish_line = finish_line
         """Print the ``run_finished`` event (``run <id> completed``)."""
+        self._pending = False
+
+    def _tty(self) -> bool:
+        isatty = getattr(self.out, "isatty", None)
+        try:
+            return bool(isatty()) if callable(isatty) else False
+        except (OSError, ValueError):
+            return False
 
     def __call__(self, item: RunEvent | StepEvent) -> None:
-        """Print a :class:`RunEvent` as one line."""
+        """Print a :class:`RunEvent` as one line.
+
+        ``model_waiting`` (a call still waiting for its reply, every few seconds): on a terminal
+        the line is rewritten in place until the next event; elsewhere (a log) each is a line.
+        """
         if not isinstance(item, RunEvent) or item.kind == "report_written":
             return  # episode events are for the TUI; the report paths are printed at the end
+        if item.kind == "model_waiting":
+            line = f"[{item.run_id}] {item.message}" if self.with_run_id else item.message
+            if self._tty():
+                print(f"\r{line}\x1b[K", end="", file=self.out, flush=True)
+                self._pending = True
+            else:
+                print(line, file=self.out, flush=True)
+            return
+        if self._pending:  # end the rewritten waiting line before the next one
+            print("\r\x1b[K", end="", file=self.out)
+            self._pending = False
         if item.kind == "run_finished" and not self.finish_line:
             return  # the caller prints the outcome under the table
         if item.kind in ("step_finished", "probe_finished"):

@@ -16,6 +16,7 @@ from mempa_tui.llm.errors import (
     LLMProviderError,
     LLMRequestError,
     LLMTimeoutError,
+    ModelServerExitedError,
 )
 from mempa_tui.llm.profile import (
     EmbeddedOptions,
@@ -55,6 +56,7 @@ __all__ = [
     "LLMProviderError",
     "LLMRequestError",
     "LLMTimeoutError",
+    "ModelServerExitedError",
     "ModelProfile",
     "ModelSpec",
     "ProfileError",

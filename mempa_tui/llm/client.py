@@ -19,7 +19,7 @@ import logging
 import json
 import os
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import anyio
@@ -49,7 +49,9 @@ from mempa_tui.llm.errors import (
     LLMProviderError,
     LLMRequestError,
     LLMTimeoutError,
+    ModelServerExitedError,
 )
+from mempa_tui.llm._watch import WATCH_INTERVAL_S, CallWait, check_server, is_watched
 from mempa_tui.llm.profile import ModelProfile, ModelSpec
 from mempa_tui.llm.sampling import call_seed, prompt_texts
 from mempa_tui.llm.types import (
@@ -173,6 +175,11 @@ class LLMClient:
     Attributes:
         profile: the profile in use.
         calls: one :class:`LLMCallRecord` per call, successful or not, in completion order.
+        wait_listeners: called with a :class:`~mempa_tui.llm._watch.CallWait` every
+            ``watch_interval_s`` seconds a call waits for its reply (the runner's
+            ``model_waiting`` progress line); they must not block, and one that raises is dropped.
+        watch_interval_s: seconds between two looks at a call in flight (the wait report and,
+            for a server mempa started, whether its process still runs).
     """
 
     def __init__(self, profile: ModelProfile) -> None:
@@ -188,6 +195,9 @@ class LLMClient:
         self._last_prompt: dict[Role, tuple[list[str], str | None]] = {}
         self._token_cache: dict[str, int] = {}
         self._ids = CallIds()
+        self.wait_listeners: list[Callable[[CallWait], None]] = []
+        self.watch_interval_s = WATCH_INTERVAL_S
+        self._started_calls = 0
         sizes: dict[str, int] = {}
         for spec in profile.all_specs():
             key = self._endpoint(spec)
@@ -233,6 +243,8 @@ class LLMClient:
             LLMConfigError: missing ``api_base`` or API-key variable.
             LLMTimeoutError, LLMConnectionError, LLMProviderError, LLMRequestError: the call failed
                 (transient ones after ``num_retries`` retries).
+            ModelServerExitedError: the server process mempa started for the role (embedded
+                llama.cpp) exited before or during the call (at once, never retried).
         """
         role = Role(role)
         spec = self.profile.spec_for(role)
@@ -459,18 +471,92 @@ class LLMClient:
             )
         litellm = _litellm()
         attempt = 0
+        self._started_calls += 1
+        number = self._started_calls
         while True:
+            self._raise_if_server_exited(role, spec)
             try:
                 with anyio.fail_after(spec.timeout_s + 5.0):
-                    return await getattr(litellm, method)(**kwargs)
+                    return await self._watched(role, spec, number, getattr(litellm, method), kwargs)
+            except ModelServerExitedError:
+                raise
             except Exception as exc:  # noqa: BLE001 - every provider failure is classified and re-raised below
                 error, transient = self._classify(role, spec, exc, attempt + 1)
+            # a dropped connection because the server process died: say so, do not retry
+            if is_watched(spec.api_base) and not isinstance(error, LLMRequestError | ContextWindowError):
+                await self._await_server_exit(role, spec)
             if not transient or attempt >= spec.num_retries:
                 raise error from None
             delay = min(spec.retry_backoff_s * (2**attempt), _MAX_BACKOFF_S)
             attempt += 1
             if delay > 0:
                 await anyio.sleep(delay)
+
+    def _raise_if_server_exited(self, role: Role, spec: ModelSpec) -> None:
+        """Raise :class:`ModelServerExitedError` when mempa's own server for ``spec`` has exited."""
+        gone = check_server(spec.api_base)
+        if gone is not None:
+            server, code, log_path = gone
+            raise ModelServerExitedError(role.value, spec.model, server, code, log_path)
+
+    async def _await_server_exit(self, role: Role, spec: ModelSpec, grace_s: float = 2.0) -> None:
+        """After a failed call to a server mempa started: raise :class:`ModelServerExitedError` if
+        its process exits within ``grace_s`` (a process that dies drops its connections a moment
+        before the operating system reports its exit), else return."""
+        deadline = time.monotonic() + grace_s
+        while True:
+            self._raise_if_server_exited(role, spec)
+            if time.monotonic() >= deadline:
+                return
+            await anyio.sleep(0.05)
+
+    async def _watched(self, role: Role, spec: ModelSpec, number: int, method: Callable[..., Any],
+                       kwargs: dict[str, Any]) -> Any:
+        """Await ``method(**kwargs)`` while, every :attr:`watch_interval_s` seconds, telling the
+        :attr:`wait_listeners` how long it has waited and checking that the server process mempa
+        started for ``spec`` (if any) still runs.
+
+        Raises:
+            ModelServerExitedError: that process exited while the call was in flight (the call is
+                cancelled at once).
+        """
+        started = time.monotonic()
+        gone: ModelServerExitedError | None = None
+        result: Any = None
+        failed: Exception | None = None
+
+        async def watch(scope: anyio.CancelScope) -> None:
+            nonlocal gone
+            while True:
+                await anyio.sleep(self.watch_interval_s)
+                try:
+                    self._raise_if_server_exited(role, spec)
+                except ModelServerExitedError as error:
+                    gone = error
+                    scope.cancel()
+                    return
+                wait = CallWait(role=role.value, model=spec.model, call=number,
+                                waited_s=time.monotonic() - started, api_base=spec.api_base)
+                for listener in list(self.wait_listeners):
+                    try:
+                        listener(wait)
+                    except Exception:  # noqa: BLE001 - a broken display must not fail a model call
+                        log.warning("wait listener %r raised; dropped", listener, exc_info=True)
+                        self.wait_listeners.remove(listener)
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(watch, group.cancel_scope)
+            try:
+                result = await method(**kwargs)
+            except Exception as exc:  # noqa: BLE001 - re-raised below, outside the task group (no group wrapping)
+                failed = exc
+            finally:
+                group.cancel_scope.cancel()
+        if gone is not None:
+            raise gone
+        if failed is not None:
+            raise failed
+        return result
 
     @staticmethod
     def _classify(role: Role, spec: ModelSpec, exc: BaseException, attempts: int) -> tuple[LLMError, bool]:

@@ -37,6 +37,7 @@ import anyio
 import anyio.abc
 import httpx
 
+from mempa_tui.llm._watch import register_server, unregister_server
 from mempa_tui.llm.profile import ModelProfile
 from mempa_tui.llm.types import Role
 
@@ -488,7 +489,10 @@ class EmbeddedServer:
     alias share it), its ``n_ctx`` the largest ``context_window`` among them; so the simulator can
     run on the 1.5B model while the PA stays on the 0.5B one (issue 12). All specs share one
     concurrency group (the CPU: one call at a time across the processes). The processes are
-    terminated on exit, on error and on cancellation.
+    terminated on exit, on error and on cancellation. While a block runs, each process is watched
+    during model calls (:mod:`mempa_tui.llm._watch`): one that exits makes the call in flight fail
+    at once with :class:`~mempa_tui.llm.errors.ModelServerExitedError` naming the server, its exit
+    code and its log file, which is then kept (the logs of servers stopped on purpose are removed).
     """
 
     def __init__(
@@ -532,6 +536,9 @@ class EmbeddedServer:
         self._log: tempfile._TemporaryFileWrapper[bytes] | None = None
         self._logs: list[tempfile._TemporaryFileWrapper[bytes]] = []
         self._processes: list[anyio.abc.Process] = []
+        self.exited: dict[str, int] = {}
+        """Server name -> exit code of each server seen to exit on its own while in use."""
+        self._kept_logs: set[str] = set()
         self.bases: dict[str, str] = {}
         """Server name (``shared`` or a role's value) -> its ``/v1`` base URL, while running."""
 
@@ -611,7 +618,8 @@ class EmbeddedServer:
     async def _start_one(self, name: str, weights: Path, *, n_ctx: int | None = None, alias: str | None = None) -> str:
         port = _free_port()
         # kept open across __aenter__/__aexit__, closed in _stop
-        log = tempfile.NamedTemporaryFile(prefix=f"mempa-llama-{name}-", suffix=".log")  # noqa: SIM115
+        # delete=False: a server that died keeps its log for the reader (see _stop)
+        log = tempfile.NamedTemporaryFile(prefix=f"mempa-llama-{name}-", suffix=".log", delete=False)  # noqa: SIM115
         self._logs.append(log)
         self._log = log
         command = server_command(self.profile, weights, port, python=self.python, n_ctx=n_ctx, alias=alias)
@@ -631,7 +639,21 @@ class EmbeddedServer:
         base = f"http://127.0.0.1:{port}/v1"
         await self._wait_ready(base)
         self.bases[name] = base
+        register_server(base, lambda: self._exited(name, process, log.name))
         return base
+
+    def _exited(self, name: str, process: anyio.abc.Process, log_path: str) -> tuple[str, int, str] | None:
+        """``(name, exit code, log path)`` when the server ``name`` has exited on its own, else None.
+
+        Read by the client between looks at a call in flight (:mod:`mempa_tui.llm._watch`); a
+        server seen dead keeps its log file after the block ends.
+        """
+        code = process.returncode
+        if code is None:
+            return None
+        self.exited[name] = code
+        self._kept_logs.add(log_path)
+        return name, code, log_path
 
     def base_for(self, role: Role) -> str:
         """The ``/v1`` base URL serving ``role`` (its own server, else the shared one).
@@ -749,6 +771,8 @@ class EmbeddedServer:
 
     async def _stop(self) -> None:
         processes, self._processes, self.process = self._processes, [], None
+        for base in self.bases.values():  # stopped on purpose from here on: no longer watched
+            unregister_server(base)
         self.bases = {}
         with anyio.CancelScope(shield=True):
             for process in processes:
@@ -763,6 +787,8 @@ class EmbeddedServer:
                     await process.wait()
         for log in self._logs:
             log.close()
+            if log.name not in self._kept_logs:  # a server that died keeps its log (the error names it)
+                Path(log.name).unlink(missing_ok=True)
         self._logs, self._log = [], None
 
     async def __aexit__(

@@ -15,6 +15,7 @@ __all__ = [
     "LLMProviderError",
     "LLMRequestError",
     "LLMTimeoutError",
+    "ModelServerExitedError",
 ]
 
 
@@ -93,3 +94,25 @@ class JSONReplyError(ValueError):
     def __init__(self, message: str, text: str) -> None:
         self.excerpt = text[:200]
         super().__init__(f"{message}; reply began: {self.excerpt!r}")
+
+
+class ModelServerExitedError(LLMConnectionError):
+    """The model server mempa started for the run (the embedded llama.cpp process) has exited.
+
+    Raised at once by the client, while a call is in flight or before one is sent, instead of
+    waiting out ``timeout_s``; never retried (the same process cannot come back).
+
+    Attributes:
+        server: which server (``shared`` or a role's or model's name).
+        exit_code: the process's exit status (negative: killed by that signal).
+        log_path: the file holding the server's output (kept after the run for reading).
+    """
+
+    def __init__(self, role: str, model: str, server: str, exit_code: int, log_path: str) -> None:
+        self.server = server
+        self.exit_code = exit_code
+        self.log_path = log_path
+        super().__init__(
+            role, model,
+            f"the embedded model server ({server}) exited with code {exit_code}; its output is in {log_path}",
+        )

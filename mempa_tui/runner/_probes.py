@@ -45,6 +45,7 @@ from mempa_tui.runner._shared import (
     RunContext,
     call_rows,
     capture_calls,
+    server_exited,
     stop_on_model_failure,
 )
 from mempa_tui.scripts.schema import Probe, ProbeKind
@@ -226,7 +227,7 @@ async def _run_unit(run: RunContext, unit: ProbeUnit, cache: _BranchCache, score
             all_calls.extend(calls)
         finally:
             run.drop_folder(folder)
-        if not run_again(result.status, result.reason, calls):
+        if server_exited(calls) or not run_again(result.status, result.reason, calls):
             break
     stop_on_model_failure(f"probe {probe.id} repeat {repeat}", result.status, calls)
     reason = result.reason

@@ -35,6 +35,7 @@ __all__ = [
     "call_rows",
     "capture_calls",
     "event_kind",
+    "server_exited",
     "stop_on_model_failure",
 ]
 
@@ -87,6 +88,13 @@ _NOT_OUTAGES = frozenset({"ContextWindowError"})
 """Call failures that say something about the step (a prompt that cannot fit), not the server:
 they fail the step like any other capability failure instead of stopping the run, since a resume
 would hit them again."""
+
+
+def server_exited(calls: list[LLMCallRecord]) -> bool:
+    """Whether one of ``calls`` failed because mempa's own model server process exited
+    (:class:`~mempa_tui.llm.errors.ModelServerExitedError`): playing the step or probe again
+    cannot help, so the run stops at once instead of using its remaining attempts."""
+    return any(not c.ok and c.error_kind == "ModelServerExitedError" for c in calls)
 
 
 def stop_on_model_failure(what: str, status: str, calls: list[LLMCallRecord]) -> None:

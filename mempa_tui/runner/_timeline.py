@@ -36,6 +36,7 @@ from mempa_tui.runner._shared import (
     RunContext,
     call_rows,
     capture_calls,
+    server_exited,
     stop_on_model_failure,
 )
 from mempa_tui.runner._simmem import (
@@ -129,7 +130,7 @@ async def _play_step(run: RunContext, index: int, state: RunState, memory: Memor
         finished = utc_now()
         run.add_tokens(calls)
         status: str = result.status
-        if status == "completed" or attempt >= run.config.step_attempts:
+        if status == "completed" or attempt >= run.config.step_attempts or server_exited(calls):
             if status != "completed":
                 memory.restore(state.memory_snapshot)
                 stop_on_model_failure(f"step {step_id}", status, calls)

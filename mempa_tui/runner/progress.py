@@ -3,7 +3,8 @@
 The runner calls its observer with two kinds of object:
 
 * :class:`RunEvent` - run-level news (started, a step or probe started or finished, the report
-  was written, a warning, the run stopped), each carrying a :class:`RunProgress` snapshot;
+  was written, a warning, the run stopped, a model call still waiting for its reply:
+  ``model_waiting``, every few seconds of the wait), each carrying a :class:`RunProgress` snapshot;
 * :class:`StepEvent` - one live :class:`~mempa_tui.runner.episode.EpisodeEvent` of a step or probe
   repeat, wrapped with where it happened (probes run concurrently, so the wrapper is what tells
   their transcripts apart).
@@ -45,6 +46,7 @@ RunEventKind = Literal[
     "run_finished",
     "run_stopped",
     "run_failed",
+    "model_waiting",
 ]
 """Kinds of run-level event."""
 

@@ -45,6 +45,7 @@ from mempa_tui.store import RunRecord, RunStatus, RunStore
 
 if TYPE_CHECKING:
     from mempa_tui.llm import LLMClient, ModelProfile
+    from mempa_tui.llm._watch import CallWait
     from mempa_tui.scripts.loader import UserBundle
     from mempa_tui.tools import ToolRegistry
 
@@ -497,6 +498,10 @@ class Runner:
         ctx.emit("run_started", f"run {self.run_id}: {steps_said}, {probes_total} probe repeats\n"
                  f"  settings: {await self._settings(config)}\n"
                  f"  {config.offered_tools_text}")
+        def waiting(wait: CallWait) -> None:  # a hung call shows (finding: runs waited silently)
+            ctx.emit("model_waiting", wait.line, step_id=ctx.progress.current)
+
+        self.client.wait_listeners.append(waiting)
         try:
             return await self._play(ctx, notes)
         except anyio.get_cancelled_exc_class():
@@ -509,6 +514,9 @@ class Runner:
         except Exception as exc:
             await self._stopped(ctx, RunStatus.FAILED, f"{type(exc).__name__}: {exc}")
             raise
+        finally:
+            if waiting in self.client.wait_listeners:
+                self.client.wait_listeners.remove(waiting)
 
     async def _play(self, ctx: RunContext, notes: list[str]) -> RunOutcome:
         if ctx.config.accumulates and not self.probes_only:

@@ -110,6 +110,9 @@ class RunEntry:
     progress: RunProgress | None = None
     error: str | None = None
     paused: bool = False
+    waiting: str | None = None
+    """A model call still waiting for its reply (``waiting for the model: 95 s (pa, call 3)``);
+    None once any other run event arrives."""
     events: list[StepEvent] = field(default_factory=list)
     dropped: int = 0
     notes: list[str] = field(default_factory=list)
@@ -163,6 +166,10 @@ class RunEntry:
     def _apply_run_event(self, event: RunEvent) -> None:
         self.run_id = event.run_id
         self.progress = event.progress
+        # a model call still waiting for its reply (``model_waiting``); any other event ends the wait
+        self.waiting = event.message if event.kind == "model_waiting" else None
+        if event.kind == "model_waiting":
+            return
         if event.kind == "run_started":
             self.state = "running"
         elif event.kind in ("warning", "step_retry", "report_written"):
@@ -257,7 +264,10 @@ class RunBook:
 
 def state_label(entry: RunEntry) -> str:
     """The words shown for ``entry``'s state (``paused``, ``playing in another process``, or the
-    state itself)."""
+    state itself; a running run whose model call is waiting adds the wait, e.g.
+    ``running · waiting for the model: 95 s (pa, call 3)``)."""
+    if entry.state == "running" and entry.waiting:
+        return f"running · {entry.waiting}"
     if entry.paused and entry.state == "stopped":
         return "paused"
     if entry.state == "elsewhere":
