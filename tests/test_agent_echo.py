@@ -159,6 +159,15 @@ async def test_a_text_the_cap_would_deliver_is_checked_too(rig: PAWorld) -> None
     assert result.status == "failed" and result.echoed_replies == 1 and result.reply == ""
 
 
+async def test_a_turn_with_no_final_reply_delivers_no_text(rig: PAWorld) -> None:
+    # own words beside a call at the cap are not a reply: nothing reaches the user
+    chatter = ScriptedReply(text="Let me look at the calendar for you first.",
+                            tool_calls=[call(SEARCH, {"query": "y"})])
+    rig.queue.push(_search(), _search(), chatter)
+    result = await rig.new_agent(max_model_calls=3).respond(_turn(), rig.actions())
+    assert result.no_final_reply and result.reply == ""
+
+
 def test_world_data_quoted_in_a_harness_note_is_not_harness_text() -> None:
     note = ('The user approved held_0001; it has now run: {"message_id": "msg_0009", '
             '"text": "The review moved to three tomorrow afternoon"}')

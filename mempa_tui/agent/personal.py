@@ -407,7 +407,9 @@ class PersonalAgent:
             result.status = "capped"
             result.no_final_reply = True
             result.reason = f"no final reply after {self._max_calls} model calls"
-            result.reply = last_text
+            # text written beside a tool call is not a reply: the user gets none (fresh-user
+            # finding 4); a probe is floored by the session driver (Appendix F.2)
+            result.reply = ""
             return self._finish(result, actions)
         finally:
             self._history.extend(new)
