@@ -16,9 +16,13 @@ the LLM checker as the profile says). Story time, facts and targets come from th
     python benchmarks/simulator_replay.py                      # A-S14 and A-S51 on models/embedded.yaml
     python benchmarks/simulator_replay.py --sessions A-S51 --profile embedded
 
-Measured on 2 December 2026 (1.5B simulator, temperature 0, rewrites at 0.7, load about 1.5):
-A-S14's first beat change ended invalid (4 attempts, all 'repeats word for word'); A-S51 played
-through, but its check-in message repeated the previous beat's question in other words.
+Measured on 2 December 2026 (1.5B simulator, temperature 0, rewrites at 0.7, load about 1.5-2),
+before and after the beat-change changes of that day (the turn line naming the new goal, rewrite
+notes without the rejected reply, a copied part of an earlier message counted as a repeat):
+before, A-S14 ended invalid at a beat change (4 attempts, all 'repeats word for word') and A-S51
+played through, but its last beat's message copied the previous beat's question, so the check-in
+was never asked; after, A-S14 played through (one repeat, rewritten) and A-S51 ended invalid at
+its last beat (4 attempts copying earlier words, now caught instead of sent).
 """
 
 from __future__ import annotations
@@ -85,7 +89,8 @@ async def replay(sim: UserSimulator, session, targets: dict[str, str], replies: 
         print(json.dumps({
             "turn": turn_no, "beat_before": before, "beat": after, "message": turn.message,
             "invalid": turn.invalid, "invalid_reason": turn.invalid_reason, "done": turn.done,
-            "rejected": [r.problems for r in turn.rejected], "seconds": round(time.monotonic() - started, 1),
+            "rejected": [{"problems": r.problems, "reply": r.reply[:240]} for r in turn.rejected],
+            "seconds": round(time.monotonic() - started, 1),
         }), flush=True)
         if turn.done or turn.invalid or sim.done:
             break

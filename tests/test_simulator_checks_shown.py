@@ -44,7 +44,7 @@ class Simulator:
         answer = protocol_responder(request)
         if request.model != "scripted-simulator" or answer == SIM_ENTRY or '"score"' in str(answer):
             return answer
-        sent_back = any(m.role == "user" and m.content.startswith("That turn was not sent")
+        sent_back = any(m.role == "user" and "That turn was not sent" in m.content
                         for m in request.messages)
         self.stalls += sent_back
         if self.stall and not sent_back:

@@ -307,7 +307,10 @@ async def test_leak_fixed_on_the_third_rewrite_is_delivered(
     result = await sim.next_turn(None)
     assert not result.invalid and result.message == "find the rota email?"
     assert len(result.rejected) == 3
-    assert sum("That turn was not sent" in m.content for m in sim_requests(server)[-1].messages) == 3
+    last = sim_requests(server)[-1].messages
+    assert [m.role for m in last] == ["system", "user"]  # the rejected drafts are not shown again
+    assert last[-1].content.count("That turn was not sent") == 1  # the same note is given once
+    assert "keep it terse" not in last[-1].content
 
 
 async def test_consent_decisions_are_parsed(server: ScriptedModelServer, model: Model) -> None:
@@ -634,6 +637,29 @@ def test_conversation_check_cases() -> None:
     assert conversation_check("I will come back to the booking in a minute", [], "Done.") != []
     assert conversation_check("I will come back to the booking in a minute", [], "What are the dates?") == []
     assert conversation_check("booked gull cottage, what dates does it say?", [], None) == []
+    # a run of six words or more copied out of an earlier message repeats it (issue 12, A-S51)
+    earlier = ["Thanks! Do you have any other suggestions for getting to Sallowmouth? Any other ideas?"]
+    part = "Do you have any other suggestions for getting to Sallowmouth?"
+    assert conversation_check(part, earlier, "Drive.")[0].startswith("the message repeats")
+    assert conversation_check("Any other ideas?", earlier, "Drive.") == []  # short phrases recur
+    assert conversation_check("What time can we get into the cottage on the Saturday?", earlier, "Drive.") == []
+
+
+async def test_first_message_of_a_later_beat_names_its_goal_after_the_dialogue(
+    server: ScriptedModelServer, model: Model
+) -> None:
+    # at a beat change the 1.5B model wrote its previous message again (issue 12): the turn line
+    # right after the dialogue names the new goal and what to say for it; other turns do not
+    model.queues["scripted-simulator"] = [turn("find the rota email?"), turn("x", "advance"), turn("which shifts move?")]
+    sim = simulator(server, llm_checker=False)
+    sim.start(session(), {"verbosity": "Terse"})
+    await sim.next_turn(None)
+    await sim.next_turn(reply())
+    tails = [r.messages[-1].content.rsplit("\n", 2)[-2] for r in sim_requests(server)]
+    assert tails[0] == "(This is your first message for the goal where you are now.)"
+    assert "get the assistant to find the rota email" not in tails[1]  # second turn of open_ask
+    assert tails[2] == ("(This is your first message for the goal where you are now: "
+                        "get the affected shifts In it: ask which shifts move)")
 
 
 async def test_rewrites_sample_at_the_rewrite_temperature_and_first_attempts_at_the_simulators(

@@ -249,7 +249,9 @@ def conversation_check(
     then the turn is invalid):
 
     - a message of three words or more identical, word for word (case and punctuation aside), to
-      one the user already sent in this conversation;
+      one the user already sent in this conversation, or of six words or more found word for
+      word inside one (at a beat change the 1.5B model sent the second half of its previous
+      message as the next beat's message; issue 12, ``benchmarks/simulator_replay.py`` A-S51);
     - a message that defers a detail (the withheld-fact rule's "I'll get to it in a moment",
       Appendix C.3) when the assistant has not asked anything: no assistant reply yet, or a last
       reply with no question mark.
@@ -271,13 +273,28 @@ def conversation_check(
     step = conveys.strip().rstrip(".")
     now = f"; for where you are now, your message does this: {step}" if step else ""
     words = _TOKEN.findall(_plain_words(message))
-    if len(words) >= 3 and any(_TOKEN.findall(_plain_words(e)) == words for e in earlier_user):
+    if len(words) >= 3 and any(_repeats(words, _TOKEN.findall(_plain_words(e))) for e in earlier_user):
         again = now or "; write what you say now, for where you are now"
         problems.append(f"{REPEATED_PROBLEM}{again}")
     if _STALL.search(message.lower()) and (last_assistant is None or "?" not in last_assistant):
         ask = now or "; say or ask what 'What you want to say or ask' describes"
         problems.append(f"{STALL_PROBLEM}: the assistant has not asked for anything yet{ask}")
     return problems
+
+
+PART_REPEAT_MIN_WORDS = 6
+"""A message at least this long that occurs word for word inside an earlier one repeats it."""
+
+
+def _repeats(words: Sequence[str], earlier: Sequence[str]) -> bool:
+    """Whether ``words`` equals ``earlier`` or, with :data:`PART_REPEAT_MIN_WORDS` words or more,
+    occurs as one unbroken run inside it (both already lower-cased word lists)."""
+    if list(words) == list(earlier):
+        return True
+    n = len(words)
+    if n < PART_REPEAT_MIN_WORDS or n > len(earlier):
+        return False
+    return any(list(earlier[i:i + n]) == list(words) for i in range(len(earlier) - n + 1))
 
 
 def _plain_words(text: str) -> str:

@@ -337,17 +337,27 @@ def build_turn_messages(
     Args:
         inp: the prompt inputs.
         rewrites: ``(rejected reply, problem note)`` for each rejected attempt of this turn, in
-            order; each adds the rejected reply and a note asking for the turn again.
+            order. Their notes (each distinct note once) go at the end of the user message,
+            before the request to write the turn; the rejected replies themselves are not shown.
+            Issue 12, replayed with ``benchmarks/simulator_replay.py`` on the packaged 1.5B model:
+            with the rejected reply given back as an assistant turn, the model wrote it again
+            word for word on every rewrite and A-S14 ended invalid at a beat change.
 
     Returns:
-        ``[system, user]`` plus an assistant/user pair per rewrite. The system message is
+        ``[system, user]``. The system message is
         :func:`fixed_system_prompt`, identical on every turn of a session. The user message opens
         with what is fixed for the current beat: its active skills (Appendix D.2) and where the
         user is in the script with its released facts and reactions (C.3, D.2); then the dialogue
         so far, which only grows at its end from turn to turn; then what changes every turn: the
         waiting items with the consent format, and the turn count. So consecutive turns of a beat
         share the system message, the beat's part and the dialogue up to the newest entry as a
-        prompt-cache prefix.
+        prompt-cache prefix, and a rewrite shares the whole prompt up to its notes.
+
+        On the first message of a beat after the first, the turn-count line names the new goal and
+        what the user says for it (``Beat.goal``, ``Beat.conveys``), right after the dialogue:
+        the 1.5B model otherwise wrote its previous message again at a beat change (issue 12:
+        A-S14 and A-S51 of the quick start were discarded for it). Those lines are in the beat's
+        part already; repeating them here costs about 50 prompt tokens at each beat change.
     """
     system = fixed_system_prompt(inp)
     user: list[str] = []
@@ -364,21 +374,19 @@ def build_turn_messages(
         user += [render_held(h) for h in inp.pending]
         user.append(_consent_format(inp))
     user.append("")
-    if inp.turns_in_beat == 0:
+    beat = inp.beat
+    if inp.turns_in_beat == 0 and inp.beat_index > 0:
+        conveys = " ".join(beat.conveys.split())
+        user.append(f"(This is your first message for the goal where you are now: {beat.goal} In it: {conveys})")
+    elif inp.turns_in_beat == 0:
         user.append("(This is your first message for the goal where you are now.)")
     else:
         user.append(
             f"(You have sent {inp.turns_in_beat} message(s) for the goal where you are now; "
-            f"at most {inp.beat.max_turns}.)"
+            f"at most {beat.max_turns}.)"
         )
-    user.append("Write your next turn now.")
-    messages = [ChatMessage(role="system", content=system), ChatMessage(role="user", content="\n".join(user))]
-    for draft, note in rewrites:
-        messages.append(ChatMessage(role="assistant", content=draft or "(empty)"))
-        messages.append(
-            ChatMessage(
-                role="user",
-                content=f"That turn was not sent: {note}. Write the whole turn again in the same format.",
-            )
-        )
-    return messages
+    notes = list(dict.fromkeys(note for _draft, note in rewrites))
+    for note in notes:
+        user.append(f"That turn was not sent: {note}.")
+    user.append("Write the whole turn again in the same format." if notes else "Write your next turn now.")
+    return [ChatMessage(role="system", content=system), ChatMessage(role="user", content="\n".join(user))]
