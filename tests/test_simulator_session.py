@@ -687,3 +687,32 @@ async def test_without_a_rewrite_temperature_rewrites_keep_the_simulators(
     await sim.next_turn(None)
     own = server.profile().spec_for("simulator").temperature
     assert [request.options.get("temperature") for request in sim_requests(server)] == [own, own]
+
+
+async def test_every_rewrite_attempt_samples_anew_and_a_replay_draws_the_same(
+    server: ScriptedModelServer, model: Model
+) -> None:
+    # the seed is derived from the scope and the prompt (mempa_tui.llm.sampling); a rewrite's
+    # prompt shows each distinct note once, so from the third attempt on it no longer changed and
+    # the 1.5B drew the same message again at the rewrite temperature (issue 12, replayed A-S14)
+    from mempa_tui.llm.sampling import sampling_scope
+
+    model.queues["scripted-simulator"] = [turn("find the rota email?"), turn("find the rota email?")]
+
+    async def play() -> list[int]:
+        sim = UserSimulator(LLMClient(server.profile(seed=7)), persona(), llm_checker=False)
+        sim.start(session(), {"verbosity": "Terse"})
+        model.seen.clear()
+        before = len(sim_requests(server))
+        with sampling_scope("run-seed=0 step=S1 attempt=1"):
+            await sim.next_turn(None)
+            second = await sim.next_turn(reply("I could not find it."))
+        assert second.invalid and len(second.rejected) == 4  # the same repeat, four times
+        requests = sim_requests(server)[before:]
+        return [int(r.options.get("seed", r.body.get("seed"))) for r in requests]
+
+    seeds = await play()
+    assert len(seeds) == 5 and len(set(seeds[1:])) == 4, seeds  # the second turn's four attempts
+    prompts = [r.messages[-1].content for r in sim_requests(server)[2:4]]
+    assert prompts[0] == prompts[1]  # the same prompt, yet another draw
+    assert await play() == seeds  # the same run played again samples as before

@@ -53,12 +53,14 @@ from __future__ import annotations
 import logging
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from datetime import date
 from typing import Literal
 
 from pydantic import BaseModel, Field
 
 from mempa_tui.ix.types import DeliveredTurn, HeldItem
+from mempa_tui.llm.sampling import current_scope, sampling_scope
 from mempa_tui.llm.types import Role
 from mempa_tui.scripts.schema import Beat, Fact, Persona, Probe
 from mempa_tui.simulator._blocks import TURN_SCHEMA, ParsedTurn, parse_turn, parse_turn_json
@@ -517,20 +519,38 @@ class UserSimulator:
         self._dialogue.append(DialogueEntry(speaker="user", text=turn.message))
         return turn
 
+    @staticmethod
+    def _attempt_scope(attempt: int) -> AbstractContextManager[object]:
+        """The sampling scope of a turn's ``attempt`` (0: the first, kept as the caller set it).
+
+        A rewrite's prompt is the same from the third attempt on when its notes repeat (each
+        distinct note is shown once), and the client derives the seed from the scope and the
+        prompt (:mod:`mempa_tui.llm.sampling`): so attempts 3 and 4 drew the same sample as
+        attempt 2, even at the rewrite temperature (issue 12, ``benchmarks/simulator_replay.py``:
+        the 1.5B's last two attempts were the same message, character for character). Each
+        rewrite adds its number to the scope, so every attempt samples anew and a replay of the
+        run still draws the same.
+        """
+        if attempt == 0:
+            return nullcontext()
+        return sampling_scope(f"{current_scope()} simulator-rewrite={attempt}".strip())
+
     async def _produce(self, *, allow_move: bool) -> _Outcome:
         """Write the turn, with up to ``max_rewrites`` rewrites after failed checks."""
         outcome = _Outcome()
         rewrites: list[tuple[str, str]] = []
-        for _attempt in range(self._max_rewrites + 1):
+        for attempt in range(self._max_rewrites + 1):
             messages = build_turn_messages(self.prompt_input(), rewrites=rewrites)
             rewrite = bool(rewrites) and self._rewrite_temperature is not None
             sampling = {"temperature": self._rewrite_temperature} if rewrite else {}
-            if self.output_format == "json":
-                completion = await self._client.complete(Role.SIMULATOR, messages, json_schema=TURN_SCHEMA, **sampling)
-                parsed = parse_turn_json(completion.text)
-            else:
-                completion = await self._client.complete(Role.SIMULATOR, messages, **sampling)
-                parsed = parse_turn(completion.text)
+            with self._attempt_scope(attempt):
+                if self.output_format == "json":
+                    completion = await self._client.complete(
+                        Role.SIMULATOR, messages, json_schema=TURN_SCHEMA, **sampling)
+                    parsed = parse_turn_json(completion.text)
+                else:
+                    completion = await self._client.complete(Role.SIMULATOR, messages, **sampling)
+                    parsed = parse_turn(completion.text)
             outcome.move = allow_move and parsed.assessment in ("advance", "done")
             if outcome.move and not self._answers_pa(parsed):
                 outcome.parsed = parsed  # moves on: the next beat's turn carries the words
