@@ -22,7 +22,13 @@ from mempa_tui.cli.main import main
 from mempa_tui.llm import ScriptedReply, ScriptedRequest
 from mempa_tui.runner._browse import StepDetail
 from mempa_tui.runner._episode_events import StepStatusEvent, episode_event_adapter
-from mempa_tui.runner._health import PARepeats, pa_problem_phrases, repeats_note, simulator_phrase
+from mempa_tui.runner._health import (
+    PARepeats,
+    pa_problem_phrases,
+    repeats_note,
+    simulator_counts,
+    simulator_phrase,
+)
 
 RUN = "R-file-scripted-s0"
 STALL = "I'll get to it in a moment."
@@ -149,6 +155,30 @@ def test_the_phrase_counts_the_reasons_and_invalid_turns() -> None:
     assert not PARepeats(run_id=RUN).any
 
 
+def test_the_phrase_names_replies_cut_at_their_cap_and_messages_written_as_the_assistant() -> None:
+    checks = {"rejected_attempts": 4, "cut_replies": 1, "assistant_voice": 1, "invalid_turns": 0}
+    assert simulator_counts(checks) == (4, 0, 0, 0, 1, 1)
+    assert pa_problem_phrases(0, 0, 0, 0, checks) == [
+        "simulated user's message sent back 4 times (1 cut at its cap, 1 as the assistant, 2 other)"]
+    assert simulator_phrase(6, 2, 1, 1, cut=1, assistant=1) == (
+        "simulated user's message sent back 6 times (2 stalled, 1 repeated, 1 cut at its cap, 1 as the assistant, "
+        "1 other), 1 turn invalid")
+    assert simulator_phrase(4, cut=4, invalid=1) == (
+        "simulated user's message sent back 4 times (4 cut at its cap), 1 turn invalid")
+    assert simulator_phrase(2, 2, 1, cut=1) == (  # reasons overlap: "other" never goes below 0
+        "simulated user's message sent back 2 times (2 stalled, 1 repeated, 1 cut at its cap)")
+    # a step stored before these counts were kept reads 0 for them
+    assert simulator_counts({"rejected_attempts": 3, "stalled_messages": 3}) == (3, 3, 0, 0, 0, 0)
+
+    class Step:
+        simulator_checks = {"rejected_attempts": 2, "assistant_voice": 2, "invalid_turns": 0}
+
+    assert repeats_note(Step()) == " (warning: simulated user's message sent back 2 times (2 as the assistant))"
+    problems = PARepeats(run_id=RUN, sim_sent_back=5, sim_cut=3, sim_assistant=1, sim_where={"R-s1": 5})
+    assert problems.text() == ("simulated user's message sent back 5 times (3 cut at its cap, 1 as the assistant, "
+                               "1 other) (warning; R-s1 5)")
+
+
 def test_status_events_stored_before_the_counts_read_none() -> None:
     status = episode_event_adapter.validate_json('{"type": "step_status", "status": "completed"}')
     assert isinstance(status, StepStatusEvent) and status.simulator_checks == {}
@@ -167,3 +197,29 @@ def test_the_apps_step_summary_warns_of_the_sent_back_messages() -> None:
                         reason=None, selection=None, events=[status], calls=[])
     text = summary_text(detail).plain
     assert "run problem (warning): simulated user's message sent back 4 times (4 repeated), 1 turn invalid\n" in text
+
+
+async def test_the_runs_problems_add_up_the_new_counts_from_stored_events() -> None:
+    from types import SimpleNamespace
+
+    from mempa_tui.runner._health import run_pa_repeats
+
+    events = [
+        StepStatusEvent(status="completed", simulator_checks={"rejected_attempts": 3, "cut_replies": 2,
+                                                              "assistant_voice": 1}),
+        StepStatusEvent(status="invalid", simulator_checks={"rejected_attempts": 4, "cut_replies": 4,
+                                                            "invalid_turns": 1}),
+        StepStatusEvent(status="completed", simulator_checks={"rejected_attempts": 1, "stalled_messages": 1}),
+    ]
+
+    class Store:
+        async def events_of_kind(self, run_id: str, kind: str) -> list[tuple[str, int, object]]:
+            return [(f"R-s{i}", 0, SimpleNamespace(event_json=e.model_dump_json())) for i, e in enumerate(events, 1)]
+
+        async def probe_results(self, run_id: str) -> list[object]:
+            return []
+
+    problems = await run_pa_repeats(Store(), SimpleNamespace(id=RUN))  # type: ignore[arg-type]
+    assert (problems.sim_sent_back, problems.sim_cut, problems.sim_assistant, problems.sim_stalled) == (8, 6, 1, 1)
+    assert problems.text() == ("simulated user's message sent back 8 times (1 stalled, 6 cut at its cap, "
+                               "1 as the assistant), 1 turn invalid (warning; R-s2 4, R-s1 3, R-s3 1)")

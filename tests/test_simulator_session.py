@@ -17,7 +17,7 @@ import pytest
 
 from mempa_tui.ix import IXWrapper
 from mempa_tui.ix.types import DeliveredTurn, HeldItem
-from mempa_tui.llm import LLMClient, ScriptedModelServer, ScriptedRequest
+from mempa_tui.llm import LLMClient, ScriptedModelServer, ScriptedReply, ScriptedRequest
 from mempa_tui.scripts.schema import AccumulationSession, Persona, Probe
 from mempa_tui.simulator import PRSError, SimulatorMemory, UserSimulator, default_skills, rate_probe
 from mempa_tui.simulator._manner import MANNER_PROBLEM
@@ -48,11 +48,12 @@ class Model:
 
     def __init__(self, sim: list[str] | None = None, checker: list[str] | None = None,
                  other: list[str] | None = None) -> None:
-        self.queues = {"scripted-simulator": list(sim or []), "scripted-checker": list(checker or [PASS])}
-        self.other = list(other or [])
+        self.queues: dict[str, list[str | ScriptedReply]] = {
+            "scripted-simulator": list(sim or []), "scripted-checker": list(checker or [PASS])}
+        self.other: list[str | ScriptedReply] = list(other or [])
         self.seen: dict[str, int] = {}
 
-    def __call__(self, request: ScriptedRequest) -> str:
+    def __call__(self, request: ScriptedRequest) -> str | ScriptedReply:
         queue = self.queues.get(request.model, self.other)
         n = self.seen.get(request.model, 0)
         self.seen[request.model] = n + 1
@@ -428,7 +429,8 @@ async def test_probe_manner_request_is_sent_back_and_counted(server: ScriptedMod
     assert MANNER_PROBLEM in prompt_text(sim_requests(server)[-1])
     assert sim.check_counts == {
         "rejected_attempts": 1, "manner_requests": 1, "manner_requests_checker": 0,
-        "repeated_messages": 0, "stalled_messages": 0, "invalid_turns": 0, "checker_warnings": 0,
+        "repeated_messages": 0, "stalled_messages": 0, "cut_replies": 0, "assistant_voice": 0,
+        "invalid_turns": 0, "checker_warnings": 0,
     }
     sim.start(probe(), {"verbosity": "Terse"})  # counts are per step
     assert set(sim.check_counts.values()) == {0}
@@ -716,3 +718,104 @@ async def test_every_rewrite_attempt_samples_anew_and_a_replay_draws_the_same(
     prompts = [r.messages[-1].content for r in sim_requests(server)[2:4]]
     assert prompts[0] == prompts[1]  # the same prompt, yet another draw
     assert await play() == seeds  # the same run played again samples as before
+
+# ------------------------------------------------------------------------- cut and assistant-voice checks
+
+LOOP = "I need the rota email for the depot meeting today. " * 6
+
+
+def test_cut_check_cases() -> None:
+    from mempa_tui.simulator._leaks import CUT_PROBLEM, cut_check
+
+    # measured on the packaged 1.5B model (issue 12): it repeats a sentence until its cap
+    looping = cut_check(turn(LOOP + "I need the rota"), "length")
+    assert len(looping) == 1 and looping[0].startswith(f"{CUT_PROBLEM} (repeating itself)")
+    # a run of eight words found twice is a loop even without sentence ends
+    assert "(repeating itself)" in cut_check("one two three four five six seven eight one two three four "
+                                             "five six seven eight one", "length")[0]
+    plain = cut_check(turn("find the rota email and then tell me which of the shifts"), "length")
+    assert len(plain) == 1 and plain[0].startswith(f"{CUT_PROBLEM}:")
+    assert cut_check(turn(LOOP), "stop") == [] and cut_check(turn(LOOP), None) == []
+    assert cut_check(turn("find it"), "tool_calls") == []
+
+
+def test_assistant_voice_check_cases() -> None:
+    from mempa_tui.simulator._leaks import ASSISTANT_VOICE_PROBLEM, assistant_voice_check
+
+    for text, label in [
+        ("Hello! How can I assist you today?", "how can I assist you"),
+        ("How may I help you?", "how can I assist you"),
+        ("I'd be happy to help with that.", "I'd be happy to help"),
+        ("I would be glad to assist.", "I'd be happy to help"),
+        ("Is there anything else I can help you with?", "anything else I can help you with"),
+        ("Let me know if you need anything else!", "let me know if you need anything else"),
+        ("As an AI, I cannot open email.", "as an AI"),
+        ("What can I do for you?", "what can I do for you"),
+    ]:
+        problems = assistant_voice_check(text)
+        assert problems == [f"{ASSISTANT_VOICE_PROBLEM} ('{label}'); write what you, the user, say or ask the "
+                            "assistant"], text
+    # the typographic apostrophe reads like the plain one; words inside other words do not match
+    assert assistant_voice_check("I\u2019d be happy to help.") != []
+    assert assistant_voice_check("find the rota email, as an aide said?") == []
+    assert assistant_voice_check("I'd be happy to hear the times.") == []
+    # a phrase of the user's own task material is the user's words (like the vocabulary checks)
+    material = "Task: write the shop's new greeting card, 'How can I help you?', for the front desk."
+    assert assistant_voice_check("put 'How can I help you?' on the card", material) == []
+    assert assistant_voice_check("put 'How can I help you?' on the card") != []
+
+
+async def test_a_reply_cut_at_its_cap_is_sent_back_and_counted(server: ScriptedModelServer, model: Model) -> None:
+    # the tagged reply is cut inside its message (no closing tag): the note says it was cut, not
+    # that the format is wrong
+    model.queues["scripted-simulator"] = [
+        ScriptedReply(text=turn(LOOP).removesuffix("</message>"), finish_reason="length"),
+        turn("find the rota email?"),
+    ]
+    sim = simulator(server, llm_checker=False)
+    sim.start(session(), {"verbosity": "Terse"})
+    first = await sim.next_turn(None)
+    assert first.message == "find the rota email?"
+    assert [p.split(":")[0] for p in first.rejected[0].problems] == ["cut at its cap (repeating itself)"]
+    assert "cut at its cap (repeating itself)" in prompt_text(sim_requests(server)[-1])  # the note goes back
+    counts = sim.check_counts
+    assert (counts["rejected_attempts"], counts["cut_replies"], counts["assistant_voice"]) == (1, 1, 0)
+
+
+async def test_a_cut_reply_that_moves_on_is_not_taken_as_a_move(server: ScriptedModelServer, model: Model) -> None:
+    model.queues["scripted-simulator"] = [
+        turn("find the rota email?"),
+        ScriptedReply(text=turn("x", "advance"), finish_reason="length"),  # its move is not read
+        turn("did you find it?"),
+    ]
+    sim = simulator(server, llm_checker=False)
+    sim.start(session(), {"verbosity": "Terse"})
+    await sim.next_turn(None)
+    second = await sim.next_turn(reply("Looking."))
+    assert (second.beat_id, second.message) == ("open_ask", "did you find it?")
+    assert second.rejected[0].problems[0].startswith("cut at its cap:")
+    assert sim.check_counts["cut_replies"] == 1
+
+
+async def test_a_reply_cut_on_every_attempt_ends_the_turn_invalid(server: ScriptedModelServer, model: Model) -> None:
+    model.queues["scripted-simulator"] = [ScriptedReply(text=turn(LOOP), finish_reason="length")]
+    sim = simulator(server, llm_checker=False)
+    sim.start(session(), {"verbosity": "Terse"})
+    first = await sim.next_turn(None)
+    assert first.invalid and "cut at its cap (repeating itself)" in (first.invalid_reason or "")
+    counts = sim.check_counts
+    assert (counts["cut_replies"], counts["rejected_attempts"], counts["invalid_turns"]) == (4, 4, 1)
+
+
+async def test_a_message_written_as_the_assistant_is_sent_back_and_counted(
+    server: ScriptedModelServer, model: Model
+) -> None:
+    model.queues["scripted-simulator"] = [turn("Hi! How can I assist you today?"), turn("find the rota email?")]
+    sim = simulator(server, llm_checker=False)
+    sim.start(session(), {"verbosity": "Terse"})
+    first = await sim.next_turn(None)
+    assert first.message == "find the rota email?"
+    assert first.rejected[0].problems[0].startswith("written as the assistant, not as the user ('how can I assist")
+    assert "written as the assistant" in prompt_text(sim_requests(server)[-1])
+    counts = sim.check_counts
+    assert (counts["rejected_attempts"], counts["assistant_voice"], counts["cut_replies"]) == (1, 1, 0)

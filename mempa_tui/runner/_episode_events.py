@@ -220,8 +220,8 @@ class StepStatusEvent(_Event):
         default_factory=dict,
         description="The user simulator's message-check counts for the step "
         "(``UserSimulator.check_counts``: rejected_attempts, repeated_messages, stalled_messages, "
-        "invalid_turns, ...; Appendix D.4); empty when a person held the user seat and on events "
-        "stored before they were carried.",
+        "cut_replies, assistant_voice, invalid_turns, ...; Appendix D.4); empty when a person held "
+        "the user seat and on events stored before they were carried.",
     )
 
     def simulator_count(self, key: str) -> int:

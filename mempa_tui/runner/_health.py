@@ -67,7 +67,8 @@ in the reply``), counted in the floored column and shown with its reason like th
 Then the **simulated user's messages sent back** (``simulator_checks`` on the stored
 ``step_status`` event: :data:`~mempa_tui.simulator.CHECK_COUNT_KEYS`, Appendix D.4): attempts of
 the user simulator that failed a check and were sent back for a rewrite, with how many of them
-stalled (put off a detail nobody asked for) or repeated an earlier user message word for word,
+stalled (put off a detail nobody asked for), repeated an earlier user message word for word, were
+cut at the completion cap (``cut_replies``) or were written as the assistant (``assistant_voice``),
 and the turns that failed every attempt and were invalid ("simulated user's message sent back 4
 times (2 stalled, 1 repeated, 1 other), 1 turn invalid"). A warning too: a run whose user kept
 stalling looks clean otherwise (issue 12: on the packaged 1.5B simulator the user said "I'll get
@@ -103,6 +104,7 @@ __all__ = [
     "MemoryHealth",
     "PARepeats",
     "RowAnnotations",
+    "SIMULATOR_COUNT_KEYS",
     "cut_phrase",
     "echoes_phrase",
     "health_of_stats",
@@ -467,31 +469,44 @@ def cut_phrase(replies: int) -> str:
             "(scores kept, reasons marked)")
 
 
-def simulator_counts(checks: Mapping[str, int] | None) -> tuple[int, int, int, int]:
-    """``(sent back, stalled, repeated, invalid turns)`` from a step's simulator check counts
-    (``UserSimulator.check_counts``: ``rejected_attempts``, ``stalled_messages``,
-    ``repeated_messages``, ``invalid_turns``); missing keys (a person's seat, an older run) read 0."""
+SIMULATOR_COUNT_KEYS: tuple[str, ...] = ("rejected_attempts", "stalled_messages", "repeated_messages",
+                                         "invalid_turns", "cut_replies", "assistant_voice")
+"""The :data:`~mempa_tui.simulator.CHECK_COUNT_KEYS` the warnings show, in the order of
+:func:`simulator_counts` and of :func:`simulator_phrase`'s arguments."""
+
+
+def simulator_counts(checks: Mapping[str, int] | None) -> tuple[int, int, int, int, int, int]:
+    """``(sent back, stalled, repeated, invalid turns, cut at the cap, as the assistant)`` from a
+    step's simulator check counts (``UserSimulator.check_counts``: :data:`SIMULATOR_COUNT_KEYS`);
+    missing keys (a person's seat, an older run) read 0."""
     checks = checks or {}
-    return tuple(int(checks.get(k, 0) or 0) for k in  # type: ignore[return-value]
-                 ("rejected_attempts", "stalled_messages", "repeated_messages", "invalid_turns"))
+    return tuple(int(checks.get(k, 0) or 0) for k in SIMULATOR_COUNT_KEYS)  # type: ignore[return-value]
 
 
-def simulator_phrase(sent_back: int, stalled: int = 0, repeated: int = 0, invalid: int = 0) -> str:
-    """``simulated user's message sent back 4 times (2 stalled, 1 repeated, 1 other), 1 turn
-    invalid``, or ``""`` when nothing was sent back and no turn was invalid.
+def simulator_phrase(sent_back: int, stalled: int = 0, repeated: int = 0, invalid: int = 0,
+                     cut: int = 0, assistant: int = 0) -> str:
+    """``simulated user's message sent back 6 times (2 stalled, 1 repeated, 1 cut at its cap,
+    1 as the assistant, 1 other), 1 turn invalid``, or ``""`` when nothing was sent back and no
+    turn was invalid.
 
     Args:
         sent_back: the simulator's attempts that failed a check and were rewritten or, after the
             last rewrite, made the turn invalid (``rejected_attempts``).
         stalled / repeated: those that put off a detail nobody asked for / repeated an earlier
-            user message word for word. One attempt can do both, so ``other`` (format, leak,
-            manner or checker problems) is what is left of ``sent_back`` after both, never below 0.
+            user message word for word.
         invalid: turns that failed every attempt (Appendix D.4).
+        cut: those whose model call stopped at its completion cap (``cut_replies``).
+        assistant: those written as the assistant, not the user (``assistant_voice``).
+
+    One attempt can have several of these reasons (a stalled message can also be a repeat), so
+    ``other`` (format, leak, manner or checker problems) is what is left of ``sent_back`` after
+    all of them, never below 0.
     """
     parts = []
     if sent_back:
-        reasons = [f"{n} {what}" for n, what in ((stalled, "stalled"), (repeated, "repeated"),
-                                                 (max(0, sent_back - stalled - repeated), "other")) if n]
+        named = ((stalled, "stalled"), (repeated, "repeated"), (cut, "cut at its cap"), (assistant, "as the assistant"))
+        other = max(0, sent_back - sum(n for n, _ in named))
+        reasons = [f"{n} {what}" for n, what in (*named, (other, "other")) if n]
         parts.append(f"simulated user's message sent back {sent_back} time{'' if sent_back == 1 else 's'}"
                      + (f" ({', '.join(reasons)})" if reasons else ""))
     if invalid:
@@ -560,6 +575,10 @@ class PARepeats(BaseModel):
     """Of them, those that repeated an earlier user message word for word (``repeated_messages``)."""
     sim_invalid: int = 0
     """Simulator turns that failed every attempt (``invalid_turns``)."""
+    sim_cut: int = 0
+    """Of the attempts sent back, those cut at the completion cap (``cut_replies``)."""
+    sim_assistant: int = 0
+    """Of the attempts sent back, those written as the assistant (``assistant_voice``)."""
     sim_where: dict[str, int] = {}
     """Step id (``probe r2`` for a probe repeat) -> its messages sent back (its invalid turns
     when none was), for steps with any."""
@@ -587,7 +606,8 @@ class PARepeats(BaseModel):
             parts.append(f"{echoes_phrase(self.echoes)} (warning; {_worst(self.echo_where)})")
         if self.ix_withheld:
             parts.append(f"{ix_withheld_phrase(self.ix_withheld)} (warning; {_worst(self.ix_where)})")
-        sim = simulator_phrase(self.sim_sent_back, self.sim_stalled, self.sim_repeated, self.sim_invalid)
+        sim = simulator_phrase(self.sim_sent_back, self.sim_stalled, self.sim_repeated, self.sim_invalid,
+                               self.sim_cut, self.sim_assistant)
         if sim:
             parts.append(f"{sim} (warning; {_worst(self.sim_where)})")
         if self.judge_replies_cut:
@@ -617,7 +637,7 @@ async def run_pa_repeats(store: RunStore, run: RunRecord) -> PARepeats:
     where: dict[str, int] = {}
     echo_where: dict[str, int] = {}
     ix_where: dict[str, int] = {}
-    sim = [0, 0, 0, 0]  # sent back, stalled, repeated, invalid
+    sim = [0] * len(SIMULATOR_COUNT_KEYS)  # sent back, stalled, repeated, invalid, cut, as the assistant
     sim_where: dict[str, int] = {}
     for step_id, repeat, row in await store.events_of_kind(run.id, "step_status"):
         try:
@@ -650,7 +670,7 @@ async def run_pa_repeats(store: RunStore, run: RunRecord) -> PARepeats:
     return PARepeats(run_id=run.id, calls=calls, turns=turns, where=where, echoes=echoes, echo_where=echo_where,
                      ix_withheld=withheld, ix_where=ix_where, judge_replies_cut=sum(cut_where.values()),
                      cut_where=cut_where, sim_sent_back=sim[0], sim_stalled=sim[1], sim_repeated=sim[2],
-                     sim_invalid=sim[3], sim_where=sim_where)
+                     sim_invalid=sim[3], sim_cut=sim[4], sim_assistant=sim[5], sim_where=sim_where)
 
 
 async def runs_pa_repeats(store: RunStore, runs: Iterable[RunRecord]) -> dict[str, PARepeats]:

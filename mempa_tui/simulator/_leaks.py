@@ -23,7 +23,18 @@ from mempa_tui.simulator._blocks import PRIVATE_TAGS
 from mempa_tui.simulator._manner import find_manner_requests, manner_problem
 from mempa_tui.taxonomy import ATTRIBUTES, attribute
 
-__all__ = ["EARLIER_SESSION_PHRASES", "REPEATED_PROBLEM", "STALL_PROBLEM", "LeakRules", "conversation_check", "rule_check"]
+__all__ = [
+    "ASSISTANT_VOICE_PROBLEM",
+    "CUT_PROBLEM",
+    "EARLIER_SESSION_PHRASES",
+    "REPEATED_PROBLEM",
+    "STALL_PROBLEM",
+    "LeakRules",
+    "assistant_voice_check",
+    "conversation_check",
+    "cut_check",
+    "rule_check",
+]
 
 #: (pattern, label, exemption): a term is not a leak when ``exemption`` (default: the pattern
 #: itself) matches the user's own task material.
@@ -300,3 +311,92 @@ def _repeats(words: Sequence[str], earlier: Sequence[str]) -> bool:
 def _plain_words(text: str) -> str:
     """Lower case with apostrophes dropped, so "I'll" and "Ill" compare equal."""
     return text.lower().replace("'", "").replace("\u2019", "")
+
+
+#: Opening of the note for a reply whose model call stopped at the completion token cap.
+CUT_PROBLEM = "cut at its cap"
+
+LOOP_MIN_WORDS = 8
+"""A run of this many words found twice in a reply cut at its cap marks it as repeating itself."""
+
+
+def cut_check(reply: str, finish_reason: str | None) -> list[str]:
+    """Check whether a simulator reply was cut at its completion cap (issue 12).
+
+    A reply whose model call ended with ``finish_reason`` ``length`` stopped mid-sentence at the
+    role's ``max_tokens``: it is not a turn. On the packaged 1.5B model such replies looped,
+    writing one sentence again and again until the cap. Appendix D.4: a failed check is sent back
+    for a rewrite.
+
+    Args:
+        reply: the model's whole reply text (blocks and message).
+        finish_reason: the completion's finish reason as the provider reported it
+            (:attr:`~mempa_tui.llm.types.Completion.finish_reason`; None: not reported).
+
+    Returns:
+        ``[]`` unless ``finish_reason`` is ``"length"``; else one note opening with
+        :data:`CUT_PROBLEM`, marked ``(repeating itself)`` when the reply holds a sentence of three
+        words or more twice, or a run of :data:`LOOP_MIN_WORDS` words twice (case, punctuation and
+        apostrophes aside).
+    """
+    if finish_reason != "length":
+        return []
+    looping = " (repeating itself)" if _loops(reply) else ""
+    return [f"{CUT_PROBLEM}{looping}: the reply ran to its length limit before it ended; write one short "
+            "message that says each thing once"]
+
+
+def _loops(text: str) -> bool:
+    """Whether ``text`` holds a sentence (3+ words) twice or a run of :data:`LOOP_MIN_WORDS` words twice."""
+    sentences = [tuple(_TOKEN.findall(_plain_words(s))) for s in _SENTENCES.split(text)]
+    sentences = [s for s in sentences if len(s) >= 3]
+    if len(set(sentences)) < len(sentences):
+        return True
+    words = _TOKEN.findall(_plain_words(text))
+    seen: dict[tuple[str, ...], int] = {}
+    for i in range(len(words) - LOOP_MIN_WORDS + 1):
+        run = tuple(words[i:i + LOOP_MIN_WORDS])
+        first = seen.setdefault(run, i)
+        if i - first >= LOOP_MIN_WORDS:  # a second, non-overlapping occurrence
+            return True
+    return False
+
+
+#: Opening of the note for a message written from the assistant's side.
+ASSISTANT_VOICE_PROBLEM = "written as the assistant, not as the user"
+
+#: (pattern, label): phrases an assistant says to its user, never a user to its assistant. The
+#: 1.5B simulator sometimes wrote the assistant's side of the conversation (issue 12).
+ASSISTANT_PHRASES: tuple[tuple[str, str], ...] = (
+    (r"\bhow (?:can|may) i (?:assist|help) you\b", "how can I assist you"),
+    (r"\bi(?:'d| would) be (?:happy|glad) to (?:help|assist)\b", "I'd be happy to help"),
+    (r"\b(?:is there )?anything else i can (?:help|assist) you with\b", "anything else I can help you with"),
+    (r"\blet me know if you need anything else\b", "let me know if you need anything else"),
+    (r"\bas an ai\b", "as an AI"),
+    (r"\bwhat can i (?:do|help) (?:for|with) you\b", "what can I do for you"),
+)
+
+
+def assistant_voice_check(text: str, task_material: str = "") -> list[str]:
+    """Check whether a candidate simulator message speaks as the assistant (issue 12).
+
+    The simulated user plays the user (Appendix D.4: the message is the user's turn); a message
+    such as "How can I assist you today?" takes the assistant's side instead.
+
+    Args:
+        text: the candidate visible message.
+        task_material: the user's own task text (:attr:`LeakRules.task_material`); a phrase that
+            also occurs there is the user's own words and is not flagged (as with the vocabulary
+            checks of :func:`rule_check`).
+
+    Returns:
+        ``[]`` when no phrase of :data:`ASSISTANT_PHRASES` is found, else one note opening with
+        :data:`ASSISTANT_VOICE_PROBLEM` that names the phrases found.
+    """
+    message, allowed = _norm(text), _norm(task_material)
+    found = [label for pattern, label in ASSISTANT_PHRASES
+             if _found(pattern, message) and not _found(pattern, allowed)]
+    if not found:
+        return []
+    named = ", ".join(f"'{label}'" for label in found)
+    return [f"{ASSISTANT_VOICE_PROBLEM} ({named}); write what you, the user, say or ask the assistant"]

@@ -43,7 +43,9 @@ Withheld facts (Appendix C.3): a fact is absent from the prompt until the beat t
 
 Manner requests (Table 8 condition 3, D.2): in probes every message, and in accumulation sessions
 the message that opens a decision point, is checked for a request about the manner of the reply
-(:mod:`mempa_tui.simulator._manner`); one is sent back for a rewrite like any leak. The per-step
+(:mod:`mempa_tui.simulator._manner`); one is sent back for a rewrite like any leak. A message written from the
+assistant's side ("How can I assist you today?") and a reply cut at its completion token cap are
+sent back too (issue 12: both came from the packaged 1.5B model). The per-step
 counts of these checks are :attr:`UserSimulator.check_counts`, which the episode loop copies into
 ``StepResult.simulator_checks`` (and so into the run store).
 """
@@ -70,7 +72,9 @@ from mempa_tui.simulator._leaks import (
     REPEATED_PROBLEM,
     STALL_PROBLEM,
     LeakRules,
+    assistant_voice_check,
     conversation_check,
+    cut_check,
     rule_check,
 )
 from mempa_tui.simulator._manner import MANNER_PROBLEM
@@ -95,6 +99,10 @@ __all__ = ["CHECK_COUNT_KEYS", "UserSimulator"]
 #: ``repeated_messages`` attempts sent back for repeating an earlier user message word for word;
 #: ``stalled_messages`` attempts sent back for putting off a detail nobody asked for
 #: (:func:`~mempa_tui.simulator._leaks.conversation_check`, issue 12);
+#: ``cut_replies`` attempts sent back because the model call stopped at its completion cap
+#: (:func:`~mempa_tui.simulator._leaks.cut_check`, issue 12);
+#: ``assistant_voice`` attempts sent back for speaking as the assistant ("How can I assist you
+#: today?"; :func:`~mempa_tui.simulator._leaks.assistant_voice_check`, issue 12);
 #: ``invalid_turns`` turns that failed every attempt; ``checker_warnings`` checks skipped
 #: because the checker's output stayed unreadable.
 CHECK_COUNT_KEYS: tuple[str, ...] = (
@@ -103,6 +111,8 @@ CHECK_COUNT_KEYS: tuple[str, ...] = (
     "manner_requests_checker",
     "repeated_messages",
     "stalled_messages",
+    "cut_replies",
+    "assistant_voice",
     "invalid_turns",
     "checker_warnings",
 )
@@ -536,7 +546,12 @@ class UserSimulator:
         return sampling_scope(f"{current_scope()} simulator-rewrite={attempt}".strip())
 
     async def _produce(self, *, allow_move: bool) -> _Outcome:
-        """Write the turn, with up to ``max_rewrites`` rewrites after failed checks."""
+        """Write the turn, with up to ``max_rewrites`` rewrites after failed checks.
+
+        Checks, in order: a reply cut at its completion cap is sent back before anything else
+        (:func:`cut_check`; not even its move is taken); then the format, the rule checks with
+        :func:`assistant_voice_check`, the conversation checks and the optional LLM checker.
+        """
         outcome = _Outcome()
         rewrites: list[tuple[str, str]] = []
         for attempt in range(self._max_rewrites + 1):
@@ -551,15 +566,28 @@ class UserSimulator:
                 else:
                     completion = await self._client.complete(Role.SIMULATOR, messages, **sampling)
                     parsed = parse_turn(completion.text)
+            # a reply cut at its cap is not a turn, whatever it parsed to (its move included)
+            problems = cut_check(completion.text, completion.finish_reason)
+            if problems:
+                outcome.move = False
+                self._checks["cut_replies"] += 1
+                self._checks["rejected_attempts"] += 1
+                outcome.rejected.append(RejectedAttempt(reply=completion.text, problems=problems))
+                rewrites.append((completion.text, "; ".join(problems)))
+                continue
             outcome.move = allow_move and parsed.assessment in ("advance", "done")
             if outcome.move and not self._answers_pa(parsed):
                 outcome.parsed = parsed  # moves on: the next beat's turn carries the words
                 return outcome
             decision = self._at_decision()
-            problems = self._check_format(parsed) or rule_check(
-                parsed.message or "", self._rules, parsed.private_texts,
-                manner=(decision,) if decision else (),
-            )
+            problems = self._check_format(parsed)
+            if not problems:
+                voice = assistant_voice_check(parsed.message or "", self._rules.task_material)
+                self._checks["assistant_voice"] += bool(voice)
+                problems = rule_check(
+                    parsed.message or "", self._rules, parsed.private_texts,
+                    manner=(decision,) if decision else (),
+                ) + voice
             if not problems:
                 problems = self._conversation_problems(parsed.message or "")
             if any(p.startswith(MANNER_PROBLEM) for p in problems):
