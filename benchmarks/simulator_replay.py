@@ -23,6 +23,17 @@ before, A-S14 ended invalid at a beat change (4 attempts, all 'repeats word for 
 played through, but its last beat's message copied the previous beat's question, so the check-in
 was never asked; after, A-S14 played through (one repeat, rewritten) and A-S51 ended invalid at
 its last beat (4 attempts copying earlier words, now caught instead of sent).
+
+Measured on 3 December 2026 (same settings, load 0.2-2; single runs, and two runs of the same code
+already differ in their first message, so read them as examples, not rates):
+- a wider repeat rule (a message holding a whole earlier one, or sharing 8 words in a row with
+  one) sent back the 1.5B's "previous message plus the next question" at the first beat change of
+  both sessions; its rewrites then copied the previous message alone, and both sessions ended
+  invalid on their second turn, with or without the copied words quoted in the note. Not kept.
+- the last two of four attempts were the same message, character for character: the same prompt
+  (each distinct note is shown once) gave the same seed. With each rewrite's number in the sampling
+  scope (UserSimulator._attempt_scope), A-S14 played through (3 repeats rewritten); A-S51 ended
+  invalid at its last beat (2 attempts sent back as 'private block name', 3 repeats).
 """
 
 from __future__ import annotations
