@@ -100,7 +100,7 @@ async def replay(sim: UserSimulator, session, targets: dict[str, str], replies: 
         print(json.dumps({
             "turn": turn_no, "beat_before": before, "beat": after, "message": turn.message,
             "invalid": turn.invalid, "invalid_reason": turn.invalid_reason, "done": turn.done,
-            "rejected": [{"problems": r.problems, "reply": r.reply[:240]} for r in turn.rejected],
+            "rejected": [{"problems": r.problems, "reply": r.reply} for r in turn.rejected],
             "seconds": round(time.monotonic() - started, 1),
         }), flush=True)
         if turn.done or turn.invalid or sim.done:

@@ -157,7 +157,7 @@ def test_the_phrase_counts_the_reasons_and_invalid_turns() -> None:
 
 def test_the_phrase_names_replies_cut_at_their_cap_and_messages_written_as_the_assistant() -> None:
     checks = {"rejected_attempts": 4, "cut_replies": 1, "assistant_voice": 1, "invalid_turns": 0}
-    assert simulator_counts(checks) == (4, 0, 0, 0, 1, 1)
+    assert simulator_counts(checks) == (4, 0, 0, 0, 1, 1, 0)
     assert pa_problem_phrases(0, 0, 0, 0, checks) == [
         "simulated user's message sent back 4 times (1 cut at its cap, 1 as the assistant, 2 other)"]
     assert simulator_phrase(6, 2, 1, 1, cut=1, assistant=1) == (
@@ -168,7 +168,11 @@ def test_the_phrase_names_replies_cut_at_their_cap_and_messages_written_as_the_a
     assert simulator_phrase(2, 2, 1, cut=1) == (  # reasons overlap: "other" never goes below 0
         "simulated user's message sent back 2 times (2 stalled, 1 repeated, 1 cut at its cap)")
     # a step stored before these counts were kept reads 0 for them
-    assert simulator_counts({"rejected_attempts": 3, "stalled_messages": 3}) == (3, 3, 0, 0, 0, 0)
+    assert simulator_counts({"rejected_attempts": 3, "stalled_messages": 3}) == (3, 3, 0, 0, 0, 0, 0)
+    # trimmed messages are shown even when nothing was sent back (a deviation from Appendix D.4)
+    assert simulator_phrase(0, trimmed=2) == "simulated user: 2 messages trimmed of words copied from earlier ones"
+    assert simulator_phrase(1, repeated=1, trimmed=1) == (
+        "simulated user's message sent back 1 time (1 repeated), 1 message trimmed of words copied from earlier ones")
 
     class Step:
         simulator_checks = {"rejected_attempts": 2, "assistant_voice": 2, "invalid_turns": 0}

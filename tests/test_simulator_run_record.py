@@ -88,7 +88,7 @@ async def test_manner_request_counts_reach_the_step_result_and_its_json(played: 
     assert played.status == "completed", played.reason
     assert played.simulator_checks == {
         "rejected_attempts": 1, "manner_requests": 1, "manner_requests_checker": 0,
-        "repeated_messages": 0, "stalled_messages": 0, "cut_replies": 0, "assistant_voice": 0,
+        "repeated_messages": 0, "stalled_messages": 0, "cut_replies": 0, "assistant_voice": 0, "trimmed_messages": 0,
         "invalid_turns": 0, "checker_warnings": 0,
     }
     assert set(played.simulator_checks) == set(CHECK_COUNT_KEYS)

@@ -429,7 +429,7 @@ async def test_probe_manner_request_is_sent_back_and_counted(server: ScriptedMod
     assert MANNER_PROBLEM in prompt_text(sim_requests(server)[-1])
     assert sim.check_counts == {
         "rejected_attempts": 1, "manner_requests": 1, "manner_requests_checker": 0,
-        "repeated_messages": 0, "stalled_messages": 0, "cut_replies": 0, "assistant_voice": 0,
+        "repeated_messages": 0, "stalled_messages": 0, "cut_replies": 0, "assistant_voice": 0, "trimmed_messages": 0,
         "invalid_turns": 0, "checker_warnings": 0,
     }
     sim.start(probe(), {"verbosity": "Terse"})  # counts are per step
@@ -616,6 +616,79 @@ async def test_a_message_repeating_an_earlier_one_word_for_word_is_sent_back(
     # rejected message again word for word when the note did not)
     beat = session().beats[0]  # the second message still belongs to the first step (stay)
     assert f"your message does this: {beat.conveys.rstrip('.')}" in second.rejected[0].problems[0]
+
+
+async def test_a_message_that_copies_an_earlier_one_is_sent_without_the_copy(
+    server: ScriptedModelServer, model: Model
+) -> None:
+    # the packaged 1.5B wrote its previous message again and put the new question after it, and
+    # opened a message with the dialogue's own label (issue 12, benchmarks/simulator_replay.py)
+    model.queues["scripted-simulator"] = [
+        turn("Hi Gideon! Can you find the rota email from Priya? Thanks!"),
+        turn("You: Hi Gideon! Can you find the rota email from Priya? Thanks! Which shifts move on Friday?"),
+        turn("Ingrid: Thanks! which shifts move to eastbank then"),
+    ]
+    sim = simulator(server, llm_checker=False)
+    sim.start(session(), {"verbosity": "Terse"})
+    await sim.next_turn(None)
+    second = await sim.next_turn(reply("I could not find it."))
+    assert second.message == "Hi Gideon! Thanks! Which shifts move on Friday?" and not second.rejected
+    third = await sim.next_turn(reply("Shifts 3 and 5."))
+    assert third.message == "Thanks! which shifts move to eastbank then"  # a label alone is removed
+    assert sim.check_counts["trimmed_messages"] == 2 and sim.check_counts["repeated_messages"] == 0
+    # the dialogue keeps what was sent, so the next check compares with the trimmed words
+    assert sim.dialogue[-1].text == third.message
+
+
+async def test_a_message_left_with_nothing_of_its_own_after_the_copy_is_a_repeat(
+    server: ScriptedModelServer, model: Model
+) -> None:
+    model.queues["scripted-simulator"] = [
+        turn("can you find the rota email from priya?"),
+        turn("Hi! Can you find the rota email from Priya? Thanks!"),
+        turn("which shifts move on friday?"),
+    ]
+    sim = simulator(server, llm_checker=False)
+    sim.start(session(), {"verbosity": "Terse"})
+    await sim.next_turn(None)
+    second = await sim.next_turn(reply("I could not find it."))
+    assert second.message == "which shifts move on friday?"
+    assert second.rejected[0].problems[0].startswith("the message repeats word for word")
+    assert sim.check_counts["repeated_messages"] == 1 and sim.check_counts["trimmed_messages"] == 0
+
+
+async def test_a_user_that_moves_on_with_only_a_copy_ends_without_sending_it(
+    server: ScriptedModelServer, model: Model
+) -> None:
+    # replayed A-S14 on the 1.5B: after "... Anything else?" the user moved on four times with its
+    # previous message word for word, and the turn ended invalid (the session discarded)
+    model.queues["scripted-simulator"] = [
+        turn("when is the first ferry tomorrow?"), turn("When is the first ferry tomorrow?", "done"),
+    ]
+    sim = simulator(server, mode="probe", llm_checker=False)
+    sim.start(probe(), {"verbosity": "Terse"})
+    await sim.next_turn(None)
+    last = await sim.next_turn(reply("6:40 from the north quay. Anything else?"))
+    assert last.done and not last.invalid and not last.message and not last.rejected
+    assert sim.check_counts["trimmed_messages"] == 1 and sim.check_counts["invalid_turns"] == 0
+    assert len(sim_requests(server)) == 2  # no rewrite was asked for
+
+
+def test_trim_copied_cases() -> None:
+    from mempa_tui.simulator._leaks import trim_copied
+
+    earlier = ["I just booked Gull Cottage for August. Can you tell me the dates?"]
+    cut = trim_copied("I just booked Gull Cottage for August! How do I get there by train?", earlier)
+    assert (cut.text, cut.dropped, cut.label) == ("How do I get there by train?", 1, False)
+    assert cut.changed and not cut.only_copies
+    # three-word sentences are not copies (yes, send it); nor is a sentence that only overlaps
+    same = trim_copied("Yes, send it. Can you tell me the train times?", ["yes send it", "tell me the dates"])
+    assert not same.changed and same.text == "Yes, send it. Can you tell me the train times?"
+    assert trim_copied("Can you tell me the dates? Thanks!", earlier).only_copies
+    assert trim_copied("Me:   which train?", []).text == "which train?"
+    assert trim_copied("Gideon: which train?", [], ("Gideon Thrale", "Gideon")).label
+    assert not trim_copied("You: ", []).label  # a label with nothing after it is left to the format check
+    assert trim_copied("you: is the train on time", []).text == "is the train on time"
 
 
 async def test_a_deferral_after_the_assistant_asks_something_is_delivered(

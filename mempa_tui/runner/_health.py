@@ -470,13 +470,13 @@ def cut_phrase(replies: int) -> str:
 
 
 SIMULATOR_COUNT_KEYS: tuple[str, ...] = ("rejected_attempts", "stalled_messages", "repeated_messages",
-                                         "invalid_turns", "cut_replies", "assistant_voice")
+                                         "invalid_turns", "cut_replies", "assistant_voice", "trimmed_messages")
 """The :data:`~mempa_tui.simulator.CHECK_COUNT_KEYS` the warnings show, in the order of
 :func:`simulator_counts` and of :func:`simulator_phrase`'s arguments."""
 
 
-def simulator_counts(checks: Mapping[str, int] | None) -> tuple[int, int, int, int, int, int]:
-    """``(sent back, stalled, repeated, invalid turns, cut at the cap, as the assistant)`` from a
+def simulator_counts(checks: Mapping[str, int] | None) -> tuple[int, int, int, int, int, int, int]:
+    """``(sent back, stalled, repeated, invalid turns, cut at the cap, as the assistant, trimmed)`` from a
     step's simulator check counts (``UserSimulator.check_counts``: :data:`SIMULATOR_COUNT_KEYS`);
     missing keys (a person's seat, an older run) read 0."""
     checks = checks or {}
@@ -484,7 +484,7 @@ def simulator_counts(checks: Mapping[str, int] | None) -> tuple[int, int, int, i
 
 
 def simulator_phrase(sent_back: int, stalled: int = 0, repeated: int = 0, invalid: int = 0,
-                     cut: int = 0, assistant: int = 0) -> str:
+                     cut: int = 0, assistant: int = 0, trimmed: int = 0) -> str:
     """``simulated user's message sent back 6 times (2 stalled, 1 repeated, 1 cut at its cap,
     1 as the assistant, 1 other), 1 turn invalid``, or ``""`` when nothing was sent back and no
     turn was invalid.
@@ -497,6 +497,10 @@ def simulator_phrase(sent_back: int, stalled: int = 0, repeated: int = 0, invali
         invalid: turns that failed every attempt (Appendix D.4).
         cut: those whose model call stopped at its completion cap (``cut_replies``).
         assistant: those written as the assistant, not the user (``assistant_voice``).
+        trimmed: messages sent with a speaker label or sentences copied from the user's earlier
+            messages removed (``trimmed_messages``; a deviation from Appendix D.4, which only
+            rewrites: :func:`~mempa_tui.simulator._leaks.trim_copied`). Shown even when nothing
+            was sent back: ``simulated user: 2 messages trimmed of words copied from earlier ones``.
 
     One attempt can have several of these reasons (a stalled message can also be a repeat), so
     ``other`` (format, leak, manner or checker problems) is what is left of ``sent_back`` after
@@ -511,7 +515,11 @@ def simulator_phrase(sent_back: int, stalled: int = 0, repeated: int = 0, invali
                      + (f" ({', '.join(reasons)})" if reasons else ""))
     if invalid:
         parts.append(f"{invalid} turn{'' if invalid == 1 else 's'} invalid")
-    return ", ".join(parts) if sent_back else (f"simulated user: {parts[0]}" if parts else "")
+    if trimmed:
+        parts.append(f"{trimmed} message{'' if trimmed == 1 else 's'} trimmed of words copied from earlier ones")
+    if not parts:
+        return ""
+    return ", ".join(parts) if sent_back else "simulated user: " + ", ".join(parts)
 
 
 def pa_problem_phrases(calls: int, turns: int, echoes: int, ix_withheld: int = 0,
@@ -579,6 +587,8 @@ class PARepeats(BaseModel):
     """Of the attempts sent back, those cut at the completion cap (``cut_replies``)."""
     sim_assistant: int = 0
     """Of the attempts sent back, those written as the assistant (``assistant_voice``)."""
+    sim_trimmed: int = 0
+    """Messages sent with words copied from earlier ones removed (``trimmed_messages``)."""
     sim_where: dict[str, int] = {}
     """Step id (``probe r2`` for a probe repeat) -> its messages sent back (its invalid turns
     when none was), for steps with any."""
@@ -588,7 +598,7 @@ class PARepeats(BaseModel):
         """Whether there is anything to show: a repeated call, an echoed reply, withheld IX text,
         a simulated user's message sent back or an invalid turn, or a cut judge/rater reply."""
         return bool(self.calls or self.echoes or self.ix_withheld or self.judge_replies_cut
-                    or self.sim_sent_back or self.sim_invalid)
+                    or self.sim_sent_back or self.sim_invalid or self.sim_trimmed)
 
     @property
     def state(self) -> Literal["ok", "warning"]:
@@ -607,7 +617,7 @@ class PARepeats(BaseModel):
         if self.ix_withheld:
             parts.append(f"{ix_withheld_phrase(self.ix_withheld)} (warning; {_worst(self.ix_where)})")
         sim = simulator_phrase(self.sim_sent_back, self.sim_stalled, self.sim_repeated, self.sim_invalid,
-                               self.sim_cut, self.sim_assistant)
+                               self.sim_cut, self.sim_assistant, self.sim_trimmed)
         if sim:
             parts.append(f"{sim} (warning; {_worst(self.sim_where)})")
         if self.judge_replies_cut:
@@ -637,7 +647,7 @@ async def run_pa_repeats(store: RunStore, run: RunRecord) -> PARepeats:
     where: dict[str, int] = {}
     echo_where: dict[str, int] = {}
     ix_where: dict[str, int] = {}
-    sim = [0] * len(SIMULATOR_COUNT_KEYS)  # sent back, stalled, repeated, invalid, cut, as the assistant
+    sim = [0] * len(SIMULATOR_COUNT_KEYS)  # sent back, stalled, repeated, invalid, cut, as the assistant, trimmed
     sim_where: dict[str, int] = {}
     for step_id, repeat, row in await store.events_of_kind(run.id, "step_status"):
         try:
@@ -656,9 +666,9 @@ async def run_pa_repeats(store: RunStore, run: RunRecord) -> PARepeats:
             withheld += event.pa_ix_text_withheld
             ix_where[name] = ix_where.get(name, 0) + event.pa_ix_text_withheld
         counts = simulator_counts(event.simulator_checks)
-        if counts[0] or counts[3]:
+        if counts[0] or counts[3] or counts[6]:
             sim = [a + b for a, b in zip(sim, counts, strict=True)]
-            sim_where[name] = sim_where.get(name, 0) + (counts[0] or counts[3])
+            sim_where[name] = sim_where.get(name, 0) + (counts[0] or counts[3] or counts[6])
     from mempa_tui.runner._scoring import is_cut_marked
 
     cut_where: dict[str, int] = {}
@@ -670,7 +680,7 @@ async def run_pa_repeats(store: RunStore, run: RunRecord) -> PARepeats:
     return PARepeats(run_id=run.id, calls=calls, turns=turns, where=where, echoes=echoes, echo_where=echo_where,
                      ix_withheld=withheld, ix_where=ix_where, judge_replies_cut=sum(cut_where.values()),
                      cut_where=cut_where, sim_sent_back=sim[0], sim_stalled=sim[1], sim_repeated=sim[2],
-                     sim_invalid=sim[3], sim_cut=sim[4], sim_assistant=sim[5], sim_where=sim_where)
+                     sim_invalid=sim[3], sim_cut=sim[4], sim_assistant=sim[5], sim_trimmed=sim[6], sim_where=sim_where)
 
 
 async def runs_pa_repeats(store: RunStore, runs: Iterable[RunRecord]) -> dict[str, PARepeats]:

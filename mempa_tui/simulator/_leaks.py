@@ -30,10 +30,12 @@ __all__ = [
     "REPEATED_PROBLEM",
     "STALL_PROBLEM",
     "LeakRules",
+    "Trimmed",
     "assistant_voice_check",
     "conversation_check",
     "cut_check",
     "rule_check",
+    "trim_copied",
 ]
 
 #: (pattern, label, exemption): a term is not a leak when ``exemption`` (default: the pattern
@@ -400,3 +402,98 @@ def assistant_voice_check(text: str, task_material: str = "") -> list[str]:
         return []
     named = ", ".join(f"'{label}'" for label in found)
     return [f"{ASSISTANT_VOICE_PROBLEM} ({named}); write what you, the user, say or ask the assistant"]
+
+
+COPY_MIN_WORDS = 4
+"""A sentence of at least this many words found word for word in an earlier user message is a copy."""
+
+TRIM_KEEP_MIN_WORDS = 5
+"""What is left of a message after its copied sentences are dropped must have this many words;
+a shorter rest (a greeting, "Thanks!") makes the whole message a repeat."""
+
+
+class Trimmed(BaseModel):
+    """What :func:`trim_copied` made of a candidate message.
+
+    Attributes:
+        text: the message to check and send: the candidate without a leading speaker label and
+            without the sentences copied from earlier user messages.
+        label: whether a leading ``You:``-style speaker label was removed.
+        dropped: how many copied sentences were removed.
+        words: the word count of ``text``.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    text: str
+    label: bool = False
+    dropped: int = 0
+    words: int = 0
+
+    @property
+    def changed(self) -> bool:
+        """Whether anything was removed."""
+        return self.label or self.dropped > 0
+
+    @property
+    def only_copies(self) -> bool:
+        """Whether copied sentences were removed and too little is left to be a message of its own."""
+        return self.dropped > 0 and self.words < TRIM_KEEP_MIN_WORDS
+
+
+def trim_copied(message: str, earlier_user: Sequence[str], speaker_names: Sequence[str] = ()) -> Trimmed:
+    """Remove a leading speaker label and the sentences copied from the user's earlier messages.
+
+    Issue 12, replayed with ``benchmarks/simulator_replay.py`` on the packaged 1.5B model: at a
+    beat change the simulated user wrote its previous message again word for word and put the new
+    beat's question after it (A-S51: "Hi Gideon! I just booked Gull Cottage ... Thanks for your
+    help! I want to know if there are any workable options for getting to Sallowmouth ..."), and
+    it opened messages with the dialogue's own label ("You: I'll ask Colm ..."). Sending such a
+    message back for a rewrite (Appendix D.4) mostly drew the same copy again and the turn ended
+    invalid; a check that rejected every message holding an earlier one made both replayed
+    sessions invalid. So the copy is cut out instead and only the new words are sent.
+
+    This deviates from the paper, which rewrites failed messages and never edits them: the
+    harness removes words from the simulated user's message (it adds none). The simulator counts
+    each trimmed message (``trimmed_messages``) and the run's warnings show the count.
+
+    Args:
+        message: the candidate visible message.
+        earlier_user: the user's messages delivered so far in this conversation, oldest first.
+        speaker_names: labels besides ``You``, ``Me`` and ``User`` that a leading ``Name:`` may
+            use (the persona's name and first name).
+
+    Returns:
+        A :class:`Trimmed`. Sentences are split at ``.``, ``!``, ``?`` and line breaks; one is a
+        copy when it has :data:`COPY_MIN_WORDS` words or more and occurs as one unbroken run of
+        words (case, punctuation and apostrophes aside) inside an earlier message. When every
+        sentence is a copy the text is empty.
+    """
+    names = ["you", "me", "user", *(n.strip().lower() for n in speaker_names if n.strip())]
+    label_re = re.compile(r"^\s*(?:" + "|".join(re.escape(n) for n in names) + r")\s*:\s*", re.IGNORECASE)
+    text = message
+    label = False
+    match = label_re.match(text)
+    if match and text[match.end():].strip():
+        text, label = text[match.end():], True
+    earlier = [_TOKEN.findall(_plain_words(e)) for e in earlier_user]
+    kept: list[str] = []
+    dropped = 0
+    for sentence in _SENTENCES.split(text.strip()):
+        if not sentence.strip():
+            continue
+        words = _TOKEN.findall(_plain_words(sentence))
+        if len(words) >= COPY_MIN_WORDS and any(_contains(e, words) for e in earlier):
+            dropped += 1
+            continue
+        kept.append(sentence.strip())
+    if dropped:
+        text = " ".join(kept)
+    text = text.strip()
+    return Trimmed(text=text, label=label, dropped=dropped, words=len(_TOKEN.findall(_plain_words(text))))
+
+
+def _contains(haystack: Sequence[str], words: Sequence[str]) -> bool:
+    """Whether ``words`` occurs as one unbroken run inside ``haystack`` (word lists)."""
+    n = len(words)
+    return any(list(haystack[i:i + n]) == list(words) for i in range(len(haystack) - n + 1))

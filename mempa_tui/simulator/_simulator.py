@@ -72,10 +72,12 @@ from mempa_tui.simulator._leaks import (
     REPEATED_PROBLEM,
     STALL_PROBLEM,
     LeakRules,
+    Trimmed,
     assistant_voice_check,
     conversation_check,
     cut_check,
     rule_check,
+    trim_copied,
 )
 from mempa_tui.simulator._manner import MANNER_PROBLEM
 from mempa_tui.simulator._memory import SessionEntryResult, SimulatorMemory, write_session_entry
@@ -103,6 +105,8 @@ __all__ = ["CHECK_COUNT_KEYS", "UserSimulator"]
 #: (:func:`~mempa_tui.simulator._leaks.cut_check`, issue 12);
 #: ``assistant_voice`` attempts sent back for speaking as the assistant ("How can I assist you
 #: today?"; :func:`~mempa_tui.simulator._leaks.assistant_voice_check`, issue 12);
+#: ``trimmed_messages`` messages sent with a leading speaker label or sentences copied from the
+#: user's earlier messages removed (:func:`~mempa_tui.simulator._leaks.trim_copied`, issue 12);
 #: ``invalid_turns`` turns that failed every attempt; ``checker_warnings`` checks skipped
 #: because the checker's output stayed unreadable.
 CHECK_COUNT_KEYS: tuple[str, ...] = (
@@ -113,6 +117,7 @@ CHECK_COUNT_KEYS: tuple[str, ...] = (
     "stalled_messages",
     "cut_replies",
     "assistant_voice",
+    "trimmed_messages",
     "invalid_turns",
     "checker_warnings",
 )
@@ -550,7 +555,11 @@ class UserSimulator:
 
         Checks, in order: a reply cut at its completion cap is sent back before anything else
         (:func:`cut_check`; not even its move is taken); then the format, the rule checks with
-        :func:`assistant_voice_check`, the conversation checks and the optional LLM checker.
+        :func:`assistant_voice_check`, the removal of a speaker label and of sentences copied from
+        the user's earlier messages (:func:`trim_copied`; a deviation from Appendix D.4, counted in
+        ``trimmed_messages``), the conversation checks and the optional LLM checker. A draft that
+        moves on (advance, done) with nothing but copied words while nothing waits for the user's
+        decision moves on without them.
         """
         outcome = _Outcome()
         rewrites: list[tuple[str, str]] = []
@@ -576,6 +585,17 @@ class UserSimulator:
                 rewrites.append((completion.text, "; ".join(problems)))
                 continue
             outcome.move = allow_move and parsed.assessment in ("advance", "done")
+            if outcome.move and parsed.message and not parsed.consent and not self._pending:
+                copy = self._trimmed(parsed.message)
+                if copy.only_copies or (copy.changed and not copy.text):
+                    # the user moves on and has nothing new to say (nothing waits for its
+                    # decision): its copied words are dropped and it moves on, even when the PA's
+                    # last reply ended on a question such as "Anything else?" (replayed A-S14 on
+                    # the 1.5B: "advance" with its previous message, 4 times, then invalid)
+                    self._checks["trimmed_messages"] += 1
+                    log.info("simulator moves on; its copied message dropped: %r", parsed.message)
+                    outcome.parsed = parsed.model_copy(update={"message": None})
+                    return outcome
             if outcome.move and not self._answers_pa(parsed):
                 outcome.parsed = parsed  # moves on: the next beat's turn carries the words
                 return outcome
@@ -589,6 +609,8 @@ class UserSimulator:
                     manner=(decision,) if decision else (),
                 ) + voice
             if not problems:
+                parsed, problems = self._trim(parsed)
+            if not problems:
                 problems = self._conversation_problems(parsed.message or "")
             if any(p.startswith(MANNER_PROBLEM) for p in problems):
                 self._checks["manner_requests"] += 1
@@ -601,6 +623,32 @@ class UserSimulator:
             outcome.rejected.append(RejectedAttempt(reply=completion.text, problems=problems))
             rewrites.append((completion.text, "; ".join(problems)))
         return outcome
+
+    def _trimmed(self, message: str) -> Trimmed:
+        """:func:`trim_copied` of ``message`` against the user's delivered messages and names."""
+        earlier = [e.text for e in self._dialogue if e.speaker == "user"]
+        first = self.persona.name.split()[0] if self.persona.name.split() else ""
+        return trim_copied(message, earlier, (self.persona.name, first))
+
+    def _trim(self, parsed: ParsedTurn) -> tuple[ParsedTurn, list[str]]:
+        """``parsed`` with its message trimmed by :func:`trim_copied`, and the problems left.
+
+        A message with nothing of its own after its copied sentences are removed is a repeat
+        (sent back with the repeat note, counted in ``repeated_messages``); a trimmed message
+        that is left is counted in ``trimmed_messages`` and checked as what it now is.
+        """
+        message = parsed.message or ""
+        trimmed = self._trimmed(message)
+        if trimmed.only_copies or (trimmed.changed and not trimmed.text):
+            self._checks["repeated_messages"] += 1
+            step = " ".join(self.script.beats[self._index].conveys.split()).rstrip(".")
+            return parsed, [f"{REPEATED_PROBLEM}; for where you are now, your message does this: {step}"]
+        if not trimmed.changed:
+            return parsed, []
+        self._checks["trimmed_messages"] += 1
+        log.info("simulator message trimmed (%d copied sentences, label %s): %r -> %r",
+                 trimmed.dropped, trimmed.label, message, trimmed.text)
+        return parsed.model_copy(update={"message": trimmed.text}), []
 
     def _conversation_problems(self, message: str) -> list[str]:
         """:func:`conversation_check` against this conversation's delivered turns, counted."""
