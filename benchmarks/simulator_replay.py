@@ -34,6 +34,12 @@ already differ in their first message, so read them as examples, not rates):
   (each distinct note is shown once) gave the same seed. With each rewrite's number in the sampling
   scope (UserSimulator._attempt_scope), A-S14 played through (3 repeats rewritten); A-S51 ended
   invalid at its last beat (2 attempts sent back as 'private block name', 3 repeats).
+- the 'private block name' rejections were replies cut at their cap (printed whole now, they loop
+  one sentence); the cut check sends those back first. Replayed again, A-S51 played through, its
+  how-to-get message holding the previous message whole before the new question (not caught).
+- with trim_copied (a leading "You:" label and sentences copied from earlier user messages
+  removed; a moving draft with only copies moves on without them): A-S14 and A-S51 both played
+  through with no attempt sent back (trimmed_messages 3 and 2; load about 1).
 """
 
 from __future__ import annotations
