@@ -147,6 +147,12 @@ def test_progress_printer_shows_the_waiting_line() -> None:
     printer = ProgressPrinter(log)
     printer(_event("model_waiting", "waiting for the model: 95 s (pa, call 3)"))
     assert log.getvalue() == "waiting for the model: 95 s (pa, call 3)\n"
+    # in a log, a short wait shows nothing and a long one at most a line per 30 s
+    log = io.StringIO()
+    printer = ProgressPrinter(log)
+    for waited in (5, 10, 35, 40):
+        printer(_event("model_waiting", f"waiting for the model: {waited} s (pa, call 3)"))
+    assert log.getvalue() == "waiting for the model: 35 s (pa, call 3)\n"
     term = _Terminal()
     printer = ProgressPrinter(term)
     printer(_event("model_waiting", "waiting for the model: 5 s (pa, call 3)"))

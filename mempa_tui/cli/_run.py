@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import re
 import sys
+import time
 from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any, TextIO
@@ -30,6 +32,11 @@ def database_path(saves: str | Path) -> Path:
     return Path(saves) / DATABASE_NAME
 
 
+LOG_WAIT_AFTER_S = 30.0
+"""Seconds a model call waits before a log (not a terminal) gets a waiting line, and the least
+time between two such lines."""
+
+
 class ProgressPrinter:
     """Prints one line per run-level event (step i/N, status, tokens); episode events are skipped.
 
@@ -47,6 +54,20 @@ class ProgressPrinter:
         self.finish_line = finish_line
         """Print the ``run_finished`` event (``run <id> completed``)."""
         self._pending = False
+        self._last_wait: float | None = None
+
+    def _log_wait(self, message: str) -> bool:
+        """Whether a waiting line goes into a log (not a terminal): only once a call has waited
+        :data:`LOG_WAIT_AFTER_S` seconds, then at most one line per that many seconds (a log of a
+        quick start held a line every 5 s of every call)."""
+        found = re.search(r":\s*(\d+(?:\.\d+)?)\s*s\b", message)
+        if found is not None and float(found.group(1)) < LOG_WAIT_AFTER_S:
+            return False
+        now = time.monotonic()
+        if self._last_wait is not None and now - self._last_wait < LOG_WAIT_AFTER_S:
+            return False
+        self._last_wait = now
+        return True
 
     def _tty(self) -> bool:
         isatty = getattr(self.out, "isatty", None)
@@ -59,7 +80,8 @@ class ProgressPrinter:
         """Print a :class:`RunEvent` as one line.
 
         ``model_waiting`` (a call still waiting for its reply, every few seconds): on a terminal
-        the line is rewritten in place until the next event; elsewhere (a log) each is a line.
+        the line is rewritten in place until the next event; elsewhere (a log) a line once the
+        call has waited :data:`LOG_WAIT_AFTER_S` seconds, then at most one per that interval.
         """
         if not isinstance(item, RunEvent) or item.kind == "report_written":
             return  # episode events are for the TUI; the report paths are printed at the end
@@ -68,9 +90,10 @@ class ProgressPrinter:
             if self._tty():
                 print(f"\r{line}\x1b[K", end="", file=self.out, flush=True)
                 self._pending = True
-            else:
+            elif self._log_wait(item.message):
                 print(line, file=self.out, flush=True)
             return
+        self._last_wait = None
         if self._pending:  # end the rewritten waiting line before the next one
             print("\r\x1b[K", end="", file=self.out)
             self._pending = False
