@@ -180,9 +180,13 @@ class IXWrapper:
         for name, value in parsed.payload.items():
             bucket[name] = value
             self._turn.payload_source[(attr.key, name)] = index
-        got = ", ".join(parsed.payload) or "none"
-        verb = "Selected" if newly else "Kept"
-        message = f"{verb} '{current}' for {attr.name}. Payload received: {got}."
+        # The answer names neither the attribute nor the setting: the 0.5B PA handed the earlier
+        # "Selected 'High' for Solution Breadth. Payload received: none." back to the user as its
+        # reply, or thanked the user "for choosing High for Solution Breadth", which floors a
+        # probe (issue 12, fresh quick start of 3 December: 5 of 6 probes). The PA knows what it
+        # chose; what it needs back is that the call went through and stays private.
+        got = f"; payload fields recorded: {', '.join(parsed.payload)}" if parsed.payload else ""
+        message = f"ok, recorded{'' if newly else ' again'} (private: the user never sees this call){got}."
         topics = parsed.payload.get("topics") or []
         if attr.key == "topic_management" and current == "One-at-a-time" and len(topics) > 1:
             rest = ", ".join(f"'{t['label']}'" for t in topics[1:])
