@@ -674,6 +674,45 @@ async def test_a_user_that_moves_on_with_only_a_copy_ends_without_sending_it(
     assert len(sim_requests(server)) == 2  # no rewrite was asked for
 
 
+async def test_a_message_copying_the_steps_instruction_or_the_assistants_words_is_sent_back(
+    server: ScriptedModelServer, model: Model
+) -> None:
+    # fresh quick start of 3 December, A-S14 on the 1.5B: "Go on from what it did, then end." (the
+    # beat's own instruction) and the body of the email the PA had drafted, sent as the user's words
+    draft = "I hope this email finds you well and the rota suits everyone."
+    model.queues["scripted-simulator"] = [
+        turn("Ask for the email."), turn("find the rota email?"),
+        turn(f"{draft} Thanks."), turn("good, which shifts move?"),
+    ]
+    sim = simulator(server, llm_checker=False)
+    sim.start(session(), {"verbosity": "Terse"})
+    first = await sim.next_turn(None)
+    assert first.message == "find the rota email?"
+    assert first.rejected[0].problems == [
+        "the message copies your instructions word for word; write, in your own words, what you say to the assistant"]
+    from mempa_tui.ix.types import CallStatus, ExecutedCall
+
+    ran = ExecutedCall(call_id="c1", tool="email_draft_create", arguments={"body": draft},
+                       status=CallStatus.EXECUTED, result="{}")
+    second = await sim.next_turn(DeliveredTurn(reply="Drafted it.", executed=[ran]))
+    assert second.message == "good, which shifts move?"
+    assert second.rejected[0].problems[0].startswith("the message copies the assistant's words")
+    assert sim.check_counts["rejected_attempts"] == 2
+
+
+def test_copy_check_cases() -> None:
+    from mempa_tui.simulator._leaks import copy_check
+
+    steps = ["Go on from what it did, then end.", "Ask the assistant to find Colm's email."]
+    assert copy_check("Go on from what it did, then end.", steps, []) != []
+    assert copy_check("Thanks! go on from what it did then end", steps, []) != []  # case and punctuation aside
+    assert copy_check("Can you find Colm's email?", steps, []) == []  # the step's content in the user's words
+    assert copy_check("Then end.", steps, []) == []  # a two-word sentence is no copy
+    said = ["Calder Print delivers all 12,000 leaflets by 2 June, before your date."]
+    assert copy_check("Calder Print delivers all 12,000 leaflets by 2 June? Great.", [], said) != []
+    assert copy_check("Calder Print it is, by 2 June.", [], said) == []
+
+
 def test_trim_copied_cases() -> None:
     from mempa_tui.simulator._leaks import trim_copied
 

@@ -25,6 +25,7 @@ from mempa_tui.taxonomy import ATTRIBUTES, attribute
 
 __all__ = [
     "ASSISTANT_VOICE_PROBLEM",
+    "COPIED_PROBLEM",
     "CUT_PROBLEM",
     "EARLIER_SESSION_PHRASES",
     "REPEATED_PROBLEM",
@@ -33,6 +34,7 @@ __all__ = [
     "Trimmed",
     "assistant_voice_check",
     "conversation_check",
+    "copy_check",
     "cut_check",
     "rule_check",
     "trim_copied",
@@ -497,3 +499,44 @@ def _contains(haystack: Sequence[str], words: Sequence[str]) -> bool:
     """Whether ``words`` occurs as one unbroken run inside ``haystack`` (word lists)."""
     n = len(words)
     return any(list(haystack[i:i + n]) == list(words) for i in range(len(haystack) - n + 1))
+
+
+#: Opening of the note for a message copied from the step's instructions or the assistant's words.
+COPIED_PROBLEM = "the message copies"
+
+ASSISTANT_COPY_MIN_WORDS = 7
+"""A sentence of at least this many words found word for word in the assistant's words is copied."""
+
+
+def copy_check(message: str, instructions: Sequence[str], assistant_texts: Sequence[str]) -> list[str]:
+    """Check whether a candidate message copies the step's instructions or the assistant's words.
+
+    Issue 12, the fresh quick start of 3 December on the packaged 1.5B simulator: in A-S14 the
+    user's message for a beat was the beat's own instruction ("Go on from what it did, then end."),
+    and another was the body of the email the assistant had drafted ("I hope this email finds you
+    well. I just received your email about the summer leaflets. ..."). Neither is what a user
+    says. Appendix D.4: the simulator's private instructions must not reach the PA, and a failed
+    check is sent back for a rewrite (the words are not edited here).
+
+    Args:
+        message: the candidate visible message.
+        instructions: the current step's instruction texts (the beat's goal, what it conveys,
+            and its decision point's reactions when shown); a message sentence of three words or
+            more equal, word for word, to a whole sentence of one of them is a copy.
+        assistant_texts: the assistant's replies and the text arguments of its calls in this
+            conversation; a message sentence of :data:`ASSISTANT_COPY_MIN_WORDS` words or more
+            found word for word inside one of them is a copy.
+
+    Returns:
+        ``[]`` or one note opening with :data:`COPIED_PROBLEM`.
+    """
+    said = [tuple(_TOKEN.findall(_plain_words(s))) for s in _SENTENCES.split(message)]
+    said = [s for s in said if s]
+    given = {tuple(_TOKEN.findall(_plain_words(s))) for text in instructions for s in _SENTENCES.split(text)}
+    if any(len(s) >= 3 and s in given for s in said):
+        return [f"{COPIED_PROBLEM} your instructions word for word; write, in your own words, what you "
+                "say to the assistant"]
+    theirs = [_TOKEN.findall(_plain_words(t)) for t in assistant_texts]
+    if any(len(s) >= ASSISTANT_COPY_MIN_WORDS and any(_contains(t, s) for t in theirs) for s in said):
+        return [f"{COPIED_PROBLEM} the assistant's words; write your own reply to it, as the user"]
+    return []

@@ -75,6 +75,7 @@ from mempa_tui.simulator._leaks import (
     Trimmed,
     assistant_voice_check,
     conversation_check,
+    copy_check,
     cut_check,
     rule_check,
     trim_copied,
@@ -624,6 +625,26 @@ class UserSimulator:
             rewrites.append((completion.text, "; ".join(problems)))
         return outcome
 
+    def _instructions(self) -> list[str]:
+        """The current beat's instruction texts for :func:`copy_check`: its goal, what it conveys,
+        when it starts, and its decision point's reactions and fall-short line."""
+        beat = self.script.beats[self._index]
+        texts = [beat.goal, beat.conveys, beat.starts_when or ""]
+        if beat.decision_point is not None:
+            texts += [*beat.decision_point.reactions.values(), beat.decision_point.falls_short]
+        return [t for t in texts if t]
+
+    def _assistant_texts(self) -> list[str]:
+        """The assistant's delivered replies and the string arguments of its calls (ran or held)."""
+        texts: list[str] = []
+        for entry in self._dialogue:
+            if entry.speaker != "assistant":
+                continue
+            texts.append(entry.text)
+            for args in [c.arguments for c in entry.executed] + [h.arguments or {} for h in entry.held]:
+                texts += [v for v in args.values() if isinstance(v, str)]
+        return [t for t in texts if t.strip()]
+
     def _trimmed(self, message: str) -> Trimmed:
         """:func:`trim_copied` of ``message`` against the user's delivered messages and names."""
         earlier = [e.text for e in self._dialogue if e.speaker == "user"]
@@ -655,6 +676,8 @@ class UserSimulator:
         earlier = [e.text for e in self._dialogue if e.speaker == "user"]
         last = next((e.text for e in reversed(self._dialogue) if e.speaker == "assistant"), None)
         problems = conversation_check(message, earlier, last, self.script.beats[self._index].conveys)
+        if not problems:
+            problems = copy_check(message, self._instructions(), self._assistant_texts())
         self._checks["repeated_messages"] += any(p.startswith(REPEATED_PROBLEM) for p in problems)
         self._checks["stalled_messages"] += any(p.startswith(STALL_PROBLEM) for p in problems)
         return problems
