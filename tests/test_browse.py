@@ -56,6 +56,8 @@ async def test_engine_lists_filters_details_and_compares(saves: Path) -> None:
         assert len(await step_details(store, FILE_RUN, "R-final-work-verbosity")) == 2
         (step,) = await step_details(store, MEM0AI_RUN, "R-s1")
         assert step.memory_stats["malformed_replies"] == 66 and [c.role for c in step.calls] == ["pa", "memory"]
+        with pytest.raises(BrowseError, match="R-s1 of run .* is a timeline step, played once: it has no repeats"):
+            await step_details(store, MEM0AI_RUN, "R-s1", 5)
         with pytest.raises(BrowseError, match=r"no repeat 3 \(stored: 1, 2\)"):
             await step_details(store, FILE_RUN, "R-final-work-verbosity", 3)
         with pytest.raises(BrowseError, match="no step or probe 'R-s9' .*steps: R-s1"):

@@ -453,12 +453,16 @@ async def step_details(store: RunStore, run_id: str, step_id: str, repeat: int |
         repeat: for a probe, only this repeat (None: every stored repeat).
 
     Raises:
-        BrowseError: no such run, step or probe repeat (the message lists what is stored).
+        BrowseError: no such run, step or probe repeat (the message lists what is stored), or a
+            repeat asked of a timeline step (steps are played once).
     """
     await _need_run(store, run_id)
     for step in await store.steps(run_id, with_results=True):
         if step.step_id != step_id:
             continue
+        if repeat is not None:  # a fresh user's --repeat 5 on a session printed the step, silently
+            raise BrowseError(f"{step_id} of run {run_id} is a timeline step, played once: it has no repeats "
+                              "(--repeat is for probes; leave it out)")
         events, bad = await _events(store, run_id, step_id, 0)
         stats: dict[str, float] = {}
         if step.result_json:
