@@ -768,6 +768,8 @@ def row_annotations(runs: Sequence[RunRecord], healths: Mapping[str, MemoryHealt
             covers.update({(*k, user): c.text() + (" *" if k in odd else "") for k, c in mine.items()})
     notes = [f"BROKEN memory in {h.run_id}: {'; '.join(h.problems)} - its row is marked, read its "
              "scores as a broken memory's, not the condition's" for hs in by_row.values() for h in hs if h.broken]
+    if notes:  # a fresh user could not tell what the 1 of 'BROKEN 1/1' counted
+        notes.append("Health 'BROKEN k/n': k of the row's n runs have a broken memory")
     notes += [f"{run.id}: {repeats[run.id].text()}" for run in runs
               if repeats is not None and run.id in repeats and repeats[run.id].any]
     if mixed:
