@@ -514,6 +514,18 @@ class UserSimulator:
                 joined = f"{carried}\n\n{outcome.parsed.message}"
                 outcome.parsed = outcome.parsed.model_copy(update={"message": joined})
 
+        if (outcome.parsed is None or not outcome.parsed.message) and self._only_repeats(outcome):
+            # every attempt only said again what the user already said: it has nothing new for
+            # this step, so the step ends as at its turn cap instead of the session being
+            # discarded (a deviation from Appendix D.4; replayed and fresh quick starts of
+            # 3 December: the 1.5B's A-S14 repeated its last message through every rewrite)
+            self._checks["trimmed_messages"] += 1
+            log.info("simulator had nothing new for beat %s; it ends there", script.beats[self._index].id)
+            self._turns = script.beats[self._index].max_turns
+            turn = await self.next_turn(None)
+            turn.rejected = outcome.rejected + turn.rejected
+            turn.checker_warnings = outcome.warnings + turn.checker_warnings
+            return turn
         if outcome.parsed is None or not outcome.parsed.message:
             self._finished = True
             reason = "; ".join(outcome.rejected[-1].problems) if outcome.rejected else "no attempt"
@@ -624,6 +636,12 @@ class UserSimulator:
             outcome.rejected.append(RejectedAttempt(reply=completion.text, problems=problems))
             rewrites.append((completion.text, "; ".join(problems)))
         return outcome
+
+    @staticmethod
+    def _only_repeats(outcome: _Outcome) -> bool:
+        """Whether a failed turn's every attempt was sent back only for repeating the user."""
+        return bool(outcome.rejected) and all(
+            r.problems and all(p.startswith(REPEATED_PROBLEM) for p in r.problems) for r in outcome.rejected)
 
     def _instructions(self) -> list[str]:
         """The current beat's instruction texts for :func:`copy_check`: its goal, what it conveys,
