@@ -52,7 +52,7 @@ def test_the_run_report_and_progress_lines_name_the_repeats(played: tuple[Path, 
     assert calls == turns >= 3  # one repeat in each PA turn of three steps and three probes at least
     assert "(warning;" in line and "R-s1" in out
     # said as each step and probe ends, too
-    assert re.search(r"step 1/3 R-s1 completed \(warning: PA repeated an identical call \d+ times? in \d+ turns?\)", out)
+    assert re.search(r"step 1/3 R-s1 completed \(warning: PA repeated an identical call \d+ times? in \d+ turns?[;)]", out)
     assert re.search(r"probe \d/3 R-final-work-verbosity r1 completed .*\(warning: PA repeated an identical call", out)
 
 
