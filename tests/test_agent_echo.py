@@ -14,7 +14,7 @@ import pytest
 from test_agent_support import START, PAWorld, call, pa_world
 
 from mempa_tui.agent import AgentTurnInput
-from mempa_tui.agent.echo import harness_echo, own_sentences, own_words
+from mempa_tui.agent.echo import harness_echo, own_sentences, own_words, without_echoed_sentences
 from mempa_tui.agent.personal import EMPTY_REPLY_REMINDER
 from mempa_tui.agent.prompt import ECHO_REASK, instructions, repeated_call_message
 from mempa_tui.llm import ScriptedReply
@@ -186,6 +186,29 @@ def test_own_sentences_leave_out_a_sentence_a_copied_run_was_cut_from() -> None:
     assert own_sentences(raw, [note]) == ""
     assert own_sentences(f"Done: booked it. {TAIL} Anything else?", [NOTE]) == "Done: booked it. Anything else?"
     assert own_sentences(f"I booked it for Friday {TAIL.lower()}", [NOTE]) == ""  # one sentence, cut
+
+
+def test_an_echoed_sentence_leaves_a_reply_that_is_no_echo_as_a_whole() -> None:
+    # A-S14 of the quick start: the reply's own account, then the tail of two harness notes
+    notes = [NOTE, ECHO_REASK]
+    own = "I found three halls near the station and held the Eastbank one for Thursday evening."
+    raw = f"{own} Please ask me what you found this turn and finish the turn."
+    assert harness_echo(raw, notes) is None  # under the whole-reply share
+    assert without_echoed_sentences(raw, notes) == own
+    # a sentence with a short copied run of its own words stays, as does a reply with no copy
+    kept = "Work from the Eastbank hall list: it seats 120 and is free on Thursday."
+    assert without_echoed_sentences(kept, notes) == kept
+    assert without_echoed_sentences(own, notes) == own
+
+
+async def test_an_echoed_sentence_is_cut_from_the_delivered_reply(rig: PAWorld) -> None:
+    own = "Colm uses colm.averill@wendlink.example for work and answers within a day."
+    rig.queue.push(_search(), _search(), f"{own} {TAIL}", "never asked for")  # the repeat note holds TAIL
+    agent = rig.new_agent("wrap_up")
+    result = await agent.respond(_turn(), rig.actions())
+    assert result.reply == own
+    assert result.echoed_replies == 1 and result.echoes_cut == 1 and not result.echo_retried
+    assert all(TAIL not in m.content for m in agent.history if m.role == "assistant")
 
 
 async def test_a_reply_left_as_a_fragment_is_re_asked_not_delivered_and_counted(rig: PAWorld) -> None:

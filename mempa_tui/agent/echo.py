@@ -29,7 +29,8 @@ from collections.abc import Iterable
 from pydantic import BaseModel
 
 __all__ = [
-    "ECHO_MIN_WORDS", "ECHO_RUN", "ECHO_SHARE", "EchoMatch", "harness_echo", "own_sentences", "own_words", "words",
+    "ECHO_MIN_WORDS", "ECHO_RUN", "ECHO_SHARE", "EchoMatch", "harness_echo", "own_sentences", "own_words",
+    "without_echoed_sentences", "words",
 ]
 
 ECHO_RUN = 4
@@ -119,7 +120,10 @@ def own_words(reply: str, harness_texts: Iterable[str]) -> str:
     return " ".join("".join(keep).split())
 
 
-_SENTENCE = re.compile(r"[^.!?\n]*(?:[.!?]+|\n|$)")
+_SENTENCE = re.compile(r"(?:[^.!?\n]|[.!?]+(?![\s\"')\]]|$))*(?:[.!?]+[\"')\]]*|\n|$)")
+"""A sentence: up to ``.``, ``!`` or ``?`` followed by a space, a closing quote or bracket, or the
+end, or up to a line break; a point inside a word (``colm.averill@wendlink.example``, ``3.5``) does
+not end it."""
 
 
 def own_sentences(reply: str, harness_texts: Iterable[str]) -> str:
@@ -156,6 +160,47 @@ def own_sentences(reply: str, harness_texts: Iterable[str]) -> str:
         if inside and not any(inside):
             keep.append(match.group(0))
     return " ".join(" ".join(keep).split())
+
+
+def without_echoed_sentences(reply: str, harness_texts: Iterable[str]) -> str:
+    """``reply`` without its echoed sentences: each sentence (as :func:`own_sentences` cuts them)
+    of at least :data:`ECHO_MIN_WORDS` words of which :data:`ECHO_SHARE` or more lie in runs
+    copied from a harness text is left out whole; every other sentence is kept as written.
+
+    The whole-reply rule (:func:`harness_echo`) lets through a reply whose echo is one sentence
+    among its own: measured on the quick start (issue 12, A-S14), "... Please ask me what you
+    found this turn and finish the turn." reached the user, the tail of the harness's re-ask and
+    repeat-guard notes.
+
+    Args:
+        reply: the PA's reply text.
+        harness_texts: every text the harness wrote into the PA's conversation so far.
+
+    Returns:
+        The kept sentences joined with single spaces; ``reply`` stripped when none is left out.
+    """
+    texts = list(harness_texts)
+    covered, _source = _covered(reply, texts)
+    spans = [m.span() for m in _WORD.finditer(reply.casefold())]
+    if len(spans) != len(covered) or not any(covered):
+        return reply.strip()
+    keep: list[str] = []
+    dropped = False
+    index = 0
+    for match in _SENTENCE.finditer(reply):
+        start, end = match.span()
+        if start == end:
+            continue
+        inside: list[bool] = []
+        while index < len(spans) and spans[index][0] < end:
+            inside.append(covered[index])
+            index += 1
+        if len(inside) >= ECHO_MIN_WORDS and sum(inside) >= ECHO_SHARE * len(inside):
+            dropped = True
+            continue
+        keep.append(match.group(0))
+    # the kept sentences as written, line breaks kept; only the gaps left by a cut are closed
+    return re.sub(r"[ \t]+\n", "\n", re.sub(r"[ \t]{2,}", " ", "".join(keep))).strip() if dropped else reply.strip()
 
 
 def harness_echo(reply: str, harness_texts: Iterable[str]) -> EchoMatch | None:

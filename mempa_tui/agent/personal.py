@@ -36,6 +36,8 @@ user, memory or the judge. Where the reply has whole sentences of its own around
 least ``ECHO_MIN_WORDS`` words in sentences with no copied word,
 :func:`~mempa_tui.agent.echo.own_sentences`), those alone are the reply (counted in
 ``echoes_cut``); a fragment left by cutting a copied run out of a sentence is never delivered.
+A reply that is not an echo as a whole loses each of its sentences that is one
+(:func:`~mempa_tui.agent.echo.without_echoed_sentences`), counted the same way.
 Otherwise it is dropped from the conversation and the reply is asked for once more (forced, with
 a short note that the reply goes to the person); that re-ask is not counted against the cap (it
 may be the turn's ninth call under the embedded cap of 8: measured on the quick start, the 0.5B
@@ -52,7 +54,15 @@ from collections.abc import Sequence
 from typing import Any, Protocol, get_args
 
 from mempa_tui.agent.actions import TurnActions, ix_text_in_reply, withhold_ix_sentences
-from mempa_tui.agent.echo import ECHO_MIN_WORDS, EchoMatch, harness_echo, own_sentences, own_words, words
+from mempa_tui.agent.echo import (
+    ECHO_MIN_WORDS,
+    EchoMatch,
+    harness_echo,
+    own_sentences,
+    own_words,
+    without_echoed_sentences,
+    words,
+)
 from mempa_tui.agent.prompt import (
     ECHO_REASK,
     HARNESS_PREFIX,
@@ -381,6 +391,14 @@ class PersonalAgent:
                             tool_choice = REPLY_TOOL
                             continue
                         return self._echo_failure(result, actions, echo)
+                else:
+                    own = without_echoed_sentences(reply, texts)
+                    if own != reply.strip() and len(words(own)) >= ECHO_MIN_WORDS:
+                        # one echoed sentence among its own: the rest alone is the reply
+                        result.echoed_replies += 1
+                        result.echoes_cut += 1
+                        reply = own
+                        new[-1] = new[-1].model_copy(update={"content": own})
                 result.reply = reply
                 if repeated is not None:
                     result.status = "wrapped_up"
