@@ -12,7 +12,8 @@ code with that model's own MEMORY.md from its previous round, a failed round's t
 into the next one, and the reply checks, the retry and the counted reasons are the real ones.
 
 Prints per model and round: seconds, prompt and completion tokens and finish reason of each call
-(``+`` between a first try and its retry), usable or the rejection reason, and MEMORY.md's size
+(``+`` between a first try and its retry), usable or the rejection reason (a refused round's
+replies whole, with the reason), and MEMORY.md's size
 after the round; then per model the share of usable rounds with the failed rounds counted per
 reason code (``copies_assistant``, ``repeats``... as in Health), and each round's MEMORY.md opening.
 Needs the ``embedded`` extra and both models' weights under ``models/weights`` of ``--root``
@@ -49,7 +50,9 @@ from mempa_tui.taxonomy import Context  # noqa: E402
 MODELS = {"0.5b": "qwen2.5-coder-0.5b-instruct", "1.5b": "qwen2.5-coder-1.5b-instruct"}
 """``--models`` names -> the embedded server's model aliases."""
 
-_HEAD = re.compile(r"^\[(\d{4}-\d{2}-\d{2} \d{2}:\d{2}) (work|personal) (\S+)\]$", re.M)
+_HEAD = re.compile(r"^\[(\d{4}-\d{2}-\d{2} \d{2}:\d{2}),? (work|personal)(?: (\S+))?\]$", re.M)
+"""A rendered turn's header: ``[date time context step_id]`` (before issue 12's change) or
+``[date time, context]`` (the consolidation prompt since: no step id)."""
 _TOOL = re.compile(r"^Tool (\S+?)\((.*)\) -> (.*)$", re.S)
 _IX = re.compile(r"^Interaction choice (\S+) = (.*)$")
 _DATES = re.compile(r"datetime\.(date|datetime|time)\(([\d, ]+)\)")
@@ -98,8 +101,10 @@ def _arguments(text: str) -> dict[str, object]:
     return value
 
 
-def parse_turns(section: str) -> list[TurnRecord]:
+def parse_turns(section: str, step_id: str = "") -> list[TurnRecord]:
     """Turn records back from a consolidation prompt's turn section (the ``as_text`` renderings).
+
+    ``step_id`` is the turns' step where their headers name none (the prompt since issue 12).
 
     Raises:
         ValueError: a block does not read as a rendered turn (the message quotes it).
@@ -133,7 +138,7 @@ def parse_turns(section: str) -> list[TurnRecord]:
             elif line.strip():
                 raise ValueError(f"unreadable line in a stored turn: {line[:100]!r}")
         turns.append(TurnRecord(
-            step_id=head.group(3), context=Context(head.group(2)), at=dt.datetime.fromisoformat(head.group(1)),
+            step_id=head.group(3) or step_id, context=Context(head.group(2)), at=dt.datetime.fromisoformat(head.group(1)),
             turn_index=index, user_message="\n".join(user).strip(), tool_calls=calls, ix_calls=ix,
             reply="\n".join(reply).strip()))
     return turns
@@ -157,8 +162,8 @@ async def stored_rounds(saves: Path, run_id: str) -> list[Round]:
                 continue
             section = messages[1].content.split("## Turns to fold in", 1)[-1]
             section = section.split("\n", 1)[-1].rsplit("\n\nAnswer with", 1)[0]
-            turns = parse_turns(section)
-            rendered = [t.as_text() for t in turns]
+            turns = parse_turns(section, row.step_id or "")
+            rendered = [t.as_text(with_step=False) for t in turns]
             # a round that failed in the stored run left its turns pending: the next round's prompt
             # starts with them again, and the replay's own File memory carries them itself
             carried = len(previous) if previous and rendered[:len(previous)] == previous else 0
@@ -207,6 +212,11 @@ async def replay(ready: ModelProfile, alias: str, rounds: Sequence[Round], folde
             verdict=verdict, memory_chars=len(mem.memory_md.strip()),
             memory_head=" ".join(mem.memory_md.split())[:160]))
         print(f"  {alias} {rnd.step_id}: {results[-1].verdict} ({results[-1].seconds:.0f} s)", flush=True)
+        if verdict != "usable":  # what was refused, whole, and why (the reason is the last attempt's)
+            print(f"    why: {stats.last_failure}")
+            for number, call in enumerate(calls, 1):
+                text = call.reply.text if call.reply else ""
+                print(f"    reply {number}: {text}", flush=True)
     return results
 
 

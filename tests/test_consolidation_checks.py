@@ -205,6 +205,26 @@ def test_an_empty_memory_is_said_in_the_heading_with_nothing_to_copy() -> None:
     assert kept.startswith("## Current memory file\n- Ruth Okonjo runs")
 
 
+def test_the_prompt_heads_turns_without_step_ids() -> None:
+    # the packaged 1.5B copied "2026-05-19 10:00 work A-E01" stamps into its notes (issue 12)
+    user = consolidation_messages("", [turn(0)])[1].content
+    assert "[2026-05-19 10:00, work]\nUser: find a venue" in user
+    assert "A-E01" not in user
+    assert turn(0).as_text().startswith("[2026-05-19 10:00 work A-E01]\n")  # other stores keep the id
+
+
+def test_a_copied_transcript_line_is_an_echo_but_a_labelled_note_is_not() -> None:
+    turns = [turn(0)]
+    for memory in ("# Notes\n- User: find a venue for the info session on thu 4 june (turn 0)",
+                   "[2026-05-19 10:00, work]\nAssistant: I've put a hold in your calendar."):
+        with pytest.raises(UnusableReply) as caught:
+            check_content("Held a hall.", memory, turns)
+        assert caught.value.reason == "prompt_echo" and "transcript line" in str(caught.value)
+    # notes in the model's own words under the same labels, and a dated note, are kept
+    check_content("Held a hall.", "- User: wants a venue for an info session\n- Assistant: held a calendar slot", turns)
+    check_content("Held a hall.", "- 2026-05-19 10:00, work: asked for a venue for the 4 June session", turns)
+
+
 async def test_other_callers_still_take_a_reply_their_reader_accepts_when_cut() -> None:
     # the judge, rater and checker read short objects: a cut one does not parse, so nothing changes there
     async with ScriptedModelServer(lambda _r: ScriptedReply(text='{"n": 3}', finish_reason="length")) as server:

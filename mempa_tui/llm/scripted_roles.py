@@ -381,22 +381,24 @@ def _file_consolidation(user: str) -> str:
     current = user.split("## Current memory file\n", 1)[-1].split("\n\n## Turns to fold in", 1)[0] if has_file else ""
     turns_text = user.split("## Turns to fold in", 1)[-1]
     lines = current.strip().splitlines()
-    turns = re.split(r"^(?=\[\d{4}-\d{2}-\d{2} \d{2}:\d{2} (?:work|personal) )", turns_text, flags=re.M)
+    # a turn's header: "[date time, context]" (no step id since issue 12) or "[date time context step]"
+    turns = re.split(r"^(?=\[\d{4}-\d{2}-\d{2} \d{2}:\d{2},? (?:work|personal)[ \]])", turns_text, flags=re.M)
     added = 0
     dates: list[str] = []
     choices: dict[str, list[tuple[str, str]]] = {}  # step -> the assistant's interaction choices so far
     for turn in turns:
-        head = re.match(r"\[(\d{4}-\d{2}-\d{2}) \d{2}:\d{2} (work|personal) (\S+?)\]", turn)
+        head = re.match(r"\[(\d{4}-\d{2}-\d{2}) (\d{2}:\d{2}),? (work|personal)(?: (\S+?))?\]", turn)
         if head is None:
             continue
         dates.append(head.group(1))
         said = "\n".join(line for line in turn.splitlines() if line.startswith("User: "))
-        step = choices.setdefault(head.group(3), [])
-        notes = _notes_in(said, head.group(2), list(step))
+        # a step's turns share its start time: without a step id the time tells the step
+        step = choices.setdefault(head.group(4) or f"{head.group(1)} {head.group(2)}", [])
+        notes = _notes_in(said, head.group(3), list(step))
         step.extend((m.group(1), m.group(2).strip())
                     for m in re.finditer(r"^Interaction choice (\w+) = (.+)$", turn, flags=re.M))
         for key, _name, note in notes:
-            lines = [ln for ln in lines if not _same_cell(ln, key, head.group(2))]
+            lines = [ln for ln in lines if not _same_cell(ln, key, head.group(3))]
             lines.append(f"- {note}")
             added += 1
     if not any(ln.startswith("# ") for ln in lines):

@@ -133,11 +133,14 @@ def consolidation_messages(memory_md: str, turns: Sequence[TurnRecord]) -> list[
 
     Returns:
         ``[system, user]`` messages. An empty ``memory_md`` is said in the first heading, with
-        no text under it that a model could copy back as the file.
+        no text under it that a model could copy back as the file. Each turn is headed with its
+        date, time and context but not its step id (``[2026-05-19 10:00, work]``): the step ids
+        are the harness's, nothing the person or the assistant said (issue 12: both packaged
+        models copied ``work A-E01`` stamps into their notes).
     """
     current = memory_md.strip()
     section = f"## Current memory file\n{current}" if current else "## Current memory file: none yet (this save writes the first one)"
-    rendered = "\n\n".join(t.as_text() for t in turns)
+    rendered = "\n\n".join(t.as_text(with_step=False) for t in turns)
     user = (
         f"{section}\n\n"
         f"## Turns to fold in ({len(turns)}, oldest first)\n{rendered}\n\n"

@@ -20,10 +20,13 @@ rules here make such a reply unusable, with a short reason code that File memory
     "nothing has been remembered yet", "(no notes yet)"): a heuristic.
 ``prompt_echo``
     ``memory`` copies the prompt instead of writing notes: it holds one of the prompt's section
-    headings ("## Current memory file", "## Turns to fold in") or a turn's rendered header (a
-    ``YYYY-MM-DD HH:MM work|personal <step id>`` stamp, brackets optional). Measured on the first
-    run of ``bench_memory.py consolidation``: the 1.5B model's MEMORY.md was the prompt's own
+    headings ("## Current memory file", "## Turns to fold in"), a turn's header as the prompt
+    rendered it before the step ids left it (a ``YYYY-MM-DD HH:MM work|personal <step id>`` stamp,
+    brackets optional), or a transcript line: a ``User:`` or ``Assistant:`` line whose opening
+    words (:data:`TRANSCRIPT_WORDS`) open one of the turns' messages or replies. Measured on the
+    first run of ``bench_memory.py consolidation``: the 1.5B model's MEMORY.md was the prompt's own
     headings and turns, and the 0.5B model's held ``2026-05-19 10:00 work A-E01. User: ...``.
+    A dated note (``2026-05-19 10:00, work: ...``, the prompt's turn header since then) is kept.
 ``refusal``
     ``memory`` or ``history_entry`` is a refusal or a bare apology: a text under
     :data:`REFUSAL_MAX_CHARS` characters holding one of a few fixed refusal phrases ("can't
@@ -91,6 +94,10 @@ _WORD = re.compile(r"[^\W\d_]+")
 
 _PROMPT_HEADINGS = ("## current memory file", "## turns to fold in")
 _TURN_STAMP = re.compile(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2} (?:work|personal) [A-Z]+-[A-Za-z0-9-]+")
+_SPEAKER_LINE = re.compile(r"(?im)^[\s#>*+\-\u2022]*(user|assistant):[ \t]*(.+)$")
+TRANSCRIPT_WORDS = 6
+"""A ``User:`` / ``Assistant:`` line of the memory whose first this-many words (all of them when
+it has fewer, but at least 3) open a turn's message or reply is a copied transcript line."""
 _PLACEHOLDERS = frozenset({
     "empty", "none", "n/a", "na", "nothing", "no notes", "no notes yet", "no memory", "no memories",
     "nothing yet", "nothing to remember", "nothing has been remembered", "nothing has been remembered yet",
@@ -156,6 +163,25 @@ def _is_refusal(text: str) -> bool:
     return bare in _APOLOGIES or (len(bare) < REFUSAL_MAX_CHARS and any(p in bare for p in _REFUSALS))
 
 
+def _transcript_line(memory: str, turns: Sequence[TurnRecord]) -> str | None:
+    """The first ``User:`` / ``Assistant:`` line of ``memory`` copied from the turns' own text
+    (:data:`TRANSCRIPT_WORDS`), or None. A labelled note in the model's own words ("User: prefers
+    short answers") is not a copy."""
+    if not turns:
+        return None
+    said = {
+        "user": [_normal(t.user_message).split() for t in turns],
+        "assistant": [_normal(t.reply).split() for t in turns],
+    }
+    for match in _SPEAKER_LINE.finditer(memory):
+        opening = _normal(match.group(2)).split()[:TRANSCRIPT_WORDS]
+        if len(opening) < 3:
+            continue
+        if any(text[:len(opening)] == opening for text in said[match.group(1).lower()]):
+            return match.group(0).strip()
+    return None
+
+
 def check_content(history_entry: str, memory: str, turns: Sequence[TurnRecord] = (), old_memory: str = "") -> None:
     """Refuse a parsed consolidation reply whose content is garbage (rules in the module doc).
 
@@ -186,8 +212,10 @@ def check_content(history_entry: str, memory: str, turns: Sequence[TurnRecord] =
     lowered = memory.lower()
     echoed = next((h for h in _PROMPT_HEADINGS if h in lowered), None)
     stamp = _TURN_STAMP.search(memory)
-    if echoed is not None or stamp is not None:
-        what = repr(echoed) if stamp is None else f"the turn stamp {stamp.group(0)!r}"
+    line = _transcript_line(memory, turns) if echoed is None and stamp is None else None
+    if echoed is not None or stamp is not None or line is not None:
+        what = (repr(echoed) if echoed is not None else f"the turn stamp {stamp.group(0)!r}" if stamp is not None
+                else f"the transcript line {line[:60]!r}")
         raise UnusableReply(
             "prompt_echo",
             f"field memory copies the prompt ({what}) instead of notes; write the notes themselves, "

@@ -69,13 +69,21 @@ class TurnRecord(BaseModel):
     ix_calls: list[IXCall] = Field(default_factory=list)
     reply: str
 
-    def as_text(self) -> str:
+    def as_text(self, *, with_step: bool = True) -> str:
         """A compact plain-text rendering used by text-based stores and prompts.
 
         Tool arguments are compact JSON (dates and times as ISO strings), as the PA wrote them:
         never Python reprs such as ``datetime.date(2026, 6, 4)`` (issue 12).
+
+        Args:
+            with_step: head the turn with ``[date time context step_id]`` (True) or with
+                ``[date time, context]`` only (False: File memory's consolidation prompt, where
+                the harness's step ids are nothing a person said; issue 12, the packaged 1.5B
+                copied them into its notes).
         """
-        lines = [f"[{self.at:%Y-%m-%d %H:%M} {self.context.value} {self.step_id}]"]
+        head = f"{self.at:%Y-%m-%d %H:%M} {self.context.value} {self.step_id}" if with_step else (
+            f"{self.at:%Y-%m-%d %H:%M}, {self.context.value}")
+        lines = [f"[{head}]"]
         lines.append(f"User: {self.user_message}")
         for call in self.tool_calls:
             lines.append(f"Tool {call.tool}({arguments_json(call.arguments)}) -> {call.result[:300]}")
