@@ -170,9 +170,11 @@ def test_the_phrase_names_replies_cut_at_their_cap_and_messages_written_as_the_a
     # a step stored before these counts were kept reads 0 for them
     assert simulator_counts({"rejected_attempts": 3, "stalled_messages": 3}) == (3, 3, 0, 0, 0, 0, 0)
     # trimmed messages are shown even when nothing was sent back (a deviation from Appendix D.4)
-    assert simulator_phrase(0, trimmed=2) == "simulated user: 2 messages trimmed of words copied from earlier ones"
+    assert simulator_phrase(0, trimmed=2) == (
+        "simulated user: 2 messages trimmed of words copied from earlier ones or a greeting to a contact")
     assert simulator_phrase(1, repeated=1, trimmed=1) == (
-        "simulated user's message sent back 1 time (1 repeated), 1 message trimmed of words copied from earlier ones")
+        "simulated user's message sent back 1 time (1 repeated), 1 message trimmed of words copied from earlier "
+        "ones or a greeting to a contact")
 
     class Step:
         simulator_checks = {"rejected_attempts": 2, "assistant_voice": 2, "invalid_turns": 0}

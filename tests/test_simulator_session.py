@@ -630,12 +630,13 @@ async def test_a_message_that_copies_an_earlier_one_is_sent_without_the_copy(
     ]
     sim = simulator(server, llm_checker=False)
     sim.start(session(), {"verbosity": "Terse"})
-    await sim.next_turn(None)
+    first = await sim.next_turn(None)
+    assert first.message == "Can you find the rota email from Priya? Thanks!"  # greeted a contact
     second = await sim.next_turn(reply("I could not find it."))
-    assert second.message == "Hi Gideon! Thanks! Which shifts move on Friday?" and not second.rejected
+    assert second.message == "Thanks! Which shifts move on Friday?" and not second.rejected
     third = await sim.next_turn(reply("Shifts 3 and 5."))
     assert third.message == "Thanks! which shifts move to eastbank then"  # a label alone is removed
-    assert sim.check_counts["trimmed_messages"] == 2 and sim.check_counts["repeated_messages"] == 0
+    assert sim.check_counts["trimmed_messages"] == 3 and sim.check_counts["repeated_messages"] == 0
     # the dialogue keeps what was sent, so the next check compares with the trimmed words
     assert sim.dialogue[-1].text == third.message
 
@@ -744,6 +745,16 @@ def test_trim_copied_cases() -> None:
     assert trim_copied("Gideon: which train?", [], ("Gideon Thrale", "Gideon")).label
     assert not trim_copied("You: ", []).label  # a label with nothing after it is left to the format check
     assert trim_copied("you: is the train on time", []).text == "is the train on time"
+    # a greeting that names a contact goes (the 1.5B's "Hi Gideon!" to the assistant, issue 12)
+    contacts = ("Gideon Thrale", "Gideon", "Colm Averill", "Colm")
+    hi = trim_copied("Hi Gideon! I just booked Gull Cottage for August.", [], (), contacts)
+    assert (hi.text, hi.greeting, hi.changed) == ("I just booked Gull Cottage for August.", True, True)
+    assert trim_copied("hello Colm Averill, need the 14 stop list by thu?", [], (), contacts).text == (
+        "need the 14 stop list by thu?")
+    # the name alone, a greeting to someone else, or one with nothing after it are left as written
+    for kept in ("Colm wants the 14 stop list by thu?", "Hi there! Which train?", "Hi Gideon!",
+                 "Hi Gideonite crew, which train?"):
+        assert not trim_copied(kept, [], (), contacts).greeting, kept
 
 
 async def test_a_deferral_after_the_assistant_asks_something_is_delivered(

@@ -500,7 +500,8 @@ def simulator_phrase(sent_back: int, stalled: int = 0, repeated: int = 0, invali
         trimmed: messages sent with a speaker label or sentences copied from the user's earlier
             messages removed (``trimmed_messages``; a deviation from Appendix D.4, which only
             rewrites: :func:`~mempa_tui.simulator._leaks.trim_copied`). Shown even when nothing
-            was sent back: ``simulated user: 2 messages trimmed of words copied from earlier ones``.
+            was sent back: ``simulated user: 2 messages trimmed of words copied from earlier ones or a
+            greeting to a contact``.
 
     One attempt can have several of these reasons (a stalled message can also be a repeat), so
     ``other`` (format, leak, manner or checker problems) is what is left of ``sent_back`` after
@@ -516,7 +517,8 @@ def simulator_phrase(sent_back: int, stalled: int = 0, repeated: int = 0, invali
     if invalid:
         parts.append(f"{invalid} turn{'' if invalid == 1 else 's'} invalid")
     if trimmed:
-        parts.append(f"{trimmed} message{'' if trimmed == 1 else 's'} trimmed of words copied from earlier ones")
+        parts.append(f"{trimmed} message{'' if trimmed == 1 else 's'} trimmed of words copied from earlier ones "
+                     "or a greeting to a contact")
     if not parts:
         return ""
     return ", ".join(parts) if sent_back else "simulated user: " + ", ".join(parts)

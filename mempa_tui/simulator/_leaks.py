@@ -421,6 +421,7 @@ class Trimmed(BaseModel):
         text: the message to check and send: the candidate without a leading speaker label and
             without the sentences copied from earlier user messages.
         label: whether a leading ``You:``-style speaker label was removed.
+        greeting: whether a leading greeting that named one of the user's contacts was removed.
         dropped: how many copied sentences were removed.
         words: the word count of ``text``.
     """
@@ -429,13 +430,14 @@ class Trimmed(BaseModel):
 
     text: str
     label: bool = False
+    greeting: bool = False
     dropped: int = 0
     words: int = 0
 
     @property
     def changed(self) -> bool:
         """Whether anything was removed."""
-        return self.label or self.dropped > 0
+        return self.label or self.greeting or self.dropped > 0
 
     @property
     def only_copies(self) -> bool:
@@ -443,7 +445,12 @@ class Trimmed(BaseModel):
         return self.dropped > 0 and self.words < TRIM_KEEP_MIN_WORDS
 
 
-def trim_copied(message: str, earlier_user: Sequence[str], speaker_names: Sequence[str] = ()) -> Trimmed:
+_GREETINGS = ("hi", "hello", "hey", "dear", "morning", "good morning", "good afternoon", "good evening", "evening")
+
+
+def trim_copied(
+    message: str, earlier_user: Sequence[str], speaker_names: Sequence[str] = (), contact_names: Sequence[str] = ()
+) -> Trimmed:
     """Remove a leading speaker label and the sentences copied from the user's earlier messages.
 
     Issue 12, replayed with ``benchmarks/simulator_replay.py`` on the packaged 1.5B model: at a
@@ -464,6 +471,11 @@ def trim_copied(message: str, earlier_user: Sequence[str], speaker_names: Sequen
         earlier_user: the user's messages delivered so far in this conversation, oldest first.
         speaker_names: labels besides ``You``, ``Me`` and ``User`` that a leading ``Name:`` may
             use (the persona's name and first name).
+        contact_names: the names of the people on the persona's card (full and first names). A
+            leading greeting that names one of them ("Hi Gideon! ...") is removed: the message
+            goes to the assistant, who is none of them (the packaged 1.5B greeted the assistant
+            as User A's depot manager and manager in A-S51 and A-S14 although its prompt says
+            the assistant has no name).
 
     Returns:
         A :class:`Trimmed`. Sentences are split at ``.``, ``!``, ``?`` and line breaks; one is a
@@ -478,6 +490,15 @@ def trim_copied(message: str, earlier_user: Sequence[str], speaker_names: Sequen
     match = label_re.match(text)
     if match and text[match.end():].strip():
         text, label = text[match.end():], True
+    greeting = False
+    contacts = sorted({n.strip() for n in contact_names if n.strip()}, key=len, reverse=True)
+    if contacts:
+        greet_re = re.compile(
+            r"^\s*(?:" + "|".join(re.escape(g) for g in _GREETINGS) + r")\s+(?:"
+            + "|".join(re.escape(n) for n in contacts) + r")\b\s*[!,.:;\-\u2014]*\s*", re.IGNORECASE)
+        match = greet_re.match(text)
+        if match and text[match.end():].strip():
+            text, greeting = text[match.end():], True
     earlier = [_TOKEN.findall(_plain_words(e)) for e in earlier_user]
     kept: list[str] = []
     dropped = 0
@@ -492,7 +513,8 @@ def trim_copied(message: str, earlier_user: Sequence[str], speaker_names: Sequen
     if dropped:
         text = " ".join(kept)
     text = text.strip()
-    return Trimmed(text=text, label=label, dropped=dropped, words=len(_TOKEN.findall(_plain_words(text))))
+    return Trimmed(text=text, label=label, greeting=greeting, dropped=dropped,
+                   words=len(_TOKEN.findall(_plain_words(text))))
 
 
 def _contains(haystack: Sequence[str], words: Sequence[str]) -> bool:

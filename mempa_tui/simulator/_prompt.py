@@ -129,8 +129,12 @@ def render_persona(persona: Persona) -> str:
 _TOOLS_RULE = (
     "You are chatting with your personal AI assistant. The assistant can read and change your "
     "email, calendar, files and other records with its tools. You never call tools yourself and "
-    "never write tool calls, code or JSON: you only write messages, as a person would."
+    "never write tool calls, code or JSON: you only write messages, as a person would. The "
+    "assistant has no name and is none of the people in your life: never greet it or thank it by "
+    "one of their names."
 )
+"""Issue 12: the packaged 1.5B opened its messages to the assistant with "Hi Gideon!" (the depot
+manager of User A's card) in the quick start's A-S51 and A-S14."""
 
 _ACCUMULATION_RULES = """\
 - Show what you want from the assistant only through what you ask for and how you react to what it

@@ -95,6 +95,9 @@ from mempa_tui.taxonomy import Context, attribute
 
 __all__ = ["CHECK_COUNT_KEYS", "UserSimulator"]
 
+_TITLES = frozenset({"dr", "mr", "mrs", "ms", "miss", "mx", "prof", "sir", "aunt", "uncle"})
+"""Words that open a contact's name without being a first name (never taken as one)."""
+
 #: The keys of :attr:`UserSimulator.check_counts`, always present (0 when nothing happened):
 #: ``rejected_attempts`` every attempt sent back (format, rule or checker problems);
 #: ``manner_requests`` attempts the rule check flagged for asking a manner of reply;
@@ -106,8 +109,9 @@ __all__ = ["CHECK_COUNT_KEYS", "UserSimulator"]
 #: (:func:`~mempa_tui.simulator._leaks.cut_check`, issue 12);
 #: ``assistant_voice`` attempts sent back for speaking as the assistant ("How can I assist you
 #: today?"; :func:`~mempa_tui.simulator._leaks.assistant_voice_check`, issue 12);
-#: ``trimmed_messages`` messages sent with a leading speaker label or sentences copied from the
-#: user's earlier messages removed (:func:`~mempa_tui.simulator._leaks.trim_copied`, issue 12);
+#: ``trimmed_messages`` messages sent with a leading speaker label, a leading greeting naming one
+#: of the user's contacts, or sentences copied from the user's earlier messages removed
+#: (:func:`~mempa_tui.simulator._leaks.trim_copied`, issue 12);
 #: ``invalid_turns`` turns that failed every attempt; ``checker_warnings`` checks skipped
 #: because the checker's output stayed unreadable.
 CHECK_COUNT_KEYS: tuple[str, ...] = (
@@ -667,7 +671,10 @@ class UserSimulator:
         """:func:`trim_copied` of ``message`` against the user's delivered messages and names."""
         earlier = [e.text for e in self._dialogue if e.speaker == "user"]
         first = self.persona.name.split()[0] if self.persona.name.split() else ""
-        return trim_copied(message, earlier, (self.persona.name, first))
+        contacts = [r.name for r in self.persona.relationships] + [
+            r.name.split()[0] for r in self.persona.relationships
+            if r.name.split() and r.name.split()[0].lower().rstrip(".") not in _TITLES]
+        return trim_copied(message, earlier, (self.persona.name, first), contacts)
 
     def _trim(self, parsed: ParsedTurn) -> tuple[ParsedTurn, list[str]]:
         """``parsed`` with its message trimmed by :func:`trim_copied`, and the problems left.
@@ -685,8 +692,8 @@ class UserSimulator:
         if not trimmed.changed:
             return parsed, []
         self._checks["trimmed_messages"] += 1
-        log.info("simulator message trimmed (%d copied sentences, label %s): %r -> %r",
-                 trimmed.dropped, trimmed.label, message, trimmed.text)
+        log.info("simulator message trimmed (%d copied sentences, label %s, greeting %s): %r -> %r",
+                 trimmed.dropped, trimmed.label, trimmed.greeting, message, trimmed.text)
         return parsed.model_copy(update={"message": trimmed.text}), []
 
     def _conversation_problems(self, message: str) -> list[str]:
