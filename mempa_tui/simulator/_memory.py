@@ -228,5 +228,7 @@ async def write_session_entry(
         memory.impressions = impressions
         result.impressions_updated = True
     if result.problem:
-        log.warning("simulator memory entry for %s: %s", session_date.isoformat(), result.problem)
+        kept = "kept up to four of its clean sentences" if entry_text else "no entry kept"
+        log.warning("simulated user's memory (Appendix D.3): the diary entry for %s failed its check on both "
+                    "tries (%s); %s", session_date.isoformat(), result.problem.removeprefix("entry "), kept)
     return result
