@@ -753,8 +753,12 @@ def test_trim_copied_cases() -> None:
         "need the 14 stop list by thu?")
     # the name alone, a greeting to someone else, or one with nothing after it are left as written
     for kept in ("Colm wants the 14 stop list by thu?", "Hi there! Which train?", "Hi Gideon!",
-                 "Hi Gideonite crew, which train?"):
+                 "Hi Gideonite crew, which train?",
+                 # the name as the subject of the sentence is no greeting (A-E01's own openings)
+                 "hey colm wants us to host an info session", "hi colm's out of the exec meeting"):
         assert not trim_copied(kept, [], (), contacts).greeting, kept
+    for greeted in ("Hi, Gideon! which train?", "Hi Gideon - which train?", "Hi Gideon\nwhich train?"):
+        assert trim_copied(greeted, [], (), contacts).text == "which train?", greeted
 
 
 async def test_a_deferral_after_the_assistant_asks_something_is_delivered(

@@ -493,9 +493,13 @@ def trim_copied(
     greeting = False
     contacts = sorted({n.strip() for n in contact_names if n.strip()}, key=len, reverse=True)
     if contacts:
+        # the name must be the one greeted: punctuation or a line break right after it ("Hi Gideon!",
+        # "Hi, Gideon -"), never the subject of what follows ("hey ruth wants us to ...",
+        # "hi colm's out of the meeting")
         greet_re = re.compile(
-            r"^\s*(?:" + "|".join(re.escape(g) for g in _GREETINGS) + r")\s+(?:"
-            + "|".join(re.escape(n) for n in contacts) + r")\b\s*[!,.:;\-\u2014]*\s*", re.IGNORECASE)
+            r"^\s*(?:" + "|".join(re.escape(g) for g in _GREETINGS) + r")[ \t]*,?[ \t]+(?:"
+            + "|".join(re.escape(n) for n in contacts)
+            + r")(?![\w'\u2019\-])[ \t]*(?:[!,.:;\u2014]+|\s-\s|[ \t]*\n)\s*", re.IGNORECASE)
         match = greet_re.match(text)
         if match and text[match.end():].strip():
             text, greeting = text[match.end():], True
