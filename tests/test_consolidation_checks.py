@@ -215,14 +215,18 @@ def test_the_prompt_heads_turns_without_step_ids() -> None:
 
 def test_a_copied_transcript_line_is_an_echo_but_a_labelled_note_is_not() -> None:
     turns = [turn(0)]
-    for memory in ("# Notes\n- User: find a venue for the info session on thu 4 june (turn 0)",
-                   "[2026-05-19 10:00, work]\nAssistant: I've put a hold in your calendar."):
+    said = "find a venue for the info session on thu 4 june (turn 0)"
+    for memory in (f"# Notes\n- User: {said}", "[2026-05-19 10:00, work]\nAssistant: I've put a hold in your calendar.",
+                   f"**User**: {said}", f"1. User : {said}", f"[2026-05-19 10:00, work] User: {said}",
+                   "- User: find a venue for the info session on thu 4 june"):
         with pytest.raises(UnusableReply) as caught:
             check_content("Held a hall.", memory, turns)
         assert caught.value.reason == "prompt_echo" and "transcript line" in str(caught.value)
     # notes in the model's own words under the same labels, and a dated note, are kept
     check_content("Held a hall.", "- User: wants a venue for an info session\n- Assistant: held a calendar slot", turns)
     check_content("Held a hall.", "- 2026-05-19 10:00, work: asked for a venue for the 4 June session", turns)
+    # a note that quotes the person and goes on in its own words is what memory should keep
+    check_content("Held a hall.", "- User: find a venue for the info session, somewhere on route 14", turns)
 
 
 async def test_other_callers_still_take_a_reply_their_reader_accepts_when_cut() -> None:

@@ -22,8 +22,8 @@ rules here make such a reply unusable, with a short reason code that File memory
     ``memory`` copies the prompt instead of writing notes: it holds one of the prompt's section
     headings ("## Current memory file", "## Turns to fold in"), a turn's header as the prompt
     rendered it before the step ids left it (a ``YYYY-MM-DD HH:MM work|personal <step id>`` stamp,
-    brackets optional), or a transcript line: a ``User:`` or ``Assistant:`` line whose opening
-    words (:data:`TRANSCRIPT_WORDS`) open one of the turns' messages or replies. Measured on the
+    brackets optional), or a transcript line: a ``User:`` or ``Assistant:`` line that writes one of
+    the turns' messages or replies out again (:data:`TRANSCRIPT_SHARE` of it, from its start). Measured on the
     first run of ``bench_memory.py consolidation``: the 1.5B model's MEMORY.md was the prompt's own
     headings and turns, and the 0.5B model's held ``2026-05-19 10:00 work A-E01. User: ...``.
     A dated note (``2026-05-19 10:00, work: ...``, the prompt's turn header since then) is kept.
@@ -94,10 +94,12 @@ _WORD = re.compile(r"[^\W\d_]+")
 
 _PROMPT_HEADINGS = ("## current memory file", "## turns to fold in")
 _TURN_STAMP = re.compile(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2} (?:work|personal) [A-Z]+-[A-Za-z0-9-]+")
-_SPEAKER_LINE = re.compile(r"(?im)^[\s#>*+\-\u2022]*(user|assistant):[ \t]*(.+)$")
-TRANSCRIPT_WORDS = 6
-"""A ``User:`` / ``Assistant:`` line of the memory whose first this-many words (all of them when
-it has fewer, but at least 3) open a turn's message or reply is a copied transcript line."""
+_SPEAKER_LINE = re.compile(
+    r"(?im)^[\s#>*+\-\u2022\d.)]*(?:\[[^\]\n]*\][ \t]*)?[*_]*(user|assistant)[*_]*[ \t]*:[*_]*[ \t]*(.+)$")
+TRANSCRIPT_SHARE = 0.8
+"""A ``User:`` / ``Assistant:`` line of the memory is a copied transcript line when its words are
+the opening words of one of the turns' messages (or replies) and cover at least this share of
+them: the turn written out again, not a note that quotes the person."""
 _PLACEHOLDERS = frozenset({
     "empty", "none", "n/a", "na", "nothing", "no notes", "no notes yet", "no memory", "no memories",
     "nothing yet", "nothing to remember", "nothing has been remembered", "nothing has been remembered yet",
@@ -163,22 +165,31 @@ def _is_refusal(text: str) -> bool:
     return bare in _APOLOGIES or (len(bare) < REFUSAL_MAX_CHARS and any(p in bare for p in _REFUSALS))
 
 
+def _words_of(text: str) -> list[str]:
+    """``text`` as the transcript rule compares it: :func:`_normal`, curly apostrophes straight."""
+    return _normal(text.replace("\u2019", "'").replace("\u2018", "'")).split()
+
+
 def _transcript_line(memory: str, turns: Sequence[TurnRecord]) -> str | None:
-    """The first ``User:`` / ``Assistant:`` line of ``memory`` copied from the turns' own text
-    (:data:`TRANSCRIPT_WORDS`), or None. A labelled note in the model's own words ("User: prefers
-    short answers") is not a copy."""
+    """The first ``User:`` / ``Assistant:`` line of ``memory`` that writes out one of the turns'
+    messages or replies again (:data:`TRANSCRIPT_SHARE`; list marks, bold labels and the turn's
+    ``[date time, context]`` header before the label allowed), or None. A labelled note in the
+    model's own words ("User: prefers short answers") or one that quotes the person and goes on in
+    its own words ("User: from now on, when there's a choice, wants the options side by side") is
+    not a copy."""
     if not turns:
         return None
     said = {
-        "user": [_normal(t.user_message).split() for t in turns],
-        "assistant": [_normal(t.reply).split() for t in turns],
+        "user": [w for t in turns if (w := _words_of(t.user_message))],
+        "assistant": [w for t in turns if (w := _words_of(t.reply))],
     }
     for match in _SPEAKER_LINE.finditer(memory):
-        opening = _normal(match.group(2)).split()[:TRANSCRIPT_WORDS]
-        if len(opening) < 3:
+        line = _words_of(match.group(2))
+        if len(line) < 3:
             continue
-        if any(text[:len(opening)] == opening for text in said[match.group(1).lower()]):
-            return match.group(0).strip()
+        for text in said[match.group(1).lower()]:
+            if text[:len(line)] == line and len(line) >= TRANSCRIPT_SHARE * len(text):
+                return match.group(0).strip()
     return None
 
 
