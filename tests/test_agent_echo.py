@@ -199,6 +199,27 @@ def test_an_echoed_sentence_leaves_a_reply_that_is_no_echo_as_a_whole() -> None:
     kept = "Work from the Eastbank hall list: it seats 120 and is free on Thursday."
     assert without_echoed_sentences(kept, notes) == kept
     assert without_echoed_sentences(own, notes) == own
+    # the kept text stays as written: indentation, a list without the left-out item, CJK sentences
+    table = "Here:\n    09:00  Eastbank hall\n    10:00  Library"
+    assert without_echoed_sentences(f"{table}\n{TAIL} Anything else?", notes) == f"{table}\nAnything else?"
+    assert without_echoed_sentences(f"- one\n- {TAIL}\n- two", notes) == "- one\n- two"
+    assert without_echoed_sentences(f"Hi Ingrid,\n\n{TAIL}\n\nI booked it.", notes) == "Hi Ingrid,\n\nI booked it."
+    assert without_echoed_sentences(f"\u6211\u5df2\u7ecf\u9884\u8ba2\u4e86\u3002{TAIL}", notes) == (
+        "\u6211\u5df2\u7ecf\u9884\u8ba2\u4e86\u3002")
+    # letters that change length when case-folded do not shift which sentence is cut
+    assert without_echoed_sentences("Stra\u00dfe " * 25 + f"ist zu. Ja gut. {TAIL}", notes).endswith("Ja gut.")
+
+
+async def test_a_sentence_relaying_a_tool_error_is_not_cut(rig: PAWorld) -> None:
+    # the error text is the harness's, but telling the person what failed is the PA's account
+    failed = "The draft failed: in_reply_to 'none' names no email in the inbox."
+    rig.queue.push(ScriptedReply(tool_calls=[call(DRAFT, {"to": "colm@example.org", "subject": "Hi", "body": "x",
+                                                          "in_reply_to": "none"})]),
+                   f"{failed} Which email should I answer?", "never asked for")
+    actions = rig.actions()
+    result = await rig.new_agent("wrap_up").respond(_turn(), actions)
+    assert any("names no email" in t for t in actions.harness_texts)  # the call failed with that error
+    assert result.reply == f"{failed} Which email should I answer?" and result.echoes_cut == 0
 
 
 async def test_an_echoed_sentence_is_cut_from_the_delivered_reply(rig: PAWorld) -> None:

@@ -107,7 +107,7 @@ def own_words(reply: str, harness_texts: Iterable[str]) -> str:
         The remaining text ('' when every word was copied).
     """
     covered, _source = _covered(reply, harness_texts)
-    spans = [m.span() for m in _WORD.finditer(reply.casefold())]
+    spans = [m.span() for m in _WORD.finditer(reply)]  # positions in the text as written
     if len(spans) != len(covered):  # casefold changed the word count (rare ligatures): keep all
         return reply.strip()
     keep: list[str] = []
@@ -120,10 +120,10 @@ def own_words(reply: str, harness_texts: Iterable[str]) -> str:
     return " ".join("".join(keep).split())
 
 
-_SENTENCE = re.compile(r"(?:[^.!?\n]|[.!?]+(?![\s\"')\]]|$))*(?:[.!?]+[\"')\]]*|\n|$)")
+_SENTENCE = re.compile(r"(?:[^.!?\n\u3002\uff01\uff1f]|[.!?]+(?![\s\"')\]]|$))*(?:[.!?]+[\"')\]]*|[\u3002\uff01\uff1f]+|\n|$)")
 """A sentence: up to ``.``, ``!`` or ``?`` followed by a space, a closing quote or bracket, or the
-end, or up to a line break; a point inside a word (``colm.averill@wendlink.example``, ``3.5``) does
-not end it."""
+end, up to a full-width ``。！？``, or up to a line break; a point inside a word
+(``colm.averill@wendlink.example``, ``3.5``) does not end it."""
 
 
 def own_sentences(reply: str, harness_texts: Iterable[str]) -> str:
@@ -144,7 +144,7 @@ def own_sentences(reply: str, harness_texts: Iterable[str]) -> str:
         The kept sentences joined with single spaces ('' when every sentence copied something).
     """
     covered, _source = _covered(reply, harness_texts)
-    spans = [m.span() for m in _WORD.finditer(reply.casefold())]
+    spans = [m.span() for m in _WORD.finditer(reply)]  # positions in the text as written
     if len(spans) != len(covered):  # casefold changed the word count (rare ligatures): keep all
         return reply.strip()
     keep: list[str] = []
@@ -181,11 +181,13 @@ def without_echoed_sentences(reply: str, harness_texts: Iterable[str]) -> str:
     """
     texts = list(harness_texts)
     covered, _source = _covered(reply, texts)
-    spans = [m.span() for m in _WORD.finditer(reply.casefold())]
+    spans = [m.span() for m in _WORD.finditer(reply)]  # positions in the text as written
     if len(spans) != len(covered) or not any(covered):
         return reply.strip()
-    keep: list[str] = []
+    out = ""
     dropped = False
+    gap = False  # a sentence was left out since the last kept one
+    pending = ""  # blank lines since that cut
     index = 0
     for match in _SENTENCE.finditer(reply):
         start, end = match.span()
@@ -196,11 +198,31 @@ def without_echoed_sentences(reply: str, harness_texts: Iterable[str]) -> str:
             inside.append(covered[index])
             index += 1
         if len(inside) >= ECHO_MIN_WORDS and sum(inside) >= ECHO_SHARE * len(inside):
-            dropped = True
+            dropped = gap = True
             continue
-        keep.append(match.group(0))
-    # the kept sentences as written, line breaks kept; only the gaps left by a cut are closed
-    return re.sub(r"[ \t]+\n", "\n", re.sub(r"[ \t]{2,}", " ", "".join(keep))).strip() if dropped else reply.strip()
+        piece = match.group(0)
+        if gap and not piece.strip():
+            pending += piece  # blank lines after a cut belong to the join
+            continue
+        if gap and out:
+            out = _join_at_cut(out, pending + piece)
+        else:
+            out += (pending + piece).lstrip(" \t\n") if gap else piece
+        gap, pending = False, ""
+    # the kept sentences exactly as written; only the joins where a sentence was left out change
+    return out.strip() if dropped else reply.strip()
+
+
+def _join_at_cut(left: str, right: str) -> str:
+    """``left + right`` where a sentence between them was left out: the spaces at the join become
+    one space, or the line breaks on either side of it the larger of the two runs, at most one
+    blank line (a left-out list item leaves no gap in the list)."""
+    left, right = left.rstrip(" \t"), right.lstrip(" \t")
+    before = len(left) - len(left.rstrip("\n"))
+    after = len(right) - len(right.lstrip("\n"))
+    if before or after:
+        return left.rstrip("\n") + "\n" * min(2, max(before, after)) + right.lstrip("\n")
+    return f"{left} {right}"
 
 
 def harness_echo(reply: str, harness_texts: Iterable[str]) -> EchoMatch | None:

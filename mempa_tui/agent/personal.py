@@ -174,6 +174,9 @@ class PersonalAgent:
         self._history: list[ChatMessage] = []
         self._harness: list[str] = []
         """Texts the harness wrote into this step's conversation in earlier turns."""
+        self._notes: list[str] = []
+        """The harness's own notes among them: the instructions and the marked notes, without the
+        tool results it wrote (error texts a reply may relay to the person)."""
 
     @property
     def history(self) -> list[ChatMessage]:
@@ -185,6 +188,7 @@ class PersonalAgent:
         self._start = start
         self._history = []
         self._harness = [instructions(), HARNESS_PREFIX, NOTICE_PREFIX]
+        self._notes = list(self._harness)
 
     def _unmet(
         self, turn: AgentTurnInput, actions: TurnActions
@@ -392,7 +396,9 @@ class PersonalAgent:
                             continue
                         return self._echo_failure(result, actions, echo)
                 else:
-                    own = without_echoed_sentences(reply, texts)
+                    # only the harness's notes: a sentence relaying a tool's error to the person
+                    # ("The draft failed: in_reply_to 'none' names no email ...") is the PA's account
+                    own = without_echoed_sentences(reply, [*self._notes, *harness])
                     if own != reply.strip() and len(words(own)) >= ECHO_MIN_WORDS:
                         # one echoed sentence among its own: the rest alone is the reply
                         result.echoed_replies += 1
@@ -432,6 +438,7 @@ class PersonalAgent:
         finally:
             self._history.extend(new)
             self._harness.extend([*harness, *actions.harness_texts])
+            self._notes.extend(harness)
 
     def _echo_failure(
         self, result: AgentTurnResult, actions: TurnActions, echo: EchoMatch
