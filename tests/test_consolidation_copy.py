@@ -71,6 +71,25 @@ def test_the_real_failure_shape_is_a_copy_and_its_fixes_are_not() -> None:
     assert copy_measure(notes, TURNS).share < COPY_SHARE
 
 
+def test_a_pa_that_parrots_the_user_does_not_hide_a_copy_of_its_other_reply() -> None:
+    # fresh quick start of 4 December, A-S14: the PA's second reply was the user's message word for
+    # word, so every user word also stood in a reply and the rule was not applied; the stored
+    # MEMORY.md was the PA's first (invented) reply
+    asked = "I need to find out when the summer leaflets are going to be printed. Can you please send me the email address?"
+    again = ("Thank you for your assistance. Can you please send me the email address so I can find out when the "
+             "summer leaflets are going to be printed?")
+    invented = ("I have a new calendar event due to the summer leaflets. The event will start on 2026-05-12 and end "
+                "on 2026-05-01. If you have any other questions or need further assistance, please feel free to ask.")
+    at = datetime(2026, 4, 30, 9, 0)
+    turns = [TurnRecord(step_id="A-S14", context=Context.WORK, at=at, turn_index=0, user_message=asked, reply=invented),
+             TurnRecord(step_id="A-S14", context=Context.WORK, at=at, turn_index=1, user_message=again, reply=again)]
+    measure = copy_measure(invented, turns)
+    assert measure.user_words_available >= 4 and measure.copies_assistant
+    # notes that keep what the person asked for still pass
+    assert not copy_measure("- Wants to know when the summer leaflets will be printed and who to email about it.",
+                            turns).copies_assistant
+
+
 def test_what_the_rule_does_not_judge() -> None:
     # the user said nothing of their own: nothing to draw on, so a copy of the reply is not judged
     thin = [t.model_copy(update={"user_message": "ok thanks"}) for t in TURNS[:1]]

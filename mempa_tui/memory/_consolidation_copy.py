@@ -20,7 +20,8 @@ case, letters and digits, everything else a break; Markdown marks thus drop out)
   short list of function words nor the context names ``work`` / ``personal`` that headings use, a
   trailing ``s`` dropped) that occur in the turns' user messages and in none of their assistant
   replies. A paraphrase of what the user said keeps some of their words ("side by side",
-  "realistic", "catch"); a copy of the replies, by construction, keeps none.
+  "realistic", "catch"); a copy of the replies, by construction, keeps none. A run of 8 words or
+  more that a reply copied out of a user message is the user's, not the reply's, here.
 * The reply is unusable when copied is at least :data:`COPY_SHARE` and it does not draw on the
   user. It is not judged when the new part has fewer than :data:`MIN_NEW_NGRAMS` 8-grams (about
   a dozen words: too little to tell a copy from a note) or when the user's messages hold fewer than
@@ -118,11 +119,24 @@ class _Sources:
     def of(cls, turns: Sequence[TurnRecord]) -> _Sources:
         replies = [_words(t.reply) for t in turns]
         users = [_words(t.user_message) for t in turns]
-        said = set().union(*(_content(w) for w in replies)) if replies else set()
+        user_grams = set().union(*(_ngrams(w) for w in users)) if users else set()
+        # the replies' own words: a run a reply copied out of a user message (a PA that parrots
+        # the person) stays the user's (issue 12, fresh user: in A-S14 the 0.5B PA's reply was
+        # the user's message word for word, every user word was then "the assistant's", and the
+        # rule skipped a MEMORY.md that was the PA's other reply copied)
+        said = set().union(*(_content(_own_part(w, user_grams)) for w in replies)) if replies else set()
         mine = set().union(*(_content(w) for w in users)) if users else set()
         return cls(assistant=set().union(*(_ngrams(w) for w in replies)) if replies else set(),
-                   user=set().union(*(_ngrams(w) for w in users)) if users else set(),
-                   user_words=mine - said)
+                   user=user_grams, user_words=mine - said)
+
+
+def _own_part(words: Sequence[str], user_grams: set[str]) -> list[str]:
+    """``words`` (a reply's) without every word inside an :data:`NGRAM`-gram of a user message."""
+    copied = [False] * len(words)
+    for i in range(len(words) - NGRAM + 1):
+        if " ".join(words[i:i + NGRAM]) in user_grams:
+            copied[i:i + NGRAM] = [True] * NGRAM
+    return [w for w, c in zip(words, copied, strict=True) if not c]
 
 
 @dataclass(frozen=True)
