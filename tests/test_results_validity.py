@@ -184,6 +184,15 @@ def test_oracle_verdict_below_the_floor_and_not_above() -> None:
         _o("personal", "solution_breadth", "final", "High", None, memory="oracle", status=ProbeStatus.FLOORED)]
     assert oracle_checks(floored)[0].below_floor
     assert oracle_checks(_quick("file", ("High", "High", "High"))) == []
+    # a floored probe that did select the handed setting is said apart (fresh user, 4 December:
+    # "1 of 3" read as if the PA had ignored the setting twice)
+    selected = _quick("oracle", ("Low", "High", "High"))[:2] + [
+        _o("personal", "solution_breadth", "final", "High", "High", memory="oracle", status=ProbeStatus.FLOORED)]
+    check = oracle_checks(selected)[0]
+    assert (check.applied, check.probes, check.floored_selected) == (2, 3, 1) and check.below_floor
+    assert "2 of 3 probes (66.7%, final and pre-event; 1 more floored probe selected it and then failed the turn" in (
+        check.text())
+    assert oracle_checks(floored)[0].floored_selected == 0
 
 
 def test_report_md_holds_the_lines_under_its_main_table(tmp_path: Path) -> None:

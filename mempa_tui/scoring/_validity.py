@@ -291,6 +291,9 @@ class OracleCheck(BaseModel):
     """Scorable probe repeats (final and pre-event) whose selection is the handed target."""
     probes: int
     """Scorable probe repeats (a floored one counts as not applied)."""
+    floored_selected: int = 0
+    """Floored probe repeats whose selection was the handed target all the same (the turn failed
+    after it, e.g. no final reply: PSA 0 by Appendix F.2, so not in ``applied``)."""
     psa: float | None
     """Share of scorable final probes correct (PSA pooled over repeats); None without any."""
     stored: int | None = None
@@ -323,7 +326,11 @@ class OracleCheck(BaseModel):
         finished, how many of its probes are stored and no verdict."""
         line = (f"{condition_label('oracle')} PSA {_pct(self.psa)} (paper: {ORACLE_PAPER_RANGE}, Table 2); "
                 f"it selected the setting it was handed in {self.applied} of {self.probes} probes "
-                f"({_pct(self.rate)}%, final and pre-event)")
+                f"({_pct(self.rate)}%, final and pre-event")
+        if self.floored_selected:
+            line += (f"; {self.floored_selected} more floored probe{'s' if self.floored_selected > 1 else ''} "
+                     "selected it and then failed the turn, which counts as wrong (Appendix F.2)")
+        line += ")"
         if self.unfinished:
             return line + (f" (run not finished: {self.stored or 0} of {self.planned} probes): too few probes "
                            "for a verdict")
@@ -356,9 +363,10 @@ def oracle_checks(outcomes: Sequence[ProbeOutcome], oracle: str = "oracle",
     out = []
     for (model, user), group in sorted(groups.items()):
         finals = [o.correct for o in group if o.probe_kind is ProbeKind.FINAL]
+        floored = sum(o.status is ProbeStatus.FLOORED and o.selection == o.target for o in group)
         out.append(OracleCheck(model=model, user=user, applied=sum(o.correct for o in group),
                                probes=len(group), psa=_score(finals), stored=stored[(model, user)],
-                               planned=(planned or {}).get((model, user))))
+                               planned=(planned or {}).get((model, user)), floored_selected=floored))
     return out
 
 
