@@ -213,6 +213,20 @@ async def test_not_a_database_is_a_clear_error(tmp_path: Path) -> None:
             pass
 
 
+async def test_another_programs_database_is_refused_and_left_as_it_was(tmp_path: Path) -> None:
+    import sqlite3
+
+    path = tmp_path / "db.sqlite"
+    with sqlite3.connect(path) as other:
+        other.execute("CREATE TABLE foo (x INTEGER)")
+    with pytest.raises(StoreError, match="not a mempa run database .*other tables: foo"):
+        async with RunStore(path):
+            pass
+    with sqlite3.connect(path) as other:
+        tables = [r[0] for r in other.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+    assert tables == ["foo"]  # none of mempa's tables written into it
+
+
 async def test_read_only_open_reads_everything_and_refuses_writes_by_name(tmp_path: Path) -> None:
     path = tmp_path / "saves" / "mempa.sqlite"
     async with RunStore(path) as s:

@@ -191,6 +191,17 @@ class StoreBase:
                 return
             if version >= 1:
                 await self._migrate(db, version)
+        else:
+            # a database with no mempa schema but tables of its own is somebody else's: never
+            # write mempa's tables into it (fresh user, 4 December: `mempa runs --saves DIR` did)
+            async with db.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name"
+            ) as cursor:
+                foreign = [row[0] for row in await cursor.fetchall()]
+            if foreign and "schema_version" not in foreign:  # mempa's own, stopped before its version row
+                shown = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
+                raise StoreError(f"{self.path}: not a mempa run database (it holds other tables: {shown}); "
+                                 "use another --saves folder")
         await db.executescript("BEGIN IMMEDIATE;\n" + SCHEMA_SQL + "\nCOMMIT;")
         await db.execute("DELETE FROM schema_version")
         await db.execute("INSERT INTO schema_version (version) VALUES (?)", (SCHEMA_VERSION,))
