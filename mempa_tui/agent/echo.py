@@ -143,11 +143,22 @@ def own_sentences(reply: str, harness_texts: Iterable[str]) -> str:
     Returns:
         The kept sentences joined with single spaces ('' when every sentence copied something).
     """
+    sentences = _sentences_covered(reply, harness_texts)
+    if sentences is None:  # casefold changed the word count (rare ligatures): keep all
+        return reply.strip()
+    keep = [piece for piece, inside in sentences if inside and not any(inside)]
+    return " ".join(" ".join(keep).split())
+
+
+def _sentences_covered(reply: str, harness_texts: Iterable[str]) -> list[tuple[str, list[bool]]] | None:
+    """The sentences of ``reply`` (:data:`_SENTENCE`, as written) with, per word of each, whether
+    it lies in a run copied from a harness text; None when the words cannot be lined up with the
+    text (case folding changed their count)."""
     covered, _source = _covered(reply, harness_texts)
     spans = [m.span() for m in _WORD.finditer(reply)]  # positions in the text as written
-    if len(spans) != len(covered):  # casefold changed the word count (rare ligatures): keep all
-        return reply.strip()
-    keep: list[str] = []
+    if len(spans) != len(covered):
+        return None
+    out: list[tuple[str, list[bool]]] = []
     index = 0  # the next word of the reply
     for match in _SENTENCE.finditer(reply):
         start, end = match.span()
@@ -157,9 +168,8 @@ def own_sentences(reply: str, harness_texts: Iterable[str]) -> str:
         while index < len(spans) and spans[index][0] < end:
             inside.append(covered[index])
             index += 1
-        if inside and not any(inside):
-            keep.append(match.group(0))
-    return " ".join(" ".join(keep).split())
+        out.append((match.group(0), inside))
+    return out
 
 
 def without_echoed_sentences(reply: str, harness_texts: Iterable[str]) -> str:
@@ -177,30 +187,20 @@ def without_echoed_sentences(reply: str, harness_texts: Iterable[str]) -> str:
         harness_texts: every text the harness wrote into the PA's conversation so far.
 
     Returns:
-        The kept sentences joined with single spaces; ``reply`` stripped when none is left out.
+        The kept sentences as written, the joins where one was left out closed (one space, or at
+        most one blank line); ``reply`` stripped when none is left out.
     """
-    texts = list(harness_texts)
-    covered, _source = _covered(reply, texts)
-    spans = [m.span() for m in _WORD.finditer(reply)]  # positions in the text as written
-    if len(spans) != len(covered) or not any(covered):
+    sentences = _sentences_covered(reply, harness_texts)
+    if sentences is None:
         return reply.strip()
     out = ""
     dropped = False
     gap = False  # a sentence was left out since the last kept one
     pending = ""  # blank lines since that cut
-    index = 0
-    for match in _SENTENCE.finditer(reply):
-        start, end = match.span()
-        if start == end:
-            continue
-        inside: list[bool] = []
-        while index < len(spans) and spans[index][0] < end:
-            inside.append(covered[index])
-            index += 1
+    for piece, inside in sentences:
         if len(inside) >= ECHO_MIN_WORDS and sum(inside) >= ECHO_SHARE * len(inside):
             dropped = gap = True
             continue
-        piece = match.group(0)
         if gap and not piece.strip():
             pending += piece  # blank lines after a cut belong to the join
             continue
