@@ -418,8 +418,9 @@ class Trimmed(BaseModel):
     """What :func:`trim_copied` made of a candidate message.
 
     Attributes:
-        text: the message to check and send: the candidate without a leading speaker label and
-            without the sentences copied from earlier user messages.
+        text: the message to check and send: the candidate without a leading speaker label, a
+            leading greeting to one of the user's contacts, or the sentences copied from earlier
+            user messages.
         label: whether a leading ``You:``-style speaker label was removed.
         greeting: whether a leading greeting that named one of the user's contacts was removed.
         dropped: how many copied sentences were removed.
@@ -451,7 +452,8 @@ _GREETINGS = ("hi", "hello", "hey", "dear", "morning", "good morning", "good aft
 def trim_copied(
     message: str, earlier_user: Sequence[str], speaker_names: Sequence[str] = (), contact_names: Sequence[str] = ()
 ) -> Trimmed:
-    """Remove a leading speaker label and the sentences copied from the user's earlier messages.
+    """Remove a leading speaker label, a leading greeting to a contact, and the sentences copied
+    from the user's earlier messages.
 
     Issue 12, replayed with ``benchmarks/simulator_replay.py`` on the packaged 1.5B model: at a
     beat change the simulated user wrote its previous message again word for word and put the new
